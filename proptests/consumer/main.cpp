@@ -1,0 +1,19 @@
+// Consumer of an installed fp8ref (proptests/consumer/run.sh): encodes 448 to e4m3 through the
+// public codec API and checks the OCP max-finite code 0b0'1111'110 = 0x7E.
+#include <cstdint>
+#include <cstdio>
+
+#include "numerics/codec.h"
+
+int main() {
+  const fp8ref::EncodeSpec spec{fp8ref::Rounding::rne, fp8ref::Overflow::sat,
+                                fp8ref::NanEncoding::quiet_signed, fp8ref::InfEncoding::saturate,
+                                /*sr_bits=*/0};
+  const std::uint8_t got_z = fp8ref::encode(fp8ref::Format::e4m3, 448.0, spec);
+  if (got_z != 0x7E) {
+    std::fprintf(stderr, "FAIL: encode(e4m3, 448) = 0x%02X, want 0x7E\n", got_z);
+    return 1;
+  }
+  std::printf("ok: encode(e4m3, 448) = 0x%02X\n", got_z);
+  return 0;
+}

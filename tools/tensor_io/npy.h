@@ -1,0 +1,26 @@
+// NumPy .npy (format versions 1.0, 2.0, 3.0; numpy/lib/format.py) and .npz (zip of .npy) I/O.
+// Reading: Fortran order is converted to C order, big-endian data is byte-swapped, 0-d and empty
+// arrays are legal; ml_dtypes' opaque descr ('<V1', '<V2', '<f1') needs ReadOptions::as_dtype.
+// Writing: types numpy lacks (bf16, fp8, fp4) are written the way ml_dtypes' np.save writes them
+// ('<V2' / '|V1', fp4 one value per byte), so np.load(f).view(ml_dtypes.X) restores them.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "byte_reader.h"
+#include "tensor.h"
+
+namespace fp8ref::tensor_io {
+
+Tensor parse_npy(Bytes bytes, std::string_view file, const ReadOptions& opts);
+std::vector<std::uint8_t> serialize_npy(const Tensor& t, std::string_view file);
+
+// Tensor names are the member names without ".npy" (np.savez convention).
+TensorFile parse_npz(Bytes bytes, std::string_view file, const ReadOptions& opts);
+std::vector<std::uint8_t> serialize_npz(const TensorFile& tf, std::string_view file);  // stored
+
+bool looks_like_npy(Bytes bytes);
+
+}  // namespace fp8ref::tensor_io

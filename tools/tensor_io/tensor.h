@@ -1,0 +1,83 @@
+// Tensor value type of the fp8-check file I/O: dtype, logical shape, raw little-endian bytes.
+// DESIGN §5 (fp8-check reads every dtype incl. FP8 and packed FP4); issue 5 item 1.
+// All I/O failures are reported as tensor_io::Error with a one-line reason naming the file.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fp8ref::tensor_io {
+
+// Element types. F4 is e2m1, packed two per byte (element 2i in the low nibble), shape logical.
+enum class DType : std::uint8_t {
+  F64, F32, F16, BF16, I64, I32, I16, I8, U8, U16, U32, U64, BOOL,
+  F8_E4M3, F8_E5M2, F8_E8M0, F8_E4M3FNUZ, F8_E5M2FNUZ, F4,
+};
+inline constexpr int kDTypeCount = 19;
+
+// One-line error; the constructor replaces control characters so messages stay on one line.
+struct Error : std::runtime_error {
+  explicit Error(const std::string& what);
+};
+
+[[noreturn]] void fail(std::string_view file, std::string_view reason);
+
+std::string_view dtype_name(DType t);  // safetensors spelling: "F8_E4M3", "BF16", ...
+// Accepts the safetensors spelling (any case) and the aliases e4m3, e4m3fn, float8_e4m3fn,
+// e5m2, e8m0, e8m0fnu, bf16, bfloat16, f32, float32, fp4, e2m1, ...
+std::optional<DType> dtype_from_name(std::string_view name);
+int dtype_bits(DType t);  // 4 for F4, else 8 * element bytes
+bool dtype_is_float(DType t);
+
+struct Tensor {
+  DType dtype = DType::U8;
+  std::vector<std::int64_t> shape;  // empty = 0-d (one element); zero extents are legal
+  std::vector<std::uint8_t> data;   // little-endian, C order, exactly byte_size() bytes
+  std::uint64_t numel() const;      // assumes a validated shape
+  std::uint64_t byte_size() const;
+};
+
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;
+};
+
+struct TensorFile {
+  std::vector<NamedTensor> tensors;              // file order
+  std::map<std::string, std::string> metadata;   // safetensors __metadata__
+  const Tensor* find(std::string_view name) const;
+};
+
+struct ReadOptions {
+  // Reinterpret every tensor's bytes as this dtype (required for opaque npy descr such as
+  // ml_dtypes' '<V1', '<V2', '<f1'). See reinterpret_as() for the shape rule.
+  std::optional<DType> as_dtype;
+  // Largest tensor or zip entry accepted, in bytes (zip bombs, hostile headers).
+  std::uint64_t max_bytes = std::uint64_t{1} << 36;
+};
+
+// Element count of `shape`, failing (with `file` in the message) on negative extents or
+// products above 2^62.
+std::uint64_t checked_numel(const std::vector<std::int64_t>& shape, std::string_view file);
+// Bytes needed for n elements of t (F4 rounds up to whole bytes).
+std::uint64_t bytes_for(DType t, std::uint64_t n);
+
+// Reinterpret raw bytes as `to`. Same element width: shape unchanged. Otherwise the last
+// dimension is rescaled so the byte count is preserved (a '.view(uint8)' dump of bf16 of
+// shape (m, 2k) becomes (m, k)); a 0-d tensor must keep its width. `src_bits` is the width
+// of the source element (it may be an opaque npy type such as '<V2').
+Tensor reinterpret_as(std::vector<std::uint8_t> bytes, std::vector<std::int64_t> shape,
+                      int src_bits, DType to, std::string_view file);
+
+// ml_dtypes stores float4_e2m1fn one value per byte (low nibble): pack into F4.
+Tensor pack_unpacked_f4(const std::vector<std::uint8_t>& bytes, std::vector<std::int64_t> shape,
+                        std::string_view file);
+
+std::string shape_string(const std::vector<std::int64_t>& shape);  // "(2, 3)", "()"
+
+}  // namespace fp8ref::tensor_io
