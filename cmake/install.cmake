@@ -7,17 +7,21 @@ include(CMakePackageConfigHelpers)
 set(FP8REF_INSTALL_INCLUDEDIR "${CMAKE_INSTALL_INCLUDEDIR}/fp8ref")
 set(FP8REF_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/fp8ref")
 
-# A raw source- or build-tree path in INTERFACE_INCLUDE_DIRECTORIES cannot be exported; wrap it in
-# $<BUILD_INTERFACE:...>. The installed include dir is added by install(TARGETS ... INCLUDES).
-function(_fp8ref_wrap_build_includes tgt)
+# A raw source- or build-tree path in INTERFACE_INCLUDE_DIRECTORIES cannot be exported: wrap it in
+# $<BUILD_INTERFACE:...>, and give a target with include dirs but no $<INSTALL_INTERFACE:...> the
+# installed include dir, so users write #include "numerics/codec.h" as the tree does.
+function(_fp8ref_fix_include_dirs tgt)
   get_target_property(dirs ${tgt} INTERFACE_INCLUDE_DIRECTORIES)
   if(NOT dirs)
     return()
   endif()
-  set(wrapped "")
+  set(fixed "")
+  set(has_install_dir OFF)
   foreach(d IN LISTS dirs)
     set(in_tree OFF)
-    if(NOT d MATCHES "^\\$<")
+    if(d MATCHES "^\\$<INSTALL_INTERFACE:")
+      set(has_install_dir ON)
+    elseif(NOT d MATCHES "^\\$<")
       cmake_path(IS_PREFIX PROJECT_SOURCE_DIR "${d}" NORMALIZE in_src)
       cmake_path(IS_PREFIX PROJECT_BINARY_DIR "${d}" NORMALIZE in_bin)
       if(in_src OR in_bin)
@@ -25,12 +29,15 @@ function(_fp8ref_wrap_build_includes tgt)
       endif()
     endif()
     if(in_tree)
-      list(APPEND wrapped "$<BUILD_INTERFACE:${d}>")
+      list(APPEND fixed "$<BUILD_INTERFACE:${d}>")
     else()
-      list(APPEND wrapped "${d}")
+      list(APPEND fixed "${d}")
     endif()
   endforeach()
-  set_target_properties(${tgt} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${wrapped}")
+  if(NOT has_install_dir)
+    list(APPEND fixed "$<INSTALL_INTERFACE:${FP8REF_INSTALL_INCLUDEDIR}>")
+  endif()
+  set_target_properties(${tgt} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${fixed}")
 endfunction()
 
 # Project targets reachable from `tgt` through its interface link libraries (plain names and
@@ -85,16 +92,26 @@ endforeach()
 list(APPEND _fp8ref_exported ${_fp8ref_extra})
 
 foreach(tgt IN LISTS _fp8ref_exported)
-  _fp8ref_wrap_build_includes(${tgt})
+  _fp8ref_fix_include_dirs(${tgt})
 endforeach()
+
+# Users need C++20 for the headers. In the build tree CMAKE_CXX_STANDARD gives it and the target
+# carries no feature (CMake 3.25 would then demand a CUDA20 dialect for gpu/); the installed
+# fp8ref::numerics carries cxx_std_20 itself.
+if(TARGET fp8ref_numerics)
+  get_target_property(features fp8ref_numerics INTERFACE_COMPILE_FEATURES)
+  if(NOT features OR NOT "cxx_std_20" IN_LIST features)
+    set_property(TARGET fp8ref_numerics APPEND PROPERTY
+      INTERFACE_COMPILE_FEATURES "$<INSTALL_INTERFACE:cxx_std_20>")
+  endif()
+endif()
 
 if(_fp8ref_exported)
   install(TARGETS ${_fp8ref_exported}
     EXPORT fp8refTargets
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
-    INCLUDES DESTINATION ${FP8REF_INSTALL_INCLUDEDIR})
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
 
 if(TARGET fp8-check)

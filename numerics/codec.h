@@ -43,6 +43,8 @@ struct EncodeSpec {
 
 namespace detail {
 
+__extension__ typedef unsigned __int128 u128;  // exact remainders past 64 bits
+
 // |x| = sig * 2^q with sig < 2^53 (0 for zero); the decomposition of a finite f64.
 struct Unpacked {
   bool sign;
@@ -62,7 +64,6 @@ constexpr Unpacked unpack_f64(std::uint64_t bits) {
 // `sig` (shift >= 1); `kept_odd` is the parity of what is kept.
 constexpr bool round_increment(Rounding r, bool sign, std::uint64_t sig, int shift, bool kept_odd,
                                std::uint32_t rand, int sr_bits) {
-  using u128 = unsigned __int128;
   const u128 rem = shift >= 64 ? u128{sig} : u128{sig & ((std::uint64_t{1} << shift) - 1)};
   if (rem == 0) return false;
   switch (r) {
@@ -207,9 +208,12 @@ constexpr std::uint8_t encode_e8m0_bits(std::uint64_t bits, const E8m0Spec& spec
       else e = abs_bits > 0x3800000000000000ULL ? -126 : -127;  // f32 subnormal: > 2^-127 up
       break;
   }
-  // 4. Clamp below (no zero in E8M0), overflow above.
+  // 4. Clamp below (no zero in E8M0), overflow above. floor rounds toward zero, which never
+  //    overflows (IEEE 754 §7.4; CUDA's __nv_cvt_double_to_e8m0 rz nosat: 2^200 -> 0xFE).
   if (e < E8m0Traits::kMinExp) e = E8m0Traits::kMinExp;
-  if (e > E8m0Traits::kMaxExp) return spec.saturate ? E8m0Traits::kMaxFinite : E8m0Traits::kNan;
+  if (e > E8m0Traits::kMaxExp)
+    return spec.saturate || spec.rounding == E8m0Rounding::floor ? E8m0Traits::kMaxFinite
+                                                                 : E8m0Traits::kNan;
   return static_cast<std::uint8_t>(e + E8m0Traits::kBias);
 }
 

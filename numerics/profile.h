@@ -85,6 +85,8 @@ inline EncodeSpec fp8_spec(Profile p, Source src, Rounding r) {
   if (p == Profile::ml_dtypes_0_6) nan = NanEncoding::ml_dtypes;
   if (is_cuda(p))
     nan = src == Source::f64 ? NanEncoding::double_payload : NanEncoding::positive_all_ones;
+  // torch 2.11 on an H100: every f16 NaN becomes 0x7f, sign dropped (bf16 / f32 keep it).
+  if (p == Profile::torch_2_11 && src == Source::f16) nan = NanEncoding::positive_all_ones;
   return EncodeSpec{r, sat ? Overflow::sat : Overflow::nonsat, nan, InfEncoding::saturate, 32};
 }
 

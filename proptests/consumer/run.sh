@@ -25,7 +25,7 @@ echo "== configure + build the consumer"
 generator=()
 command -v ninja > /dev/null && generator=(-G Ninja)
 cmake -S "$here" -B "$work/build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
 cmake --build "$work/build" -j2
 
 echo "== run"

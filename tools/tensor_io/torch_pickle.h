@@ -39,7 +39,18 @@ struct PyValue {
   PickledTensor tensor;                       // Storage (dtype/key/numel) and Tensor
 };
 
+// The unpickled object graph. Pickles can build cycles (a list appended to itself), so the graph
+// owns every container and breaks their links on destruction instead of relying on shared_ptr.
+struct PickleGraph {
+  PyRef root;
+  std::vector<PyRef> containers;
+  PickleGraph() = default;
+  PickleGraph(PickleGraph&&) = default;
+  PickleGraph& operator=(PickleGraph&&) = default;
+  ~PickleGraph();
+};
+
 // Runs the VM over `pkl` and returns the top-level object.
-PyRef unpickle_torch(Bytes pkl, std::string_view file);
+PickleGraph unpickle_torch(Bytes pkl, std::string_view file);
 
 }  // namespace fp8ref::tensor_io

@@ -215,8 +215,8 @@ std::vector<std::uint8_t> serialize_zip_stored(const std::vector<ZipMember>& mem
       put(*v, name.size(), 2);
       put(*v, 0, 2);  // extra
       if (central) {
-        put(*v, 0, 8);  // comment length, disk, internal attrs, external attrs (2+2+2+... see below)
-        put(*v, 0, 2);
+        put(*v, 0, 6);  // comment length, disk number, internal attributes
+        put(*v, 0, 4);  // external attributes
         put(*v, local, 4);
       }
       v->insert(v->end(), name.begin(), name.end());

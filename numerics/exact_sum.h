@@ -1,0 +1,308 @@
+// Exact accumulation of FP8 x FP8 products and of scaled block partials, and the single
+// rounding of an exact value to f32 / bf16 (DESIGN §3.5: "exactness fact to build on", model
+// `exact`). No floating-point arithmetic touches a value here until the final rounding.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "numerics/format.h"
+
+namespace fp8ref {
+
+__extension__ typedef __int128 i128;
+__extension__ typedef unsigned __int128 u128;
+
+// An FP8 code as value = sig * 2^(exp - man_bits): `exp` is the unbiased exponent of the
+// encoding with subnormals (and zero) at emin, `sig` the signed integer significand including the
+// hidden bit (|sig| < 2^(man_bits+1)). This is the "raw" decomposition the tensor core uses.
+struct Fp8Parts {
+  int sig;
+  int exp;
+  int man_bits;
+  bool finite;  // false for NaN / Inf
+};
+
+constexpr Fp8Parts fp8_parts(Format f, std::uint8_t code) {
+  const bool e4 = f == Format::e4m3;
+  const int p = e4 ? E4m3Traits::kManBits : E5m2Traits::kManBits;
+  const int bias = e4 ? E4m3Traits::kBias : E5m2Traits::kBias;
+  const int field = (code & 0x7F) >> p;
+  const int man = code & ((1 << p) - 1);
+  const bool finite = e4 ? (code & 0x7F) != 0x7F : field != 31;
+  const int mag = field ? (1 << p) + man : man;
+  return {(code & 0x80) ? -mag : mag, (field ? field : 1) - bias, p, finite};
+}
+
+// fp8_parts of all 256 codes of e4m3 / e5m2 (the models' inner loops look codes up).
+inline const Fp8Parts* fp8_parts_table(Format f) {
+  static const auto make = [](Format g) {
+    std::array<Fp8Parts, 256> t{};
+    for (int c = 0; c < 256; ++c) t[std::size_t(c)] = fp8_parts(g, std::uint8_t(c));
+    return t;
+  };
+  static const std::array<Fp8Parts, 256> e4m3 = make(Format::e4m3), e5m2 = make(Format::e5m2);
+  return f == Format::e4m3 ? e4m3.data() : e5m2.data();
+}
+
+// 2^e as an f64 for normal exponents (-1022 <= e <= 1023), without a libm call.
+constexpr double exp2i(int e) { return std::bit_cast<double>(std::uint64_t(e + 1023) << 52); }
+
+constexpr int fp8_emin(Format f) {
+  return f == Format::e4m3 ? E4m3Traits::kMinNormalExp : E5m2Traits::kMinNormalExp;
+}
+constexpr int fp8_man_bits(Format f) {
+  return f == Format::e4m3 ? E4m3Traits::kManBits : E5m2Traits::kManBits;
+}
+
+inline void require_operand_format(Format f) {
+  if (f != Format::e4m3 && f != Format::e5m2)
+    throw std::invalid_argument("fp8ref: GEMM operands must be e4m3 or e5m2, got " +
+                                std::string(to_string(f)));
+}
+
+// Every product of an fa code and an fb code is an integer multiple of 2^product_unit_exp:
+// e4m3 x e4m3 2^-18, e4m3 x e5m2 2^-25, e5m2 x e5m2 2^-32.
+constexpr int product_unit_exp(Format fa, Format fb) {
+  return fp8_emin(fa) - fp8_man_bits(fa) + fp8_emin(fb) - fp8_man_bits(fb);
+}
+
+// Exact sum of a[k]*b[k], k < n, in units of 2^product_unit_exp(fa, fb). Each product is below
+// 2^64 units (e5m2: 7*7 * 2^58), so n < 2^63 terms fit in int128; for e4m3 x e4m3 each product
+// is below 2^22 units and the sum of < 2^41 terms is exact in int64, which the loop uses.
+// Precondition: all codes finite (see dot_has_nonfinite).
+inline i128 exact_dot_units(const std::uint8_t* a, const std::uint8_t* b, std::int64_t n, Format fa,
+                            Format fb) {
+  const int emin_a = fp8_emin(fa), emin_b = fp8_emin(fb);
+  const Fp8Parts *ta = fp8_parts_table(fa), *tb = fp8_parts_table(fb);
+  if (fa == Format::e4m3 && fb == Format::e4m3) {
+    std::int64_t s = 0;
+    for (std::int64_t k = 0; k < n; ++k) {
+      const Fp8Parts x = ta[a[k]], y = tb[b[k]];
+      s += std::int64_t(x.sig * y.sig) << ((x.exp - emin_a) + (y.exp - emin_b));
+    }
+    return s;
+  }
+  i128 s = 0;
+  for (std::int64_t k = 0; k < n; ++k) {
+    const Fp8Parts x = ta[a[k]], y = tb[b[k]];
+    s += i128(x.sig * y.sig) << ((x.exp - emin_a) + (y.exp - emin_b));
+  }
+  return s;
+}
+
+inline bool dot_has_nonfinite(const std::uint8_t* a, const std::uint8_t* b, std::int64_t n,
+                              Format fa, Format fb) {
+  const Fp8Parts *ta = fp8_parts_table(fa), *tb = fp8_parts_table(fb);
+  bool finite = true;
+  for (std::int64_t k = 0; k < n; ++k) finite &= ta[a[k]].finite & tb[b[k]].finite;
+  return !finite;
+}
+
+// A finite f32 as sig * 2^exp with |sig| < 2^24 (sig = 0 for zero).
+struct F32Parts {
+  std::int64_t sig;
+  int exp;
+};
+inline F32Parts f32_parts(float x) {
+  const std::uint32_t u = std::bit_cast<std::uint32_t>(x);
+  const int field = int((u >> 23) & 0xFF);
+  const std::int64_t mag = field ? (std::int64_t{1} << 23) | (u & 0x7FFFFF) : (u & 0x7FFFFF);
+  return {(u >> 31) ? -mag : mag, (field ? field : 1) - 127 - 23};
+}
+
+// A finite non-zero f32 as odd * 2^exp (fewer significant bits: pow2 scales become 1 * 2^e).
+inline F32Parts f32_parts_odd(float x) {
+  F32Parts p = f32_parts(x);
+  if (p.sig == 0) return p;
+  const int tz = std::countr_zero(std::uint64_t(p.sig < 0 ? -p.sig : p.sig));
+  return {p.sig / (std::int64_t{1} << tz), p.exp + tz};
+}
+
+// Output formats of the reference ops: binary32, bfloat16 (8 significant bits, f32 range) and
+// IEEE binary16 (11 significant bits, normal exponents -14..15, max 65504).
+enum class OutDtype : std::uint8_t { f32, bf16, f16 };
+
+constexpr int out_precision(OutDtype d) {
+  return d == OutDtype::f32 ? 24 : d == OutDtype::bf16 ? 8 : 11;
+}
+constexpr int out_min_exp(OutDtype d) {
+  return d == OutDtype::f16 ? -14 : -126;
+}  // smallest normal
+constexpr int out_max_exp(OutDtype d) { return d == OutDtype::f16 ? 15 : 127; }
+constexpr const char* to_string(OutDtype d) {
+  return d == OutDtype::f32 ? "f32" : d == OutDtype::bf16 ? "bf16" : "f16";
+}
+
+namespace detail {
+
+// RNE of (keep, half, sticky) at quantum 2^q to `d`, as an f64 (overflow to ±Inf).
+inline double finish_rounding(std::uint64_t keep, bool half, bool sticky, int q, bool neg,
+                              OutDtype d) {
+  if (half && (sticky || (keep & 1))) ++keep;
+  double z = std::ldexp(double(keep), q);  // keep <= 2^24: exact in f64
+  if (z >= std::ldexp(1.0, out_max_exp(d) + 1)) z = std::numeric_limits<double>::infinity();
+  return neg ? -z : z;
+}
+
+constexpr int bit_length(u128 x) {
+  const std::uint64_t hi = std::uint64_t(x >> 64), lo = std::uint64_t(x);
+  return hi ? 128 - std::countl_zero(hi) : lo ? 64 - std::countl_zero(lo) : 0;
+}
+
+}  // namespace detail
+
+// The value sig * 2^exp rounded once (RNE) to `d` with gradual underflow and overflow to ±Inf,
+// returned as an f64 holding that value; an exact zero gives +0. Requires |sig| < 2^127.
+inline double round_to(i128 sig, int exp, OutDtype d) {
+  if (sig == 0) return 0.0;
+  const bool neg = sig < 0;
+  const u128 mag = neg ? u128(-sig) : u128(sig);
+  const int top = detail::bit_length(mag) - 1;
+  const int lead = exp + top;  // exponent of the leading bit
+  const int q = std::max(lead, out_min_exp(d)) - (out_precision(d) - 1);  // quantum exponent
+  const int s = q - exp;                                                  // bits to drop
+  if (s <= 0) return detail::finish_rounding(std::uint64_t(mag) << -s, false, false, q, neg, d);
+  if (s > 128) return detail::finish_rounding(0, false, true, q, neg, d);
+  const std::uint64_t keep = s == 128 ? 0 : std::uint64_t(mag >> s);
+  const bool half = (mag >> (s - 1)) & 1;
+  const bool sticky = s > 1 && (mag & ((u128(1) << (s - 1)) - 1)) != 0;
+  return detail::finish_rounding(keep, half, sticky, q, neg, d);
+}
+
+// A two's-complement fixed-point accumulator (Kulisch-style) of 14 limbs with bit 0 = 2^-384:
+// adds i128 * 2^e terms exactly, then rounds once. Accepts -384 <= e < 256 (else
+// std::range_error): every FP8 partial sum times an f32 scale product has e in [-330, 236]
+// (unit 2^-32..2^-18, scale exponents -149..104 each). 128 bits of headroom for carries, so any
+// sum of fewer than 2^100 terms is exact. No heap allocation.
+class ExactAccumulator {
+ public:
+  static constexpr int kLimbs = 14;
+  static constexpr int kBase = -384;
+
+  void add(i128 sig, int exp) {
+    if (sig == 0) return;
+    const int shift = exp - kBase;
+    if (shift < 0 || shift / 64 + 4 > kLimbs - 1)
+      throw std::range_error("fp8ref: ExactAccumulator term 2^" + std::to_string(exp) +
+                             " outside its range");
+    nonzero_ = true;
+    const u128 v = u128(sig);
+    const std::uint64_t ext = sig < 0 ? ~std::uint64_t{0} : 0;
+    const std::uint64_t w[3] = {std::uint64_t(v), std::uint64_t(v >> 64), ext};
+    const int bit = shift % 64;
+    std::size_t i = std::size_t(shift / 64);
+    std::uint64_t carry = 0, prev = 0;
+    for (int j = 0; j < 4; ++j, ++i) {  // the 192-bit sign-extended term shifted into 4 limbs
+      const std::uint64_t cur = j < 3 ? w[j] : ext;
+      const std::uint64_t part = bit ? (cur << bit) | (prev >> (64 - bit)) : cur;
+      prev = cur;
+      add_limb(i, part, carry);
+    }
+    for (; i < std::size_t(kLimbs) && (carry || ext); ++i) add_limb(i, ext, carry);
+  }
+
+  bool empty() const { return !nonzero_; }
+
+  // The exact sum rounded to nearest-even in `d` (gradual underflow, overflow to ±Inf); an exact
+  // zero gives +0.
+  double round_to(OutDtype d) const {
+    std::uint64_t mag[kLimbs];
+    const bool neg = (limbs_[kLimbs - 1] >> 63) != 0;
+    std::uint64_t carry = 1;
+    for (int i = 0; i < kLimbs; ++i) {
+      mag[i] = neg ? ~limbs_[i] + carry : limbs_[i];
+      if (neg) carry = (carry && mag[i] == 0) ? 1 : 0;
+    }
+    int top = -1;
+    for (int i = kLimbs - 1; i >= 0 && top < 0; --i)
+      if (mag[i]) top = i * 64 + 63 - std::countl_zero(mag[i]);
+    if (top < 0) return 0.0;
+    const int q = std::max(kBase + top, out_min_exp(d)) - (out_precision(d) - 1);
+    const int s = q - kBase;  // > 0: q >= -149 - 0 > kBase
+    const std::uint64_t keep = bits_at(mag, s, top - s + 1);
+    const bool half = bits_at(mag, s - 1, 1) != 0;
+    bool sticky = false;
+    for (int i = 0; i < (s - 1) / 64 && !sticky; ++i) sticky = mag[i] != 0;
+    const int rem = (s - 1) % 64;
+    if (!sticky && rem) sticky = (mag[(s - 1) / 64] & ((std::uint64_t{1} << rem) - 1)) != 0;
+    return detail::finish_rounding(keep, half, sticky, q, neg, d);
+  }
+
+ private:
+  // `count` (<= 25) bits of m starting at bit `pos` (>= 0).
+  static std::uint64_t bits_at(const std::uint64_t* m, int pos, int count) {
+    if (count <= 0) return 0;
+    const int i = pos / 64, b = pos % 64;
+    std::uint64_t w = m[i] >> b;
+    if (b && i + 1 < kLimbs) w |= m[i + 1] << (64 - b);
+    return w & ((std::uint64_t{1} << count) - 1);
+  }
+  void add_limb(std::size_t i, std::uint64_t x, std::uint64_t& carry) {
+    const std::uint64_t a = limbs_[i];
+    const std::uint64_t s1 = a + x;
+    const std::uint64_t s2 = s1 + carry;
+    carry = (s1 < a || s2 < s1) ? 1 : 0;
+    limbs_[i] = s2;
+  }
+
+  std::uint64_t limbs_[kLimbs] = {};  // little-endian, two's complement
+  bool nonzero_ = false;
+};
+
+// The exact sum of terms t[i]·2^e[i] rounded once to `d`. When all terms fit one i128 window
+// (the common case: scale exponents within a few dozen binades) the sum is formed in i128,
+// otherwise in an ExactAccumulator; the result is the same either way. |t[i]| < 2^120.
+inline double round_terms(const i128* t, const int* e, std::int64_t n, OutDtype d) {
+  int e_min = std::numeric_limits<int>::max(), top = std::numeric_limits<int>::min();
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (t[i] == 0) continue;
+    e_min = std::min(e_min, e[i]);
+    top = std::max(top, e[i] + detail::bit_length(u128(t[i] < 0 ? -t[i] : t[i])));
+  }
+  if (top == std::numeric_limits<int>::min()) return 0.0;
+  if (top - e_min + std::bit_width(std::uint64_t(n)) <= 126) {
+    i128 s = 0;
+    for (std::int64_t i = 0; i < n; ++i)
+      if (t[i] != 0) s += t[i] * (i128(1) << (e[i] - e_min));
+    return round_to(s, e_min, d);
+  }
+  ExactAccumulator acc;
+  for (std::int64_t i = 0; i < n; ++i) acc.add(t[i], e[i]);
+  return acc.round_to(d);
+}
+
+// The bit pattern of an f64 that holds a value of `d` exactly (f32: 32 bits; bf16, f16: 16).
+inline std::uint32_t out_bits(double z, OutDtype d) {
+  if (d != OutDtype::f16) {
+    const std::uint32_t u = std::bit_cast<std::uint32_t>(float(z));
+    return d == OutDtype::f32 ? u : u >> 16;
+  }
+  const std::uint32_t sign = std::signbit(z) ? 0x8000u : 0u;
+  if (std::isnan(z)) return sign | 0x7E00u;
+  if (std::isinf(z)) return sign | 0x7C00u;
+  const double a = std::fabs(z);
+  if (a < 0x1p-14) return sign | std::uint32_t(a * 0x1p24);  // subnormal (or zero)
+  int e = 0;
+  const double m = std::frexp(a, &e);  // a = m·2^e, m in [0.5, 1)
+  return sign | std::uint32_t(e - 1 + 15) << 10 | (std::uint32_t(m * 2048.0) - 1024u);
+}
+
+// The value of a bit pattern of `d` (bf16 / f16 in the low 16 bits), exactly, as an f64.
+inline double out_value(std::uint32_t bits, OutDtype d) {
+  if (d == OutDtype::f32) return double(std::bit_cast<float>(bits));
+  if (d == OutDtype::bf16) return double(std::bit_cast<float>(bits << 16));
+  const double sign = (bits & 0x8000u) ? -1.0 : 1.0;
+  const int field = int((bits >> 10) & 0x1F), man = int(bits & 0x3FF);
+  if (field == 31) return man ? std::numeric_limits<double>::quiet_NaN() : sign * INFINITY;
+  return sign * (field ? std::ldexp(1024.0 + man, field - 25) : std::ldexp(double(man), -24));
+}
+
+}  // namespace fp8ref

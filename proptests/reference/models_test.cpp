@@ -1,0 +1,202 @@
+// Accumulation models of one output element (DESIGN §3.5): `exact` equals a Boost cpp_rational
+// dot product rounded once; every other model lies within its documented bound of it; and the
+// identities between models that follow from their definitions.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <bit>
+#include <vector>
+
+#include "numerics/accumulation_models.h"
+#include "proptests/reference/oracle.h"
+
+namespace fp8ref {
+namespace {
+
+struct Case {
+  Format fa, fb;
+  std::int64_t K;
+  std::vector<std::uint8_t> a, b;
+  std::vector<float> sa, sb;  // length 1 (constant) or ceil(K/block) (per block)
+  std::int64_t block = 128;   // 128, or 32 for MX
+  ElementScales scales() const { return {sa.data(), sb.data(), sa.size() > 1, block}; }
+};
+
+// per_block scales: 1×128 blocks, or MX 1×32 blocks of powers of two when `mx`.
+Case gen_case(bool per_block, bool mx = false) {
+  Case c;
+  c.fa = *test::gen_format();
+  c.fb = *test::gen_format();
+  c.K = *rc::gen::weightedOneOf<std::int64_t>({{1, rc::gen::just<std::int64_t>(0)},
+                                               {4, rc::gen::inRange<std::int64_t>(1, 130)},
+                                               {4, rc::gen::inRange<std::int64_t>(130, 700)}});
+  c.a = *test::gen_codes(c.fa, c.K);
+  c.b = *test::gen_codes(c.fb, c.K);
+  c.block = per_block && mx ? 32 : 128;
+  const std::size_t ns =
+      per_block ? std::size_t(std::max<std::int64_t>(1, ceil_div(c.K, c.block))) : 1;
+  const bool unit = *rc::gen::arbitrary<bool>() && !per_block;
+  for (std::size_t i = 0; i < ns; ++i) {
+    c.sa.push_back(unit ? 1.0f : mx ? *test::gen_pow2_scale() : *test::gen_scale());
+    c.sb.push_back(unit ? 1.0f : mx ? *test::gen_pow2_scale() : *test::gen_scale());
+  }
+  if (per_block && ns == 1) {  // keep per_block: a second (unused) entry
+    const float sa0 = c.sa[0], sb0 = c.sb[0];
+    c.sa.push_back(sa0), c.sb.push_back(sb0);
+  }
+  return c;
+}
+
+test::Rational exact_of(const Case& c) {
+  std::vector<float> sa = c.sa, sb = c.sb;
+  if (sa.size() > 1 && c.K <= c.block)
+    sa.erase(sa.begin() + 1, sa.end()), sb.erase(sb.begin() + 1, sb.end());
+  return test::exact_dot_rational(c.a.data(), c.b.data(), c.K, c.fa, c.fb, sa, sb, c.block);
+}
+
+Case gen_any_case() {
+  const int kind = *rc::gen::inRange(0, 3);  // constant, 1×128, MX 1×32
+  return gen_case(kind > 0, kind == 2);
+}
+
+RC_GTEST_PROP(AccumulationModels, ExactIsRationalRoundedOnce, ()) {
+  const Case c = gen_any_case();
+  const OutDtype d = *rc::gen::element(OutDtype::f32, OutDtype::bf16, OutDtype::f16);
+  const double z = exact_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales(), d);
+  RC_CLASSIFY(c.block == 32, "mx");
+  if (d == OutDtype::f16) {
+    RC_ASSERT(out_value(out_bits(z, d), d) == z || std::isnan(z));
+    RC_ASSERT(test::is_nearest_even_f16(exact_of(c), std::uint16_t(out_bits(z, d))));
+    return;
+  }
+  RC_ASSERT(double(float(z)) == z);
+  if (d == OutDtype::bf16) RC_ASSERT((std::bit_cast<std::uint32_t>(float(z)) & 0xFFFF) == 0u);
+  RC_ASSERT(test::is_nearest_even(exact_of(c), float(z), d == OutDtype::bf16));
+}
+
+void check_within_bound(const Case& c, const Bounded& got) {
+  RC_ASSERT(std::isfinite(got.z));
+  const test::Rational err = abs(test::to_rational(double(got.z)) - exact_of(c));
+  RC_ASSERT(err <= test::to_rational(got.bound));
+}
+
+RC_GTEST_PROP(AccumulationModels, Fp32SequentialWithinBound, ()) {
+  const Case c = gen_any_case();
+  check_within_bound(c, fp32_sequential_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales()));
+}
+
+RC_GTEST_PROP(AccumulationModels, HopperUnpromotedWithinBound, ()) {
+  const Case c = gen_case(false);
+  const int s = *rc::gen::inRange(1, 5);
+  check_within_bound(c,
+                     hopper_unpromoted_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales(), s));
+}
+
+RC_GTEST_PROP(AccumulationModels, HopperPromotedBlockwiseWithinBound, ()) {
+  const Case c = gen_any_case();
+  const int s = *rc::gen::inRange(1, 5);
+  check_within_bound(
+      c, hopper_promoted_blockwise_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales(), s));
+}
+
+RC_GTEST_PROP(AccumulationModels, HopperPromotedTensorwiseWithinBound, ()) {
+  const Case c = gen_case(false);
+  const int s = *rc::gen::inRange(1, 5);
+  check_within_bound(
+      c, hopper_promoted_tensorwise_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales(), s));
+}
+
+RC_GTEST_PROP(AccumulationModels, HopperPromotedRowwiseWithinBound, ()) {
+  const Case c = gen_case(false);
+  const int s = *rc::gen::inRange(1, 5);
+  check_within_bound(
+      c, hopper_promoted_rowwise_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales(), s));
+}
+
+RC_GTEST_PROP(AccumulationModels, HopperMmaSyncWithinBound, ()) {
+  const Case c = gen_any_case();
+  const int s = *rc::gen::inRange(1, 5);
+  check_within_bound(c,
+                     hopper_mma_sync_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales(), s));
+}
+
+// With power-of-two scales every scale product is exact, so RN(sa·RN(sb·acc)) = RN(acc·RN(sa·sb))
+// (both are RN of acc·sa·sb): rowwise and tensorwise promotion agree.
+RC_GTEST_PROP(AccumulationModels, Pow2ScalesRowwiseEqualsTensorwise, ()) {
+  Case c = gen_case(false);
+  c.sa = {*test::gen_pow2_scale()}, c.sb = {*test::gen_pow2_scale()};
+  const float rw =
+      hopper_promoted_rowwise_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales(), 1).z;
+  const float tw =
+      hopper_promoted_tensorwise_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales(), 1).z;
+  RC_PRE(std::isfinite(rw) && std::fabs(rw) >= 0x1p-126f);  // no double rounding in subnormals
+  RC_ASSERT(std::bit_cast<std::uint32_t>(rw) == std::bit_cast<std::uint32_t>(tw));
+}
+
+// With unit scales fmaf(1, T, acc) = RN(acc + T), so blockwise and tensorwise promotion agree.
+RC_GTEST_PROP(AccumulationModels, UnitScalesPromotionOrdersAgree, ()) {
+  Case c = gen_case(false);
+  c.sa = {1.0f}, c.sb = {1.0f};
+  const int s = *rc::gen::inRange(1, 4);
+  const float bw =
+      hopper_promoted_blockwise_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales(), s).z;
+  const float tw =
+      hopper_promoted_tensorwise_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales(), s).z;
+  RC_ASSERT(std::bit_cast<std::uint32_t>(bw) == std::bit_cast<std::uint32_t>(tw));
+}
+
+// Slices of one block each are added in f32 in order: the same additions as no split.
+RC_GTEST_PROP(AccumulationModels, TensorwiseSplitIntoSingleBlocksEqualsUnsplit, ()) {
+  const Case c = gen_case(false);
+  const int nb = int(std::max<std::int64_t>(1, ceil_div(c.K, 128)));
+  const float one =
+      hopper_promoted_tensorwise_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales(), 1).z;
+  const float split =
+      hopper_promoted_tensorwise_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales(), nb).z;
+  RC_ASSERT(std::bit_cast<std::uint32_t>(one) == std::bit_cast<std::uint32_t>(split));
+}
+
+// Within one 128-block, unscaled promotion is the bare tensor-core chain from +0.
+RC_GTEST_PROP(AccumulationModels, SingleBlockPromotionIsTheChain, ()) {
+  const Format fa = *test::gen_format(), fb = *test::gen_format();
+  const std::int64_t K = *rc::gen::inRange<std::int64_t>(1, 129);
+  const auto a = *test::gen_codes(fa, K);
+  const auto b = *test::gen_codes(fb, K);
+  const float one = 1.0f;
+  const float z =
+      hopper_promoted_blockwise_dot(a.data(), b.data(), K, fa, fb, {&one, &one, false}, 1).z;
+  const float t = hopper_wgmma_chain(a.data(), b.data(), K, fa, fb, {0.0f, 0.0}).z;
+  RC_ASSERT(std::bit_cast<std::uint32_t>(z) == std::bit_cast<std::uint32_t>(t));
+}
+
+TEST(AccumulationModels, ModelsRejectWhatTheyCannotModel) {
+  const std::vector<std::uint8_t> a(256, 0x38);
+  const float s[2] = {1.0f, 2.0f};
+  const ElementScales blocks{s, s, true};
+  EXPECT_THROW(
+      hopper_unpromoted_dot(a.data(), a.data(), 256, Format::e4m3, Format::e4m3, blocks, 1),
+      std::invalid_argument);
+  EXPECT_THROW(model_dot(AccumulationModel::fp32_sequential, a.data(), a.data(), 256, Format::e4m3,
+                         Format::e4m3, {s, s, false}, 2),
+               std::invalid_argument);
+  EXPECT_THROW(
+      hopper_promoted_blockwise_dot(a.data(), a.data(), 256, Format::e4m3, Format::e4m3, blocks, 0),
+      std::invalid_argument);
+}
+
+// Hand-checked: 256 products 1·1 (e4m3) sum to 256 under every model and exactly.
+TEST(AccumulationModels, SmallIntegerSumsAreExactEverywhere) {
+  const std::vector<std::uint8_t> a(256, 0x38);
+  const float one = 1.0f;
+  const ElementScales sc{&one, &one, false};
+  EXPECT_EQ(exact_dot(a.data(), a.data(), 256, Format::e4m3, Format::e4m3, sc, OutDtype::bf16),
+            256.0);
+  for (AccumulationModel m : kAllAccumulationModels) {
+    if (m == AccumulationModel::exact) continue;
+    EXPECT_EQ(model_dot(m, a.data(), a.data(), 256, Format::e4m3, Format::e4m3, sc, 1).z, 256.0f)
+        << to_string(m);
+  }
+}
+
+}  // namespace
+}  // namespace fp8ref

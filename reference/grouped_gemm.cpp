@@ -1,0 +1,323 @@
+// CPU reference grouped GEMMs (DESIGN §3.5): argument checks, operand gathering, and the
+// per-element model evaluation; `exact` on whole groups through exact_gemm.h. See grouped_gemm.h.
+#include "reference/grouped_gemm.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "numerics/exact_sum.h"
+#include "reference/exact_gemm.h"
+#include "reference/group_desc.h"
+
+namespace fp8ref::ref {
+namespace {
+
+[[noreturn]] void fail(const std::string& what) { throw std::invalid_argument("fp8ref: " + what); }
+std::string str(std::int64_t x) { return std::to_string(x); }
+
+void expect_size(const char* name, std::size_t got, std::int64_t want) {
+  if (std::int64_t(got) != want)
+    fail(std::string(name) + " has " + str(std::int64_t(got)) + " elements, expected " + str(want));
+}
+
+void expect_scale(const char* name, std::span<const float> s, std::int64_t i, bool pow2) {
+  const float v = s[std::size_t(i)];
+  if (!std::isfinite(v))
+    fail(std::string(name) + "[" + str(i) + "] = " + std::to_string(v) + " is not finite");
+  if (pow2 && (v <= 0.0f || f32_parts_odd(v).sig != 1))
+    fail(std::string(name) + "[" + str(i) + "] = " + std::to_string(v) +
+         " is not a power of two (mx scales are E8M0 values)");
+}
+
+void check_model(ModelChoice m, Scaling s) {
+  if (m.split_k < 1) fail("split_k = " + str(m.split_k) + " must be >= 1");
+  if (!accepts_split_k(m.model) && m.split_k != 1)
+    fail(std::string("split_k applies to the hopper models only, not ") + to_string(m.model));
+  if ((s == Scaling::blockwise || s == Scaling::mx) && needs_constant_scales(m.model))
+    fail(std::string("model ") + to_string(m.model) + " needs scales constant over K; " +
+         to_string(s) +
+         " scaling needs hopper_promoted_blockwise, hopper_mma_sync, "
+         "fp32_sequential or exact");
+}
+
+// Scale entries per A row (0: one shared scale) and in scale_b, for the forward's scaling.
+struct ScaleCounts {
+  std::int64_t a, a_per_row, b;
+};
+ScaleCounts scale_counts(const GroupedGemmOperands& op) {
+  const std::int64_t nbk = ceil_div(op.K, kScaleBlockK), nbn = ceil_div(op.N, kScaleBlockK);
+  const std::int64_t nmx = ceil_div(op.K, kMxBlockK);
+  switch (op.scaling) {
+    case Scaling::none: return {0, 0, 0};
+    case Scaling::tensorwise: return {1, 0, op.G};
+    case Scaling::rowwise: return {op.M, 1, op.G * op.N};
+    case Scaling::blockwise: return {op.M * nbk, nbk, op.G * nbn * nbk};
+    case Scaling::mx: return {op.M * nmx, nmx, op.G * op.N * nmx};
+  }
+  return {0, 0, 0};
+}
+
+void check_output(const GemmOutput& y, std::int64_t count) {
+  if (y.dtype == OutDtype::f32)
+    expect_size("output (f32)", y.f32.size(), count);
+  else
+    expect_size(y.dtype == OutDtype::bf16 ? "output (bf16)" : "output (f16)", y.u16.size(), count);
+  if (!y.bound.empty()) expect_size("bound", y.bound.size(), count);
+}
+
+void check_forward(const GroupedGemmOperands& op, std::span<const std::int32_t> row_map,
+                   ModelChoice m, const GemmOutput& y) {
+  require_operand_format(op.fa);
+  require_operand_format(op.fb);
+  if (op.M < 0 || op.N < 0 || op.K < 0 || op.G < 0) fail("negative GEMM dimension");
+  expect_size("A", op.a.size(), op.M * op.K);
+  expect_size("B", op.b.size(), op.G * op.N * op.K);
+  expect_size("row map", row_map.size(), op.M);
+  validate_row_map(row_map, op.G);
+  check_model(m, op.scaling);
+  const ScaleCounts sc = scale_counts(op);
+  expect_size("scale_a", op.scale_a.size(), sc.a);
+  expect_size("scale_b", op.scale_b.size(), sc.b);
+  const bool pow2 = op.scaling == Scaling::mx;
+  for (std::int64_t i = 0; i < sc.b; ++i) expect_scale("scale_b", op.scale_b, i, pow2);
+  if (op.scaling == Scaling::tensorwise) expect_scale("scale_a", op.scale_a, 0, false);
+  for (std::int64_t r = 0; r < op.M && sc.a_per_row; ++r)
+    if (row_map[std::size_t(r)] >= 0)
+      for (std::int64_t j = 0; j < sc.a_per_row; ++j)
+        expect_scale("scale_a", op.scale_a, r * sc.a_per_row + j, pow2);
+  check_output(y, op.M * op.N);
+}
+
+// B as (G, N, K): a copy transposed from (G, K, N) when needed.
+std::vector<std::uint8_t> b_nk(const GroupedGemmOperands& op) {
+  if (op.b_layout == BLayout::nk) return {};
+  std::vector<std::uint8_t> t(op.b.size());
+  for (std::int64_t g = 0; g < op.G; ++g)
+    for (std::int64_t k = 0; k < op.K; ++k)
+      for (std::int64_t n = 0; n < op.N; ++n)
+        t[std::size_t((g * op.N + n) * op.K + k)] = op.b[std::size_t((g * op.K + k) * op.N + n)];
+  return t;
+}
+
+constexpr float kOne = 1.0f;
+
+// The scales of A (by row) and of group g's B (by column).
+detail::ScaleGrid grid_a(const GroupedGemmOperands& op) {
+  const std::int64_t nbk = ceil_div(op.K, kScaleBlockK), nmx = ceil_div(op.K, kMxBlockK);
+  switch (op.scaling) {
+    case Scaling::none: return {&kOne, 0, 1, false, kScaleBlockK};
+    case Scaling::tensorwise: return {op.scale_a.data(), 0, 1, false, kScaleBlockK};
+    case Scaling::rowwise: return {op.scale_a.data(), 1, 1, false, kScaleBlockK};
+    case Scaling::blockwise: return {op.scale_a.data(), nbk, 1, true, kScaleBlockK};
+    case Scaling::mx: return {op.scale_a.data(), nmx, 1, true, kMxBlockK};
+  }
+  return {&kOne, 0, 1, false, kScaleBlockK};
+}
+detail::ScaleGrid grid_b(const GroupedGemmOperands& op, std::int64_t g) {
+  const std::int64_t nbk = ceil_div(op.K, kScaleBlockK), nbn = ceil_div(op.N, kScaleBlockK);
+  const std::int64_t nmx = ceil_div(op.K, kMxBlockK);
+  const float* s = op.scale_b.data();
+  switch (op.scaling) {
+    case Scaling::none: return {&kOne, 0, 1, false, kScaleBlockK};
+    case Scaling::tensorwise: return {s + g, 0, 1, false, kScaleBlockK};
+    case Scaling::rowwise: return {s + g * op.N, 1, 1, false, kScaleBlockK};
+    case Scaling::blockwise: return {s + g * nbn * nbk, nbk, kScaleBlockK, true, kScaleBlockK};
+    case Scaling::mx: return {s + g * op.N * nmx, nmx, 1, true, kMxBlockK};
+  }
+  return {&kOne, 0, 1, false, kScaleBlockK};
+}
+
+double exact_rounding_bound(double z, OutDtype d) {
+  if (!std::isfinite(z)) return std::isnan(z) ? z : INFINITY;
+  const double half_min_subnormal = d == OutDtype::f32    ? 0x1p-150
+                                    : d == OutDtype::bf16 ? 0x1p-134
+                                                          : 0x1p-25;
+  return std::ldexp(std::fabs(z), -out_precision(d)) + half_min_subnormal;
+}
+
+void put_bits(const GemmOutput& y, std::size_t i, std::uint32_t bits) {
+  if (y.dtype == OutDtype::f32)
+    y.f32[i] = std::bit_cast<float>(bits);
+  else
+    y.u16[i] = std::uint16_t(bits);
+}
+
+// `exact`: z holds the exact value rounded once to y.dtype.
+void store_exact(const GemmOutput& y, std::size_t i, double z) {
+  put_bits(y, i, out_bits(z, y.dtype));
+  if (!y.bound.empty()) y.bound[i] = exact_rounding_bound(z, y.dtype);
+}
+
+// A model's f32 result, converted to the output type.
+void store_model(const GemmOutput& y, std::size_t i, Bounded m) {
+  const std::uint32_t bits = f32_to_out_bits(m.z, y.dtype);
+  put_bits(y, i, bits);
+  if (!y.bound.empty()) y.bound[i] = m.bound + std::fabs(out_value(bits, y.dtype) - double(m.z));
+}
+
+void forward_exact(const GroupedGemmOperands& op, const std::uint8_t* b,
+                   std::span<const std::int32_t> row_map, const GemmOutput& y) {
+  const detail::ScaleGrid ga = grid_a(op);
+  std::vector<double> z;
+  const auto groups = rows_by_group(row_map, op.G);
+  for (std::int64_t g = 0; g < op.G; ++g) {
+    const std::vector<std::int64_t>& rows = groups[std::size_t(g)];
+    if (rows.empty()) continue;
+    const std::uint8_t* bg = b + g * op.N * op.K;
+    const detail::ScaleGrid gb = grid_b(op, g);
+    const std::int64_t m = std::int64_t(rows.size());
+    z.resize(std::size_t(m * op.N));
+    if (!detail::exact_group_forward({op.N, op.K, op.fa, op.fb, op.a.data(), rows, bg, ga, gb},
+                                     y.dtype, z)) {
+#pragma omp parallel for schedule(static)
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t n = 0; n < op.N; ++n) {
+          const ElementScales sc{ga.at(rows[std::size_t(i)]), gb.at(n), ga.per_block, ga.block_k};
+          z[std::size_t(i * op.N + n)] = exact_dot(op.a.data() + rows[std::size_t(i)] * op.K,
+                                                   bg + n * op.K, op.K, op.fa, op.fb, sc, y.dtype);
+        }
+    }
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t n = 0; n < op.N; ++n)
+        store_exact(y, std::size_t(rows[std::size_t(i)] * op.N + n), z[std::size_t(i * op.N + n)]);
+  }
+}
+
+}  // namespace
+
+void grouped_gemm_forward(const GroupedGemmOperands& op, std::span<const std::int32_t> row_map,
+                          ModelChoice model, RowPolicy outside, const GemmOutput& y) {
+  check_forward(op, row_map, model, y);
+  const std::vector<std::uint8_t> bt = b_nk(op);
+  const std::uint8_t* b = op.b_layout == BLayout::nk ? op.b.data() : bt.data();
+  if (outside == RowPolicy::zero)
+    for (std::int64_t r = 0; r < op.M; ++r)
+      if (row_map[std::size_t(r)] < 0)
+        for (std::int64_t n = 0; n < op.N; ++n) store_exact(y, std::size_t(r * op.N + n), 0.0);
+  if (model.model == AccumulationModel::exact) return forward_exact(op, b, row_map, y);
+  const detail::ScaleGrid ga = grid_a(op);
+  // One row per iteration, each element computed by one thread: no cross-thread reduction.
+#pragma omp parallel for schedule(dynamic, 4)
+  for (std::int64_t r = 0; r < op.M; ++r) {
+    const std::int64_t g = row_map[std::size_t(r)];
+    if (g < 0) continue;
+    const detail::ScaleGrid gb = grid_b(op, g);
+    const std::uint8_t* a_row = op.a.data() + r * op.K;
+    for (std::int64_t n = 0; n < op.N; ++n) {
+      const ElementScales sc{ga.at(r), gb.at(n), ga.per_block, ga.block_k};
+      store_model(y, std::size_t(r * op.N + n),
+                  model_dot(model.model, a_row, b + (g * op.N + n) * op.K, op.K, op.fa, op.fb, sc,
+                            model.split_k));
+    }
+  }
+}
+
+void grouped_gemm_dgrad(const DgradOperands& op, std::span<const std::int32_t> row_map,
+                        ModelChoice model, RowPolicy outside, const GemmOutput& da) {
+  // dA[r, k] = sum_n dY[r, n]·W[g, n, k]: the forward with N_fwd = K, K_fwd = N and B = W on the
+  // other layout (W as (G, N, K) is the forward's B in `kn` layout (G, K_fwd, N_fwd)).
+  GroupedGemmOperands fwd{
+      op.M,       op.K,        op.N,
+      op.G,       op.fdy,      op.fw,
+      op.dy,      op.w,        op.w_layout == BLayout::nk ? BLayout::kn : BLayout::nk,
+      op.scaling, op.scale_dy, op.scale_w};
+  std::vector<float> wt;  // 128×128 weight scales (G, nbN, nbK) -> the forward's (G, nbK, nbN)
+  if (op.scaling == Scaling::blockwise) {
+    const std::int64_t nbn = ceil_div(op.N, kScaleBlockK), nbk = ceil_div(op.K, kScaleBlockK);
+    expect_size("scale_w", op.scale_w.size(), op.G * nbn * nbk);
+    wt.resize(op.scale_w.size());
+    for (std::int64_t g = 0; g < op.G; ++g)
+      for (std::int64_t i = 0; i < nbn; ++i)
+        for (std::int64_t j = 0; j < nbk; ++j)
+          wt[std::size_t((g * nbk + j) * nbn + i)] =
+              op.scale_w[std::size_t((g * nbn + i) * nbk + j)];
+    fwd.scale_b = wt;
+  }
+  grouped_gemm_forward(fwd, row_map, model, outside, da);
+}
+
+void grouped_gemm_forward_offs(const GroupedGemmOperands& op, std::span<const std::int64_t> offs,
+                               ModelChoice model, RowPolicy outside, const GemmOutput& y) {
+  expect_size("offs", offs.size(), op.G);
+  const std::vector<std::int32_t> map = row_map_from_offsets(offs, op.M);
+  grouped_gemm_forward(op, map, model, outside, y);
+}
+
+namespace {
+
+// RN_f32(c + sum_k dy_k·x_k·s) exactly (s = sdy·sx as an exact product), blocks of 128.
+float exact_wgrad_element(const std::uint8_t* dy, const std::uint8_t* x, std::int64_t m, Format fdy,
+                          Format fx, ElementScales sc, float c) {
+  if (!std::isfinite(c) || dot_has_nonfinite(dy, x, m, fdy, fx))
+    return float(double(c) + exact_dot(dy, x, m, fdy, fx, sc, OutDtype::f32));
+  ExactAccumulator acc;
+  const F32Parts cp = f32_parts(c), sa = f32_parts(sc.a(0)), sb = f32_parts(sc.b(0));
+  acc.add(cp.sig, cp.exp);
+  for (std::int64_t k0 = 0; k0 < m; k0 += kScaleBlockK) {
+    const i128 p = exact_dot_units(dy + k0, x + k0, std::min(kScaleBlockK, m - k0), fdy, fx);
+    acc.add(p * i128(sa.sig * sb.sig), product_unit_exp(fdy, fx) + sa.exp + sb.exp);
+  }
+  return float(acc.round_to(OutDtype::f32));
+}
+
+}  // namespace
+
+void grouped_gemm_wgrad(const WgradOperands& op, std::span<const std::int64_t> offs,
+                        ModelChoice model, std::span<float> dw, std::span<double> bound) {
+  require_operand_format(op.fdy);
+  require_operand_format(op.fx);
+  expect_size("dY", op.dy.size(), op.M * op.N);
+  expect_size("X", op.x.size(), op.M * op.K);
+  expect_size("C", op.c.size(), op.G * op.N * op.K);
+  expect_size("dW", dw.size(), op.G * op.N * op.K);
+  if (!bound.empty()) expect_size("bound", bound.size(), op.G * op.N * op.K);
+  expect_size("offs", offs.size(), op.G);
+  validate_offsets(offs, op.M, 1);
+  if (op.scaling != Scaling::none && op.scaling != Scaling::tensorwise)
+    fail("wgrad supports scaling none or tensorwise");
+  check_model(model, op.scaling);
+  const bool scaled = op.scaling == Scaling::tensorwise;
+  expect_size("scale_dy", op.scale_dy.size(), scaled ? 1 : 0);
+  expect_size("scale_x", op.scale_x.size(), scaled ? 1 : 0);
+  if (scaled)
+    expect_scale("scale_dy", op.scale_dy, 0, false), expect_scale("scale_x", op.scale_x, 0, false);
+  const ElementScales sc{scaled ? op.scale_dy.data() : &kOne, scaled ? op.scale_x.data() : &kOne,
+                         false};
+  for (std::int64_t g = 0; g < op.G; ++g) {
+    const std::int64_t r0 = g ? offs[std::size_t(g - 1)] : 0, m = offs[std::size_t(g)] - r0;
+    // Columns of dY and X over the group's rows, contiguous.
+    std::vector<std::uint8_t> dyt(std::size_t(op.N * m)), xt(std::size_t(op.K * m));
+    for (std::int64_t i = 0; i < m; ++i) {
+      for (std::int64_t n = 0; n < op.N; ++n)
+        dyt[std::size_t(n * m + i)] = op.dy[std::size_t((r0 + i) * op.N + n)];
+      for (std::int64_t k = 0; k < op.K; ++k)
+        xt[std::size_t(k * m + i)] = op.x[std::size_t((r0 + i) * op.K + k)];
+    }
+#pragma omp parallel for schedule(static)
+    for (std::int64_t n = 0; n < op.N; ++n) {
+      for (std::int64_t k = 0; k < op.K; ++k) {
+        const std::size_t i = std::size_t((g * op.N + n) * op.K + k);
+        const float c = op.c[i];
+        const std::uint8_t* u = dyt.data() + n * m;
+        const std::uint8_t* v = xt.data() + k * m;
+        double bd = 0.0;
+        if (m == 0) {
+          dw[i] = c;  // empty group: exactly C
+        } else if (model.model == AccumulationModel::exact) {
+          dw[i] = exact_wgrad_element(u, v, m, op.fdy, op.fx, sc, c);
+          bd = f32_rounding_bound(dw[i]);
+        } else {
+          const Bounded z = model_dot(model.model, u, v, m, op.fdy, op.fx, sc, model.split_k);
+          dw[i] = c + z.z;
+          bd = z.bound + f32_rounding_bound(dw[i]);
+        }
+        if (!bound.empty()) bound[i] = bd * kBoundSlack;
+      }
+    }
+  }
+}
+
+}  // namespace fp8ref::ref

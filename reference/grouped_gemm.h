@@ -1,0 +1,117 @@
+// CPU reference grouped GEMMs on FP8 codes under a named accumulation model (DESIGN §3.5):
+// M-grouped forward Y[r] = A[r]·B[g(r)]^T, dgrad dA[r] = dY[r]·W[g(r)] (the forward on the
+// transposed layout) and K-grouped wgrad dW[g] = C[g] + sum_{r in g} dY^T X. Parallel over rows /
+// output rows with no reduction across threads, so the bits do not depend on the thread count;
+// `exact` runs on exact integer block products (reference/exact_gemm.h).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "numerics/accumulation_models.h"
+#include "numerics/format.h"
+
+namespace fp8ref::ref {
+
+enum class BLayout : std::uint8_t { nk, kn };  // B as (G, N, K) or (G, K, N), row-major
+enum class Scaling : std::uint8_t { none, tensorwise, rowwise, blockwise, mx };
+constexpr const char* to_string(Scaling s) {
+  switch (s) {
+    case Scaling::none: return "none";
+    case Scaling::tensorwise: return "tensorwise";
+    case Scaling::rowwise: return "rowwise";
+    case Scaling::blockwise: return "blockwise";
+    case Scaling::mx: return "mx";
+  }
+  return "?";
+}
+enum class RowPolicy : std::uint8_t {
+  untouched,  // rows of no group are not written
+  zero,       // rows of no group are set to +0
+};
+
+// Operands of the M-grouped forward. Scale shapes (f32 decode scales, x ~= q·s), row-major:
+//   none:       both empty
+//   tensorwise: scale_a (1), scale_b (G)          one scale per tensor / per expert
+//   rowwise:    scale_a (M), scale_b (G, N)
+//   blockwise:  scale_a (M, ceil(K/128)) 1×128,   scale_b (G, ceil(N/128), ceil(K/128)) 128×128
+//   mx:         scale_a (M, ceil(K/32)) 1×32,     scale_b (G, N, ceil(K/32)) 1×32 along K; every
+//               scale a power of two (an E8M0 value, decoded exactly to f32, 2^-127 included)
+// Scales of rows of no group are never read; every other scale must be finite.
+struct GroupedGemmOperands {
+  std::int64_t M, N, K, G;
+  Format fa, fb;
+  std::span<const std::uint8_t> a;  // (M, K)
+  std::span<const std::uint8_t> b;  // (G, N, K) or (G, K, N)
+  BLayout b_layout;
+  Scaling scaling;
+  std::span<const float> scale_a;
+  std::span<const float> scale_b;
+};
+
+struct ModelChoice {
+  AccumulationModel model;
+  int split_k;  // >= 1; only the hopper models accept > 1
+};
+
+// Output (M, N) row-major in `dtype`: the f32 span for f32, the u16 span (bit patterns) for bf16
+// and f16. The hardware models round their f32 result to bf16 / f16 (RNE, f32_to_out_bits);
+// `exact` rounds the exact value once. `bound` (optional, M·N) receives the per-element bound on
+// |y - exact|.
+struct GemmOutput {
+  OutDtype dtype;
+  std::span<float> f32;
+  std::span<std::uint16_t> u16;
+  std::span<double> bound;
+};
+
+// row_map: M entries in [-1, G), see group_desc.h. Throws std::invalid_argument on any shape,
+// descriptor, scale or model/scaling mismatch, before writing anything.
+void grouped_gemm_forward(const GroupedGemmOperands& op, std::span<const std::int32_t> row_map,
+                          ModelChoice model, RowPolicy outside, const GemmOutput& y);
+
+// The same with torch-style cumulative end offsets (length G).
+void grouped_gemm_forward_offs(const GroupedGemmOperands& op, std::span<const std::int64_t> offs,
+                               ModelChoice model, RowPolicy outside, const GemmOutput& y);
+
+// dgrad dA[r] (K) = dY[r] (N) · W[g(r)] (N, K): W is the forward's B tensor, (G, N, K) `nk` or
+// (G, K, N) `kn`, evaluated as the forward with reduction dimension N on the other layout.
+// Scale shapes, row-major (the reduction runs over N):
+//   tensorwise: scale_dy (1), scale_w (G)
+//   rowwise:    scale_dy (M), scale_w (G, K)                 one per output column of dA
+//   blockwise:  scale_dy (M, ceil(N/128)) 1×128 along N,     scale_w (G, ceil(N/128), ceil(K/128))
+//               (the forward's 128×128 tensor, transposed internally)
+//   mx:         scale_dy (M, ceil(N/32)),                    scale_w (G, K, ceil(N/32))
+struct DgradOperands {
+  std::int64_t M, N, K, G;
+  Format fdy, fw;
+  std::span<const std::uint8_t> dy;  // (M, N)
+  std::span<const std::uint8_t> w;   // (G, N, K) or (G, K, N)
+  BLayout w_layout;
+  Scaling scaling;
+  std::span<const float> scale_dy;
+  std::span<const float> scale_w;
+};
+// Output dA (M, K). Throws std::invalid_argument as the forward does.
+void grouped_gemm_dgrad(const DgradOperands& op, std::span<const std::int32_t> row_map,
+                        ModelChoice model, RowPolicy outside, const GemmOutput& da);
+
+// K-grouped wgrad: dW[g] (N, K) = C[g] + sum over rows r of group g (ascending) of
+// dY[r, n]·X[r, k]; dY (M, N) and X (M, K) FP8 codes with tensorwise scales (scale_dy, scale_x
+// one each) or none. The model accumulates over the group's rows as its K dimension; the hardware
+// models give dW = RN_f32(C + acc), `exact` gives RN_f32(C + exact sum). An empty group gives
+// exactly C[g]. Output f32 (G, N, K); `bound` optional (G·N·K).
+struct WgradOperands {
+  std::int64_t M, N, K, G;
+  Format fdy, fx;
+  std::span<const std::uint8_t> dy;  // (M, N)
+  std::span<const std::uint8_t> x;   // (M, K)
+  Scaling scaling;                   // none or tensorwise
+  std::span<const float> scale_dy;
+  std::span<const float> scale_x;
+  std::span<const float> c;  // (G, N, K)
+};
+void grouped_gemm_wgrad(const WgradOperands& op, std::span<const std::int64_t> offs,
+                        ModelChoice model, std::span<float> dw, std::span<double> bound);
+
+}  // namespace fp8ref::ref

@@ -1,0 +1,43 @@
+// `fp8-check golden verify | regen | accept | gen-codec` (STYLE "Golden files", issue 5 item 3).
+// verify: every manifest entry's SHA-256, a fresh regeneration of every generated file into a
+// temporary folder compared with the manifest's record, the manifest against the tool's plan,
+// and no unlisted files. regen: rewrites the plan's files and the manifest, refusing a changed
+// payload at an unchanged semantics version. accept: adds a case file as regressions/NAME.
+// JSON schema "fp8ref.golden/1"; exit 0 pass, 1 golden mismatch / refused, 2 bad input.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fp8ref::cli {
+
+struct GoldenFileStatus {
+  std::string path;
+  std::string status;  // ok | fail | written | rewritten | unchanged | removed | kept | accepted
+  std::vector<std::string> reasons;
+};
+
+struct GoldenReport {
+  std::string action;
+  std::vector<GoldenFileStatus> files;
+  std::string temp_dir;  // verify: regenerated copies, kept when something failed
+  bool passed() const;
+};
+
+struct AcceptOptions {
+  std::string replay;                 // default: the case file's __metadata__ "replay"
+  std::optional<std::uint64_t> seed;  // default: its __metadata__ "seed", when numeric
+  bool replace = false;
+};
+
+GoldenReport golden_verify(const std::string& root, bool keep_temp);
+GoldenReport golden_regen(const std::string& root);
+GoldenReport golden_accept(const std::string& root, const std::string& file,
+                           const std::string& name, const AcceptOptions& options);
+
+void add_golden_command(CLI::App& app);
+
+}  // namespace fp8ref::cli

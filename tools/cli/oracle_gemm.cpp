@@ -1,0 +1,365 @@
+// fp8-check oracle / verify grouped-gemm (oracle_gemm.h). Inputs: A (M, K) and B (G, N, K) `nk`
+// or (G, K, N) `kn` as F8_E4M3 / F8_E5M2, scales as F32 (or F8_E8M0, decoded to 2^(e-127)) in the
+// shapes of reference/grouped_gemm.h, offsets as a 1-D integer tensor of cumulative group ends
+// (torch `offs`; without it B must hold one group covering every row). Rows past the last
+// offset are written as +0 by `oracle` and ignored by `verify` (DESIGN §3.5: don't care).
+#include "cli/oracle_gemm.h"
+
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/errors.h"
+#include "numerics/accumulation_models.h"
+#include "reference/group_desc.h"
+#include "reference/grouped_gemm.h"
+#include "tensor_io/element_values.h"
+#include "tensor_io/tensor_file.h"
+
+namespace fp8ref::cli {
+namespace {
+
+using namespace fp8ref::tensor_io;
+using ref::BLayout;
+using ref::Scaling;
+
+struct GemmOptions {
+  std::string in, a, b, scale_a, scale_b, offs, b_layout = "nk", scaling = "none", model;
+  std::string out_dtype = "f32", out, out_name = "out", got, got_file;
+  int split_k = 1;
+  bool bound = false, within_bound = false;
+  std::size_t max_report = 10;
+};
+
+// The case as the reference op takes it (owning storage).
+struct GemmCase {
+  std::int64_t M = 0, N = 0, K = 0, G = 1;
+  Format fa = Format::e4m3, fb = Format::e4m3;
+  BLayout layout = BLayout::nk;
+  Scaling scaling = Scaling::none;
+  std::vector<std::uint8_t> a, b;
+  std::vector<float> sa, sb;
+  std::vector<std::int64_t> offs;
+  ref::GroupedGemmOperands operands() const {
+    return {M, N, K, G, fa, fb, a, b, layout, scaling, sa, sb};
+  }
+};
+
+[[noreturn]] void usage(const std::string& what) { throw UsageError(what); }
+
+TensorFile load_file(const std::string& path) {
+  try {
+    return read_tensor_file(path, {});
+  } catch (const tensor_io::Error& e) {
+    usage(e.what());
+  }
+}
+
+const Tensor& find(const TensorFile& tf, const std::string& file, const std::string& name,
+                   const char* flag) {
+  const Tensor* t = tf.find(name);
+  if (t == nullptr) usage(std::string(flag) + ": " + file + " has no tensor '" + name + "'");
+  return *t;
+}
+
+Format fp8_format(const Tensor& t, const char* flag) {
+  if (t.dtype == DType::F8_E4M3) return Format::e4m3;
+  if (t.dtype == DType::F8_E5M2) return Format::e5m2;
+  usage(std::string(flag) + ": expected F8_E4M3 or F8_E5M2, got " +
+        std::string(dtype_name(t.dtype)));
+}
+
+std::vector<float> load_scales(const TensorFile& tf, const std::string& file,
+                               const std::string& name, const char* flag) {
+  if (name.empty()) return {};
+  const Tensor& t = find(tf, file, name, flag);
+  if (t.dtype != DType::F32 && t.dtype != DType::F8_E8M0)
+    usage(std::string(flag) + ": expected F32 or F8_E8M0 scales, got " +
+          std::string(dtype_name(t.dtype)));
+  std::vector<float> s(t.numel());
+  for (std::uint64_t i = 0; i < t.numel(); ++i) s[i] = float(decode_bits(t.dtype, raw_bits(t, i)));
+  return s;
+}
+
+std::vector<std::int64_t> load_offsets(const TensorFile& tf, const std::string& file,
+                                       const std::string& name) {
+  const Tensor& t = find(tf, file, name, "--offs");
+  if (dtype_is_float(t.dtype) || t.dtype == DType::BOOL || t.shape.size() != 1)
+    usage("--offs: '" + name + "' must be a 1-D integer tensor, got " +
+          std::string(dtype_name(t.dtype)) + " " + shape_string(t.shape));
+  std::vector<std::int64_t> offs(t.numel());
+  for (std::uint64_t i = 0; i < t.numel(); ++i)
+    offs[i] = std::int64_t(decode_bits(t.dtype, raw_bits(t, i)));
+  return offs;
+}
+
+Scaling parse_scaling(const std::string& s) {
+  for (Scaling x :
+       {Scaling::none, Scaling::tensorwise, Scaling::rowwise, Scaling::blockwise, Scaling::mx})
+    if (s == ref::to_string(x)) return x;
+  usage("--scaling: expected none, tensorwise, rowwise, blockwise or mx, got '" + s + "'");
+}
+
+OutDtype parse_out_dtype(const std::string& s) {
+  for (OutDtype d : {OutDtype::f32, OutDtype::bf16, OutDtype::f16})
+    if (s == to_string(d)) return d;
+  usage("--out-dtype: expected f32, bf16 or f16, got '" + s + "'");
+}
+
+ref::ModelChoice parse_model(const GemmOptions& o) {
+  const auto m = accumulation_model_from_string(o.model);
+  if (!m) {
+    std::string names;
+    for (AccumulationModel x : kAllAccumulationModels)
+      names += std::string(names.empty() ? "" : ", ") + to_string(x);
+    usage("--model: unknown model '" + o.model + "'; models: " + names);
+  }
+  return {*m, o.split_k};
+}
+
+GemmCase load_case(const GemmOptions& o) {
+  const TensorFile tf = load_file(o.in);
+  GemmCase c;
+  const Tensor& a = find(tf, o.in, o.a, "--a");
+  const Tensor& b = find(tf, o.in, o.b, "--b");
+  c.fa = fp8_format(a, "--a"), c.fb = fp8_format(b, "--b");
+  if (o.b_layout != "nk" && o.b_layout != "kn")
+    usage("--b-layout: expected nk or kn, got '" + o.b_layout + "'");
+  c.layout = o.b_layout == "nk" ? BLayout::nk : BLayout::kn;
+  if (a.shape.size() != 2) usage("--a: expected a 2-D (M, K) tensor, got " + shape_string(a.shape));
+  if (b.shape.size() != 2 && b.shape.size() != 3)
+    usage("--b: expected (G, N, K) / (G, K, N) or one 2-D group, got " + shape_string(b.shape));
+  const std::size_t o3 = b.shape.size() == 3 ? 1 : 0;
+  c.G = o3 ? b.shape[0] : 1;
+  c.M = a.shape[0], c.K = a.shape[1];
+  c.N = b.shape[o3 + (c.layout == BLayout::nk ? 0 : 1)];
+  const std::int64_t bk = b.shape[o3 + (c.layout == BLayout::nk ? 1 : 0)];
+  if (bk != c.K)
+    usage("--b: K mismatch: A " + shape_string(a.shape) + " and B " + shape_string(b.shape) +
+          " (layout " + o.b_layout + ")");
+  c.a = a.data, c.b = b.data;
+  c.scaling = parse_scaling(o.scaling);
+  if ((c.scaling == Scaling::none) != (o.scale_a.empty() && o.scale_b.empty()))
+    usage(c.scaling == Scaling::none ? "--scale-a / --scale-b given with --scaling none"
+                                     : "--scaling " + o.scaling + " needs --scale-a and --scale-b");
+  c.sa = load_scales(tf, o.in, o.scale_a, "--scale-a");
+  c.sb = load_scales(tf, o.in, o.scale_b, "--scale-b");
+  if (!o.offs.empty())
+    c.offs = load_offsets(tf, o.in, o.offs);
+  else if (c.G == 1)
+    c.offs = {c.M};
+  else
+    usage("--offs is required when B holds " + std::to_string(c.G) + " groups");
+  if (std::int64_t(c.offs.size()) != c.G)
+    usage("--offs: " + std::to_string(c.offs.size()) + " offsets for " + std::to_string(c.G) +
+          " groups of B");
+  return c;
+}
+
+struct OracleRun {
+  std::vector<std::uint32_t> bits;  // f32 bits, or bf16 / f16 in the low 16 bits
+  std::vector<double> bound;
+};
+
+OracleRun run_oracle(const GemmCase& c, ref::ModelChoice m, OutDtype d) {
+  std::vector<float> f(d == OutDtype::f32 ? std::size_t(c.M * c.N) : 0);
+  std::vector<std::uint16_t> h(d == OutDtype::f32 ? 0 : std::size_t(c.M * c.N));
+  OracleRun r{std::vector<std::uint32_t>(std::size_t(c.M * c.N)),
+              std::vector<double>(std::size_t(c.M * c.N))};
+  ref::grouped_gemm_forward_offs(c.operands(), c.offs, m, ref::RowPolicy::zero, {d, f, h, r.bound});
+  for (std::size_t i = 0; i < r.bits.size(); ++i)
+    r.bits[i] = d == OutDtype::f32 ? std::bit_cast<std::uint32_t>(f[i]) : h[i];
+  return r;
+}
+
+DType out_tensor_dtype(OutDtype d) {
+  return d == OutDtype::f32 ? DType::F32 : d == OutDtype::bf16 ? DType::BF16 : DType::F16;
+}
+
+void run_oracle_command(const GemmOptions& o) {
+  const ref::ModelChoice m = parse_model(o);
+  const OutDtype d = parse_out_dtype(o.out_dtype);
+  const GemmCase c = load_case(o);
+  const OracleRun r = run_oracle(c, m, d);
+  const int w = d == OutDtype::f32 ? 4 : 2;
+  Tensor y{
+      out_tensor_dtype(d), {c.M, c.N}, std::vector<std::uint8_t>(r.bits.size() * std::size_t(w))};
+  for (std::size_t i = 0; i < r.bits.size(); ++i)
+    std::memcpy(y.data.data() + i * std::size_t(w), &r.bits[i], std::size_t(w));
+  TensorFile out;
+  out.tensors.push_back({o.out_name, std::move(y)});
+  if (o.bound) {
+    Tensor b{DType::F64, {c.M, c.N}, std::vector<std::uint8_t>(r.bound.size() * 8)};
+    std::memcpy(b.data.data(), r.bound.data(), b.data.size());
+    out.tensors.push_back({o.out_name + ".bound", std::move(b)});
+  }
+  out.metadata = {{"op", "grouped_gemm_forward"},
+                  {"model", to_string(m.model)},
+                  {"split_k", std::to_string(m.split_k)},
+                  {"scaling", o.scaling},
+                  {"b_layout", o.b_layout},
+                  {"out_dtype", o.out_dtype},
+                  {"rows_outside_groups", "zero"}};
+  try {
+    write_tensor_file(o.out, out);
+  } catch (const tensor_io::Error& e) {
+    usage(e.what());
+  }
+  std::printf(
+      "fp8-check oracle grouped-gemm: %s (split_k %d), %s scaling, M=%lld N=%lld K=%lld G=%lld -> "
+      "%s:%s (%s)\n",
+      to_string(m.model), m.split_k, o.scaling.c_str(), (long long)c.M, (long long)c.N,
+      (long long)c.K, (long long)c.G, o.out.c_str(), o.out_name.c_str(), o.out_dtype.c_str());
+}
+
+struct GroupCount {
+  std::int64_t rows = 0, elements = 0, mismatches = 0;
+  double max_abs = 0.0;
+};
+
+std::string hex(std::uint32_t bits, OutDtype d) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, d == OutDtype::f32 ? "0x%08x" : "0x%04x", bits);
+  return buf;
+}
+
+// Whether got passes: bitwise, or within the model's bound of the exact value (up to the
+// half-ulp f32 rounding of the exact value, which is what is computed).
+bool element_passes(std::uint32_t got, std::uint32_t ref_z, double bound, double exact, OutDtype d,
+                    bool within) {
+  if (got == ref_z) return true;
+  if (!within) return false;
+  const double g = out_value(got, d);
+  if (!std::isfinite(g) || !std::isfinite(exact))
+    return std::isnan(g) ? std::isnan(exact) : g == exact;
+  return std::fabs(g - exact) <= bound + std::ldexp(std::fabs(exact), -24) + 0x1p-150;
+}
+
+struct VerifyCounts {
+  std::vector<GroupCount> groups;
+  std::int64_t padding_rows = 0, failures = 0;
+};
+
+// Compares got with the oracle's bits element by element over the rows of every group, listing
+// the first o.max_report failing elements.
+VerifyCounts compare(const GemmCase& c, const Tensor& got, const OracleRun& r, const OracleRun& ex,
+                     OutDtype d, const GemmOptions& o) {
+  const auto map = ref::row_map_from_offsets(c.offs, c.M);
+  VerifyCounts v{std::vector<GroupCount>(std::size_t(c.G)), 0, 0};
+  for (std::int64_t row = 0; row < c.M; ++row) {
+    const std::int32_t g = map[std::size_t(row)];
+    if (g < 0) {
+      ++v.padding_rows;
+      continue;
+    }
+    GroupCount& gc = v.groups[std::size_t(g)];
+    ++gc.rows;
+    for (std::int64_t n = 0; n < c.N; ++n) {
+      const std::size_t i = std::size_t(row * c.N + n);
+      const std::uint32_t gb = std::uint32_t(raw_bits(got, i)), rb = r.bits[i];
+      ++gc.elements;
+      if (gb == rb) continue;
+      ++gc.mismatches;
+      gc.max_abs = std::max(gc.max_abs, std::fabs(out_value(gb, d) - out_value(rb, d)));
+      const double exact = o.within_bound ? double(std::bit_cast<float>(ex.bits[i])) : 0.0;
+      if (element_passes(gb, rb, r.bound[i], exact, d, o.within_bound)) continue;
+      if (std::size_t(v.failures++) < o.max_report)
+        std::printf("  [%lld, %lld] group %d: got %s (%.9g)  ref %s (%.9g)  bound %.3g\n",
+                    (long long)row, (long long)n, g, hex(gb, d).c_str(), out_value(gb, d),
+                    hex(rb, d).c_str(), out_value(rb, d), r.bound[i]);
+    }
+  }
+  return v;
+}
+
+void run_verify_command(const GemmOptions& o) {
+  const ref::ModelChoice m = parse_model(o);
+  const OutDtype d = parse_out_dtype(o.out_dtype);
+  const GemmCase c = load_case(o);
+  const std::string got_path = o.got_file.empty() ? o.in : o.got_file;
+  const TensorFile gf = load_file(got_path);
+  const Tensor& got = find(gf, got_path, o.got, "--got");
+  if (got.dtype != out_tensor_dtype(d))
+    usage("--got: '" + o.got + "' is " + std::string(dtype_name(got.dtype)) +
+          " but --out-dtype is " + o.out_dtype);
+  if (got.shape != std::vector<std::int64_t>{c.M, c.N})
+    usage("--got: '" + o.got + "' has shape " + shape_string(got.shape) + ", expected (" +
+          std::to_string(c.M) + ", " + std::to_string(c.N) + ")");
+  std::printf(
+      "fp8-check verify grouped-gemm: %s (split_k %d), %s scaling, %s, M=%lld N=%lld K=%lld "
+      "G=%lld, %s\n",
+      to_string(m.model), m.split_k, o.scaling.c_str(), o.out_dtype.c_str(), (long long)c.M,
+      (long long)c.N, (long long)c.K, (long long)c.G,
+      o.within_bound ? "within the model's bound of exact" : "bitwise");
+  const OracleRun r = run_oracle(c, m, d);
+  const OracleRun ex =
+      o.within_bound ? run_oracle(c, {AccumulationModel::exact, 1}, OutDtype::f32) : OracleRun{};
+  const VerifyCounts v = compare(c, got, r, ex, d, o);
+  std::printf("  group      rows  elements  mismatches  max |got-ref|\n");
+  for (std::size_t g = 0; g < v.groups.size(); ++g)
+    std::printf("  %5zu  %8lld  %8lld  %10lld  %.6g\n", g, (long long)v.groups[g].rows,
+                (long long)v.groups[g].elements, (long long)v.groups[g].mismatches,
+                v.groups[g].max_abs);
+  if (v.padding_rows)
+    std::printf("  rows outside every group: %lld (not compared)\n", (long long)v.padding_rows);
+  std::printf("result: %s (%lld element%s failing)\n", v.failures ? "DIFFERS" : "PASS",
+              (long long)v.failures, v.failures == 1 ? "" : "s");
+  if (v.failures) throw ExitCode{1};
+}
+
+void add_gemm_options(CLI::App* c, GemmOptions& o) {
+  c->add_option("--in", o.in, "Tensor file holding the operands (safetensors, npz, torch zip)")
+      ->required();
+  c->add_option("--a", o.a, "A (M, K), F8_E4M3 or F8_E5M2")->required();
+  c->add_option("--b", o.b, "B (G, N, K) for nk, (G, K, N) for kn")->required();
+  c->add_option("--scale-a", o.scale_a, "A's decode scales (F32, or F8_E8M0 for mx)");
+  c->add_option("--scale-b", o.scale_b, "B's decode scales (F32, or F8_E8M0 for mx)");
+  c->add_option("--offs", o.offs, "Cumulative group end rows (torch offs), length G");
+  c->add_option("--b-layout", o.b_layout, "nk | kn")->capture_default_str();
+  c->add_option("--scaling", o.scaling, "none | tensorwise | rowwise | blockwise | mx")
+      ->capture_default_str();
+  c->add_option("--model", o.model,
+                "Accumulation model (docs/models.md), e.g. exact, hopper_promoted_blockwise")
+      ->required();
+  c->add_option("--split-k", o.split_k, "Split-K slices (hopper models)")->capture_default_str();
+  c->add_option("--out-dtype", o.out_dtype, "f32 | bf16 | f16")->capture_default_str();
+}
+
+}  // namespace
+
+void add_oracle_command(CLI::App& app) {
+  CLI::App* oracle =
+      app.add_subcommand("oracle", "Recompute an op from dumped inputs under a named model");
+  oracle->require_subcommand(1);
+  auto o = std::make_shared<GemmOptions>();
+  CLI::App* c = oracle->add_subcommand(
+      "grouped-gemm", "M-grouped forward Y[r] = A[r]·B[g(r)]^T (exit 0, 2 bad input)");
+  add_gemm_options(c, *o);
+  c->add_option("--out", o->out, "Output file (.safetensors, .npz, .npy)")->required();
+  c->add_option("--out-name", o->out_name, "Name of the output tensor")->capture_default_str();
+  c->add_flag("--bound", o->bound,
+              "Also write <out-name>.bound (F64): the per-element bound against exact");
+  c->callback([o] { run_oracle_command(*o); });
+}
+
+void add_verify_command(CLI::App& app) {
+  CLI::App* verify =
+      app.add_subcommand("verify", "Diff a dumped result against an op recomputed under a model");
+  verify->require_subcommand(1);
+  auto o = std::make_shared<GemmOptions>();
+  CLI::App* c = verify->add_subcommand(
+      "grouped-gemm", "Check a dumped grouped forward (exit 0 pass, 1 differs, 2 bad input)");
+  add_gemm_options(c, *o);
+  c->add_option("--got", o->got, "The result to check, (M, N) in --out-dtype")->required();
+  c->add_option("--got-file", o->got_file, "File holding --got (default: --in)");
+  c->add_flag("--within-bound", o->within_bound,
+              "Pass elements within the model's bound of the exact value");
+  c->add_option("--max-report", o->max_report, "Failing elements listed")->capture_default_str();
+  c->callback([o] { run_verify_command(*o); });
+}
+
+}  // namespace fp8ref::cli

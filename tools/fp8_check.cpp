@@ -1,0 +1,87 @@
+// fp8-check: the fp8ref command-line tool (DESIGN §5). Each subcommand registers itself with an
+// add_<name>_command(CLI::App&) function; this file only maps failures to exit codes:
+// 0 same / within bound, 1 differs, 2 bad input or usage (one `fp8-check: error:` line).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <stdexcept>
+
+#include "cli/encode_command.h"
+#include "cli/errors.h"
+#include "cli/selfcheck.h"
+#include "cli/sweep.h"
+#if defined(FP8REF_CLI_HAVE_INSPECT)
+#include "cli/inspect.h"
+#endif
+#if defined(FP8REF_CLI_HAVE_DIFF)
+#include "cli/diff.h"
+#endif
+#if defined(FP8REF_CLI_HAVE_QUANTIZE)
+#include "cli/quantize.h"
+#endif
+#if defined(FP8REF_CLI_HAVE_ORACLE_GEMM)
+#include "cli/oracle_gemm.h"
+#endif
+#if defined(FP8REF_CLI_HAVE_GOLDEN)
+#include "cli/golden.h"
+#endif
+
+#ifndef FP8REF_VERSION
+#define FP8REF_VERSION "unknown"
+#endif
+
+namespace {
+
+int usage_error(const std::string& what) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "fp8-check: error: %s\n", what.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"fp8-check: bit-exact FP8 codec and tensor checks (fp8ref)", "fp8-check"};
+  app.set_version_flag("--version", std::string("fp8-check ") + FP8REF_VERSION);
+  app.require_subcommand(1);
+  fp8ref::cli::add_encode_command(app);
+  fp8ref::cli::add_decode_command(app);
+  fp8ref::cli::add_sweep_command(app);
+  fp8ref::cli::add_selfcheck_command(app);
+#if defined(FP8REF_CLI_HAVE_INSPECT)
+  fp8ref::cli::add_inspect_command(app);
+#endif
+#if defined(FP8REF_CLI_HAVE_DIFF)
+  fp8ref::cli::add_diff_command(app);
+#endif
+#if defined(FP8REF_CLI_HAVE_QUANTIZE)
+  fp8ref::cli::add_quantize_command(app);
+#endif
+#if defined(FP8REF_CLI_HAVE_ORACLE_GEMM)
+  fp8ref::cli::add_oracle_command(app);
+  fp8ref::cli::add_verify_command(app);
+#endif
+#if defined(FP8REF_CLI_HAVE_GOLDEN)
+  fp8ref::cli::add_golden_command(app);
+#endif
+  try {
+    app.parse(argc, argv);  // subcommand callbacks run inside parse()
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    return usage_error(e.what());
+  } catch (const fp8ref::cli::UsageError& e) {
+    return usage_error(e.what());
+  } catch (const std::invalid_argument& e) {
+    return usage_error(e.what());
+  } catch (const fp8ref::cli::ExitCode& e) {
+    std::fflush(stdout);
+    return e.code;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "fp8-check: error: %s\n", e.what());
+    return 2;
+  }
+  std::fflush(stdout);
+  return 0;
+}

@@ -1,0 +1,67 @@
+// Format sniffing and dispatch (tensor_file.h).
+#include "tensor_file.h"
+
+#include "mapped_file.h"
+#include "npy.h"
+#include "safetensors.h"
+#include "torch_zip.h"
+#include "zip_archive.h"
+
+namespace fp8ref::tensor_io {
+
+std::string_view format_name(FileFormat f) {
+  switch (f) {
+    case FileFormat::Safetensors: return "safetensors";
+    case FileFormat::Npy: return "npy";
+    case FileFormat::Npz: return "npz";
+    case FileFormat::TorchZip: return "torch.save zip";
+  }
+  return "?";
+}
+
+TensorFile parse_tensor_bytes(Bytes bytes, std::string_view file, const ReadOptions& opts, FileFormat* format) {
+  FileFormat f;
+  TensorFile tf;
+  if (looks_like_npy(bytes)) {
+    f = FileFormat::Npy;
+    tf.tensors.push_back({"tensor", parse_npy(bytes, file, opts)});
+  } else if (looks_like_zip(bytes)) {
+    const ZipReader zip(bytes, std::string(file), opts.max_bytes);
+    f = zip_is_torch(zip) ? FileFormat::TorchZip : FileFormat::Npz;
+    tf = f == FileFormat::TorchZip ? parse_torch_zip(zip, opts) : parse_npz(bytes, file, opts);
+  } else if (looks_like_legacy_torch(bytes)) {
+    fail(file, "legacy (pre-1.6, non-zip) torch.save format is not supported; re-save it with torch >= 1.6");
+  } else if (!bytes.empty() && bytes[0] == 0x80) {
+    fail(file, "bare pickle stream is not supported (only torch.save zip archives)");
+  } else if (bytes.size() >= 9 && bytes[8] == '{') {
+    f = FileFormat::Safetensors;
+    tf = parse_safetensors(bytes, file, opts);
+  } else {
+    fail(file, "unrecognised file format (expected safetensors, npy, npz or a torch.save zip)");
+  }
+  if (format != nullptr) *format = f;
+  return tf;
+}
+
+TensorFile read_tensor_file(const std::string& path, const ReadOptions& opts, FileFormat* format) {
+  const MappedFile f(path);
+  return parse_tensor_bytes(f.bytes(), path, opts, format);
+}
+
+void write_tensor_file(const std::string& path, const TensorFile& tf) {
+  auto ends_with = [&](std::string_view ext) {
+    return path.size() >= ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
+  };
+  if (ends_with(".safetensors")) {
+    write_safetensors(path, tf);
+  } else if (ends_with(".npz")) {
+    write_file_atomic(path, serialize_npz(tf, path));
+  } else if (ends_with(".npy")) {
+    if (tf.tensors.size() != 1) fail(path, "an .npy file holds exactly one tensor");
+    write_file_atomic(path, serialize_npy(tf.tensors[0].tensor, path));
+  } else {
+    fail(path, "cannot tell the output format from the extension (.safetensors, .npz, .npy)");
+  }
+}
+
+}  // namespace fp8ref::tensor_io
