@@ -19,7 +19,7 @@ struct StorageType {
   DType dtype;
 };
 
-constexpr std::array<StorageType, 20> kStorageTypes{{
+constexpr std::array<StorageType, 21> kStorageTypes{{
     {"torch.DoubleStorage", DType::F64},        {"torch.FloatStorage", DType::F32},
     {"torch.HalfStorage", DType::F16},          {"torch.BFloat16Storage", DType::BF16},
     {"torch.LongStorage", DType::I64},          {"torch.IntStorage", DType::I32},
@@ -31,10 +31,26 @@ constexpr std::array<StorageType, 20> kStorageTypes{{
     {"torch.Float8_e4m3fnuzStorage", DType::F8_E4M3FNUZ},
     {"torch.Float8_e5m2fnuzStorage", DType::F8_E5M2FNUZ},
     {"torch.UntypedStorage", DType::U8},        {"torch.Float4_e2m1fn_x2Storage", DType::U8},
+    {"torch.storage.UntypedStorage", DType::U8},  // the module path torch 2.x pickles it under
 }};
 
-constexpr std::array<std::string_view, 3> kCallables{
-    "torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_parameter", "collections.OrderedDict"};
+constexpr std::array<std::string_view, 4> kCallables{
+    "torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_tensor_v3",
+    "torch._utils._rebuild_parameter", "collections.OrderedDict"};
+
+// torch dtype objects, the explicit dtype argument of _rebuild_tensor_v3 (torch >= 2.x writes
+// it with an UntypedStorage for dtypes such as the float8 family).
+constexpr std::array<StorageType, 18> kDtypeGlobals{{
+    {"torch.float64", DType::F64},        {"torch.float32", DType::F32},
+    {"torch.float16", DType::F16},        {"torch.bfloat16", DType::BF16},
+    {"torch.int64", DType::I64},          {"torch.int32", DType::I32},
+    {"torch.int16", DType::I16},          {"torch.int8", DType::I8},
+    {"torch.uint8", DType::U8},           {"torch.uint16", DType::U16},
+    {"torch.uint32", DType::U32},         {"torch.uint64", DType::U64},
+    {"torch.bool", DType::BOOL},          {"torch.float8_e4m3fn", DType::F8_E4M3},
+    {"torch.float8_e5m2", DType::F8_E5M2}, {"torch.float8_e8m0fnu", DType::F8_E8M0},
+    {"torch.float8_e4m3fnuz", DType::F8_E4M3FNUZ}, {"torch.float8_e5m2fnuz", DType::F8_E5M2FNUZ},
+}};
 
 PyRef make(PyValue::Kind k) {
   auto v = std::make_shared<PyValue>();
@@ -249,6 +265,7 @@ class Vm {
     bool ok = false;
     for (const StorageType& st : kStorageTypes) ok = ok || st.name == full;
     for (std::string_view c : kCallables) ok = ok || c == full;
+    for (const StorageType& d : kDtypeGlobals) ok = ok || d.name == full;
     if (!ok) bad("pickle references global '" + full + "', outside the torch tensors-only subset (refused, not executed)");
     PyRef g = make(PyValue::Kind::Global);
     g->s = full;
@@ -258,6 +275,7 @@ class Vm {
   PyRef persistent_load(const PyValue& pid);
   PyRef reduce(const PyValue& fn, const PyValue& args);
   PyRef rebuild_tensor(const std::vector<PyRef>& a);
+  PyRef rebuild_tensor_v3(const std::vector<PyRef>& a);
   std::vector<std::int64_t> int_tuple(const PyValue& v, const char* what);
 
   PyRef container(PyValue::Kind k) {
@@ -316,6 +334,26 @@ PyRef Vm::rebuild_tensor(const std::vector<PyRef>& a) {
   return t;
 }
 
+// _rebuild_tensor_v3(storage, offset, size, stride, requires_grad, hooks, dtype[, metadata]):
+// the tensor's dtype is explicit; an UntypedStorage counts bytes, re-expressed in elements.
+PyRef Vm::rebuild_tensor_v3(const std::vector<PyRef>& a) {
+  if (a.size() < 7 || a.size() > 8) bad("_rebuild_tensor_v3 called with " + std::to_string(a.size()) + " arguments");
+  if (a[6]->kind != PyValue::Kind::Global) bad("_rebuild_tensor_v3 dtype argument is not a torch dtype");
+  const StorageType* dt = nullptr;
+  for (const StorageType& d : kDtypeGlobals)
+    if (d.name == a[6]->s) dt = &d;
+  if (dt == nullptr) bad("_rebuild_tensor_v3 dtype '" + a[6]->s + "' is not a supported torch dtype");
+  PyRef t = rebuild_tensor(std::vector<PyRef>(a.begin(), a.begin() + 6));
+  const std::uint64_t width = static_cast<std::uint64_t>(dtype_bits(dt->dtype)) / 8;
+  if (t->tensor.dtype == DType::U8 && !t->tensor.fp4_x2) {
+    t->tensor.storage_numel /= width;  // UntypedStorage: bytes -> elements (remainder unused)
+  } else if (t->tensor.dtype != dt->dtype) {
+    bad("_rebuild_tensor_v3 dtype '" + a[6]->s + "' differs from its typed storage");
+  }
+  t->tensor.dtype = dt->dtype;
+  return t;
+}
+
 PyRef Vm::reduce(const PyValue& fn, const PyValue& args) {
   if (fn.kind != PyValue::Kind::Global) bad("pickle REDUCE on a non-global callable (refused)");
   if (args.kind != PyValue::Kind::Tuple) bad("pickle REDUCE arguments are not a tuple");
@@ -324,6 +362,7 @@ PyRef Vm::reduce(const PyValue& fn, const PyValue& args) {
     return container(PyValue::Kind::Dict);
   }
   if (fn.s == "torch._utils._rebuild_tensor_v2") return rebuild_tensor(args.items);
+  if (fn.s == "torch._utils._rebuild_tensor_v3") return rebuild_tensor_v3(args.items);
   if (fn.s == "torch._utils._rebuild_parameter") {
     if (args.items.size() != 3 || args.items[0]->kind != PyValue::Kind::Tensor) bad("_rebuild_parameter arguments malformed");
     return args.items[0];
