@@ -82,7 +82,7 @@ RC_GTEST_PROP(GroupedGemmDgrad, WithinBoundOfRationalOracleInBothLayouts, ()) {
                      {OutDtype::f32, da, {}, bound});
   grouped_gemm_dgrad({M, N, K, G, fdy, fw, dy, w_kn, BLayout::kn, s, sdy, sw}, map, m,
                      RowPolicy::zero, {OutDtype::f32, da_kn, {}, {}});
-  RC_ASSERT(std::memcmp(da.data(), da_kn.data(), da.size() * sizeof(float)) == 0);
+  RC_ASSERT((da.size() * sizeof(float) == 0 || std::memcmp(da.data(), da_kn.data(), da.size() * sizeof(float)) == 0));
   std::vector<std::int64_t> valid;
   for (std::int64_t q = 0; q < M; ++q)
     if (map[std::size_t(q)] >= 0) valid.push_back(q);

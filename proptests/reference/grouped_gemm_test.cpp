@@ -102,7 +102,7 @@ RC_GTEST_PROP(GroupedGemm, ResultsDoNotDependOnThreadCount, ()) {
   const auto y1 = run_f32(p, m, RowPolicy::zero, 0.0f);
   omp_set_num_threads(2);
   const auto y2 = run_f32(p, m, RowPolicy::zero, 0.0f);
-  RC_ASSERT(std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)) == 0);
+  RC_ASSERT((y1.size() * sizeof(float) == 0 || std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)) == 0));
 }
 
 RC_GTEST_PROP(GroupedGemm, PaddingContentDoesNotChangeValidRows, ()) {
@@ -156,7 +156,7 @@ RC_GTEST_PROP(GroupedGemm, AddingEmptyGroupsDoesNotChangeOutput, ()) {
   if (p.scaling == Scaling::tensorwise) q.sb.insert(q.sb.begin() + std::ptrdiff_t(at), 3.0f);
   std::vector<float> y2(y.size());
   grouped_gemm_forward_offs(q.operands(), offs2, m, RowPolicy::zero, {OutDtype::f32, y2, {}, {}});
-  RC_ASSERT(std::memcmp(y.data(), y2.data(), y.size() * sizeof(float)) == 0);
+  RC_ASSERT((y.size() * sizeof(float) == 0 || std::memcmp(y.data(), y2.data(), y.size() * sizeof(float)) == 0));
 }
 
 RC_GTEST_PROP(GroupedGemm, BLayoutKnEqualsNk, ()) {

@@ -33,7 +33,7 @@ inline Tensor make_tensor(DType t, std::vector<std::int64_t> shape, std::uint32_
 inline std::vector<std::uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
 
 inline void put_le(std::vector<std::uint8_t>& v, std::uint64_t x, int n) {
-  for (int i = 0; i < n; ++i) v.push_back(static_cast<std::uint8_t>(x >> (8 * i)));
+  for (int i = 0; i < n; ++i) v.push_back(i < 8 ? static_cast<std::uint8_t>(x >> (8 * i)) : 0);
 }
 
 // safetensors file from a raw header string and a payload.
