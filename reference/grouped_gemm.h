@@ -37,7 +37,8 @@ enum class RowPolicy : std::uint8_t {
 //   blockwise:  scale_a (M, ceil(K/128)) 1×128,   scale_b (G, ceil(N/128), ceil(K/128)) 128×128
 //   mx:         scale_a (M, ceil(K/32)) 1×32,     scale_b (G, N, ceil(K/32)) 1×32 along K; every
 //               scale a power of two (an E8M0 value, decoded exactly to f32, 2^-127 included)
-// Scales of rows of no group are never read; every other scale must be finite.
+// Scales of rows of no group and the B scales of groups without rows are never read (they may
+// hold NaN, Inf or garbage); every other scale must be finite.
 struct GroupedGemmOperands {
   std::int64_t M, N, K, G;
   Format fa, fb;

@@ -26,6 +26,9 @@
 #if defined(FP8REF_CLI_HAVE_GOLDEN)
 #include "cli/golden.h"
 #endif
+#if defined(FP8REF_CLI_HAVE_FUZZ)
+#include "cli/fuzz.h"
+#endif
 
 #ifndef FP8REF_VERSION
 #define FP8REF_VERSION "unknown"
@@ -64,6 +67,9 @@ int main(int argc, char** argv) {
 #endif
 #if defined(FP8REF_CLI_HAVE_GOLDEN)
   fp8ref::cli::add_golden_command(app);
+#endif
+#if defined(FP8REF_CLI_HAVE_FUZZ)
+  fp8ref::cli::add_fuzz_command(app);
 #endif
   try {
     app.parse(argc, argv);  // subcommand callbacks run inside parse()

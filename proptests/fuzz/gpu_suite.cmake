@@ -1,0 +1,25 @@
+# Runs one GPU fuzz suite; prints SKIPPED (CTest's skip marker for this test) when the campaign
+# reports the suite as skipped (no CUDA build or no device), fails on a failure.
+# CTest resource allocation (ctest --resource-spec-file): the GPU this test was given.
+set(env_prefix "")
+if(DEFINED ENV{CTEST_RESOURCE_GROUP_COUNT} AND DEFINED ENV{CTEST_RESOURCE_GROUP_0_GPUS})
+  string(REGEX MATCH "id:([^,;]+)" _ "$ENV{CTEST_RESOURCE_GROUP_0_GPUS}")
+  set(env_prefix ${CMAKE_COMMAND} -E env CUDA_VISIBLE_DEVICES=${CMAKE_MATCH_1})
+  message("${SUITE}: CTest resource gpus id ${CMAKE_MATCH_1} -> CUDA_VISIBLE_DEVICES=${CMAKE_MATCH_1}")
+endif()
+execute_process(COMMAND ${env_prefix} ${EXE} fuzz --suite ${SUITE} --test-level --seed ${SEED} --quiet --json
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 AND NOT rc EQUAL 1)
+  message(FATAL_ERROR "fp8-check fuzz exited ${rc}: ${err}")
+endif()
+string(JSON status GET "${out}" suites 0 status)
+if(status STREQUAL "skipped")
+  string(JSON why GET "${out}" suites 0 skip_reason)
+  message("SKIPPED: ${SUITE}: ${why}")
+  return()
+endif()
+string(JSON cases GET "${out}" suites 0 cases)
+message("${SUITE}: ${status}, ${cases} cases")
+if(NOT rc EQUAL 0 OR NOT status STREQUAL "passed")
+  message(FATAL_ERROR "${out}")
+endif()

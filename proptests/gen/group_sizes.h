@@ -1,0 +1,166 @@
+// Tokens-per-group generators (DESIGN §4, issue 6 item 1): the distributions that found real
+// grouped-GEMM bugs, as RapidCheck generators that CPU and GPU suites share. A draw is a small
+// set of parameters (distribution, group count, total, alignment, a seed) from which the sizes
+// are computed, so RapidCheck shrinks a failing case toward few groups and few tokens.
+#pragma once
+
+#include <rapidcheck.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace fp8ref::gen {
+
+enum class SizeDist : std::uint8_t {
+  all_empty,          // every group empty, padding rows only
+  zero_total,         // every group empty and no rows at all (M = 0)
+  one_hot,            // one group holds every token
+  interleaved_empty,  // empty and non-empty groups alternate
+  align_edges,        // sizes k·align - 1, k·align, k·align + 1
+  jitter,             // U(0.7, 1.3)·mean (a balanced router)
+  zipf,               // Zipf-skewed: size ~ 1 / rank^s, s in [1, 2], ranks shuffled
+  uniform,            // U(0, 2·mean), empties included
+};
+inline constexpr std::array kSizeDists = {
+    SizeDist::all_empty,   SizeDist::zero_total, SizeDist::one_hot, SizeDist::interleaved_empty,
+    SizeDist::align_edges, SizeDist::jitter,     SizeDist::zipf,    SizeDist::uniform};
+
+constexpr const char* to_string(SizeDist d) {
+  switch (d) {
+    case SizeDist::all_empty: return "all_empty";
+    case SizeDist::zero_total: return "zero_total";
+    case SizeDist::one_hot: return "one_hot";
+    case SizeDist::interleaved_empty: return "interleaved_empty";
+    case SizeDist::align_edges: return "align_edges";
+    case SizeDist::jitter: return "jitter";
+    case SizeDist::zipf: return "zipf";
+    case SizeDist::uniform: return "uniform";
+  }
+  return "?";
+}
+
+inline bool size_dist_from_string(const std::string& s, SizeDist& out) {
+  for (SizeDist d : kSizeDists)
+    if (s == to_string(d)) return out = d, true;
+  return false;
+}
+
+struct GroupSizes {
+  SizeDist dist = SizeDist::uniform;
+  std::int64_t align = 1;           // the alignment the sizes were drawn around
+  std::vector<std::int64_t> sizes;  // tokens per group, G = sizes.size() >= 1
+  std::int64_t tail = 0;            // padding rows after the last group
+  std::int64_t total() const {
+    return std::accumulate(sizes.begin(), sizes.end(), std::int64_t(0));
+  }
+  std::int64_t groups() const { return std::int64_t(sizes.size()); }
+  std::int64_t empty_groups() const {
+    return std::int64_t(std::count(sizes.begin(), sizes.end(), std::int64_t(0)));
+  }
+};
+
+struct SizeLimits {
+  int max_groups = 256;          // G is drawn in [1, max_groups], mostly small
+  std::int64_t max_total = 256;  // tokens over all groups (cost control of the suite)
+  std::int64_t max_tail = 8;     // padding rows after the last group
+  std::vector<std::int64_t> aligns = {1, 4, 16, 32, 128};
+};
+
+// The sizes of `dist` for G groups around `total` tokens, from `seed` (deterministic).
+inline std::vector<std::int64_t> make_sizes(SizeDist dist, std::int64_t G, std::int64_t total,
+                                            std::int64_t align, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::int64_t> s(std::size_t(G), 0);
+  const double mean = G > 0 ? double(total) / double(G) : 0.0;
+  auto unit = [&rng] { return double(rng() >> 11) * 0x1.0p-53; };
+  switch (dist) {
+    case SizeDist::all_empty:
+    case SizeDist::zero_total: break;
+    case SizeDist::one_hot:
+      s[std::size_t(rng() % std::uint64_t(G))] = std::max<std::int64_t>(total, 1);
+      break;
+    case SizeDist::interleaved_empty: {
+      const std::uint64_t phase = rng() & 1;
+      for (std::int64_t g = 0; g < G; ++g)
+        if ((std::uint64_t(g) & 1) != phase)
+          s[std::size_t(g)] = 1 + std::int64_t(unit() * 2.0 * mean);
+      break;
+    }
+    case SizeDist::align_edges:
+      for (auto& x : s) {
+        const std::int64_t k = 1 + std::int64_t(rng() % 2);
+        x = std::max<std::int64_t>(0, k * align + std::int64_t(rng() % 3) - 1);
+      }
+      break;
+    case SizeDist::jitter:
+      for (auto& x : s) x = std::max<std::int64_t>(0, std::llround(mean * (0.7 + 0.6 * unit())));
+      break;
+    case SizeDist::zipf: {
+      const double expo = 1.0 + unit();
+      std::vector<double> w(static_cast<std::size_t>(G));
+      double sum = 0;
+      for (std::int64_t g = 0; g < G; ++g)
+        sum += w[std::size_t(g)] = std::pow(double(g + 1), -expo);
+      std::shuffle(w.begin(), w.end(), rng);
+      for (std::int64_t g = 0; g < G; ++g)
+        s[std::size_t(g)] = std::int64_t(std::floor(double(total) * w[std::size_t(g)] / sum));
+      break;
+    }
+    case SizeDist::uniform:
+      for (auto& x : s) x = std::int64_t(unit() * 2.0 * mean + 0.5);
+      break;
+  }
+  return s;
+}
+
+// A GroupSizes draw; the total stays within limits.max_total (sizes are scaled down if needed,
+// except align_edges, whose G is capped instead).
+inline rc::Gen<GroupSizes> group_sizes(SizeLimits lim = {}) {
+  return rc::gen::exec([lim] {
+    GroupSizes gs;
+    gs.dist = *rc::gen::elementOf(kSizeDists);
+    gs.align = *rc::gen::elementOf(lim.aligns);
+    // Mostly few groups (MoE layers with 8..64 experts are the common case), sometimes many.
+    std::int64_t G = *rc::gen::weightedOneOf<std::int64_t>(
+        {{6, rc::gen::inRange<std::int64_t>(1, std::min<std::int64_t>(9, lim.max_groups + 1))},
+         {2, rc::gen::inRange<std::int64_t>(1, std::min<std::int64_t>(65, lim.max_groups + 1))},
+         {1, rc::gen::inRange<std::int64_t>(1, std::int64_t(lim.max_groups) + 1)}});
+    if (gs.dist == SizeDist::align_edges)
+      G = std::max<std::int64_t>(1, std::min(G, lim.max_total / (2 * gs.align + 1)));
+    const std::int64_t total = *rc::gen::inRange<std::int64_t>(0, lim.max_total + 1);
+    const auto seed = *rc::gen::arbitrary<std::uint64_t>();
+    gs.sizes = make_sizes(gs.dist, G, total, gs.align, seed);
+    // Scale down to the limit, keeping the shape of the distribution.
+    std::int64_t t = gs.total();
+    if (t > lim.max_total) {
+      for (auto& x : gs.sizes) x = x * lim.max_total / t;
+    }
+    gs.tail = gs.dist == SizeDist::zero_total ? 0
+              : gs.dist == SizeDist::all_empty
+                  ? *rc::gen::inRange<std::int64_t>(1, lim.max_tail + 1)
+                  : *rc::gen::inRange<std::int64_t>(0, lim.max_tail + 1);
+    return gs;
+  });
+}
+
+// Coverage tags of a draw: the distribution, and the edge classes it hit.
+inline std::vector<std::string> size_tags(const GroupSizes& gs) {
+  std::vector<std::string> t = {std::string("dist:") + to_string(gs.dist)};
+  if (gs.groups() >= 65) t.push_back("groups:65+");
+  if (gs.empty_groups() > 0 && gs.empty_groups() < gs.groups()) t.push_back("sizes:some_empty");
+  bool edge = false;
+  for (std::int64_t x : gs.sizes)
+    if (gs.align > 1 && x > 0 &&
+        (x % gs.align == 0 || x % gs.align == 1 || x % gs.align == gs.align - 1))
+      edge = true;
+  if (edge) t.push_back("sizes:align_edge");
+  return t;
+}
+
+}  // namespace fp8ref::gen

@@ -1,0 +1,286 @@
+// `fp8-check fuzz` (fuzz.h): option parsing, progress and the summary; the campaign itself is
+// proptests/campaign/runner.h.
+#include "cli/fuzz.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/errors.h"
+#include "proptests/campaign/runner.h"
+#include "proptests/campaign/suite.h"
+
+#ifndef FP8REF_SOURCE_DIR
+#define FP8REF_SOURCE_DIR ""
+#endif
+
+namespace fp8ref::cli {
+
+namespace {
+
+struct FuzzArgs {
+  std::vector<std::string> suites;
+  double seconds = 0;
+  std::int64_t cases = -1;
+  std::uint64_t seed = 20261122;
+  std::string shard = "0/1";
+  bool json = false, quiet = false, list = false;
+  std::string replay, replay_file, plant, failure_dir, golden;
+  int batch = 25;
+  bool test_level = false;
+};
+
+// FP8REF_TEST_LEVEL (1..3) as proptests/common reads it: case multiplier 1, 4, 16.
+int level_factor() {
+  const char* env = std::getenv("FP8REF_TEST_LEVEL");
+  const std::string v = env ? env : "";
+  if (v.empty() || v == "1") return 1;
+  if (v == "2") return 4;
+  if (v == "3") return 16;
+  throw UsageError("FP8REF_TEST_LEVEL must be 1, 2 or 3, got '" + v + "'");
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int kSanitizerDivisor = 10;  // ASan+UBSan builds run a tenth of the cases
+#else
+constexpr int kSanitizerDivisor = 1;
+#endif
+
+std::string default_golden() {
+  std::error_code ec;
+  if (std::filesystem::is_directory("golden/regressions", ec)) return "golden";
+  const std::string src = std::string(FP8REF_SOURCE_DIR) + "/golden";
+  if (!std::string(FP8REF_SOURCE_DIR).empty() &&
+      std::filesystem::is_directory(src + "/regressions", ec))
+    return src;
+  return "";
+}
+
+void parse_shard(const std::string& s, int& i, int& n) {
+  const auto slash = s.find('/');
+  try {
+    if (slash == std::string::npos) throw std::invalid_argument("");
+    std::size_t p1 = 0, p2 = 0;
+    i = std::stoi(s.substr(0, slash), &p1);
+    n = std::stoi(s.substr(slash + 1), &p2);
+    if (p1 != slash || p2 != s.size() - slash - 1) throw std::invalid_argument("");
+  } catch (const std::exception&) {
+    throw UsageError("--shard wants i/n (e.g. 3/8), got '" + s + "'");
+  }
+  if (n < 1 || i < 0 || i >= n) throw UsageError("--shard i/n needs 0 <= i < n, got '" + s + "'");
+}
+
+std::string hex64(std::uint64_t x) {
+  char b[20];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(x));
+  return b;
+}
+
+std::string fixed(double x, int prec) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.*f", prec, x);
+  return b;
+}
+
+nlohmann::json suite_json(const fuzz::SuiteReport& s) {
+  nlohmann::json j;
+  j["name"] = s.name;
+  j["label"] = s.label;
+  j["status"] = s.status;
+  if (!s.skip_reason.empty()) j["skip_reason"] = s.skip_reason;
+  j["cases"] = s.cases;
+  j["seconds"] = s.seconds;
+  j["cases_per_second"] = s.cases_per_second();
+  j["classes"] = nlohmann::json::object();
+  for (const auto& [k, v] : s.class_counts) j["classes"][k] = v;
+  j["classes_expected"] = s.classes_expected;
+  j["classes_missing"] = s.classes_missing;
+  j["fingerprint"] = hex64(s.fingerprint);
+  j["failures"] = nlohmann::json::array();
+  for (const auto& f : s.failures)
+    j["failures"].push_back({{"message", f.message},
+                             {"counterexample", f.counterexample},
+                             {"replay", f.replay},
+                             {"case_file", f.dump},
+                             {"batch_seed", f.batch_seed}});
+  return j;
+}
+
+void print_failures(const fuzz::SuiteReport& s) {
+  for (const auto& f : s.failures) {
+    std::cout << "\nFAILED " << s.name << ": " << f.message << "\n";
+    if (!f.counterexample.empty()) std::cout << "  counterexample: " << f.counterexample << "\n";
+    if (!f.replay.empty()) std::cout << "  replay: " << f.replay << "\n";
+    if (!f.dump.empty()) std::cout << "  case file: " << f.dump << "\n";
+    if (!f.dump.empty() && f.dump[0] != '(')
+      std::cout << "  pin it: fp8-check golden accept " << f.dump << " --as " << s.name << "_"
+                << hex64(f.batch_seed).substr(0, 8) << "\n";
+  }
+}
+
+void print_table(const fuzz::CampaignReport& rep) {
+  std::printf("\n%-22s %-5s %-8s %9s %9s %9s %8s\n", "suite", "label", "status", "cases", "cases/s",
+              "classes", "failures");
+  std::int64_t total = 0;
+  std::size_t failures = 0;
+  for (const auto& s : rep.suites) {
+    const std::string classes =
+        s.classes_expected
+            ? std::to_string(s.classes_expected - std::int64_t(s.classes_missing.size())) + "/" +
+                  std::to_string(s.classes_expected)
+            : std::to_string(s.class_counts.size());
+    std::printf("%-22s %-5s %-8s %9lld %9s %9s %8zu\n", s.name.c_str(), s.label.c_str(),
+                s.status.c_str(), static_cast<long long>(s.cases),
+                s.status == "skipped" ? "-" : fixed(s.cases_per_second(), 1).c_str(),
+                s.status == "skipped" ? "-" : classes.c_str(), s.failures.size());
+    total += s.cases;
+    failures += s.failures.size();
+  }
+  std::printf("%-22s %-5s %-8s %9lld %9s %9s %8zu\n", "total", "", rep.ok() ? "passed" : "FAILED",
+              static_cast<long long>(total),
+              fixed(rep.seconds > 0 ? double(total) / rep.seconds : 0, 1).c_str(), "", failures);
+  for (const auto& s : rep.suites) {
+    if (s.status == "skipped")
+      std::printf("  %s skipped: %s\n", s.name.c_str(), s.skip_reason.c_str());
+    if (!s.classes_missing.empty() && s.status == "passed") {
+      std::string m;
+      for (const auto& c : s.classes_missing) m += (m.empty() ? "" : " ") + c;
+      std::printf("  %s: classes not hit in this run: %s\n", s.name.c_str(), m.c_str());
+    }
+  }
+  for (const auto& s : rep.suites) print_failures(s);
+  std::fflush(stdout);
+}
+
+void run(const FuzzArgs& a) {
+  fuzz::CampaignOptions opt;
+  opt.suites = a.suites;
+  opt.seed = a.seed;
+  parse_shard(a.shard, opt.shard_index, opt.shard_count);
+  if (a.cases >= 0) opt.cases = a.cases;
+  if (a.test_level) {
+    if (a.cases >= 0 || a.seconds > 0)
+      throw UsageError("--test-level excludes --cases and --seconds");
+    opt.case_factor = double(level_factor()) / kSanitizerDivisor;
+  }
+  if (a.seconds > 0) opt.seconds = a.seconds;
+  if (a.cases < 0 && a.seconds <= 0 && !a.test_level) opt.seconds = 60;  // the default campaign
+  if (a.batch < 1) throw UsageError("--batch must be >= 1");
+  opt.batch_cases = a.batch;
+  opt.failure_dir = a.failure_dir;
+  opt.golden_dir = a.golden.empty() ? default_golden() : a.golden;
+  opt.plant = a.plant;
+  if (!opt.plant.empty() && opt.plant != "offs_off_by_one")
+    throw UsageError("--plant: unknown bug '" + opt.plant + "' (offs_off_by_one)");
+
+  if (a.list) {
+    for (const auto& s : fuzz::all_suites())
+      std::printf("%-22s %-4s %s%s\n", s.info.name.c_str(), s.info.label.c_str(),
+                  s.info.summary.c_str(),
+                  s.unavailable_reason().empty()
+                      ? ""
+                      : (" [unavailable: " + s.unavailable_reason() + "]").c_str());
+    std::printf("%-22s %-4s %s\n", "golden.regressions", "cpu",
+                "replays the pinned cases of golden/regressions");
+    return;
+  }
+
+  fuzz::CampaignReport rep;
+  if (!a.replay.empty() || !a.replay_file.empty()) {
+    if (!a.replay.empty() && !a.replay_file.empty())
+      throw UsageError("--replay and --replay-file exclude each other");
+    if (!a.replay.empty() && a.suites.size() != 1)
+      throw UsageError("--replay needs exactly one --suite");
+    if (a.suites.size() > 1) throw UsageError("--replay-file takes at most one --suite");
+    const std::string suite = a.suites.empty() ? "" : a.suites[0];
+    const auto t0 = std::chrono::steady_clock::now();
+    rep.suites.push_back(a.replay.empty() ? fuzz::replay_case_file(a.replay_file, suite, opt)
+                                          : fuzz::replay_token(suite, a.replay, opt));
+    rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  } else {
+    const bool tty = isatty(2) && !a.quiet;
+    auto last = std::make_shared<double>(-100.0);
+    auto current = std::make_shared<std::size_t>(std::size_t(-1));
+    const std::size_t nsuites = fuzz::select_suites(opt.suites).size();
+    if (!a.quiet && !a.json)
+      std::fprintf(stderr, "fp8-check fuzz: seed %llu, shard %d/%d, %zu suites, %s\n",
+                   static_cast<unsigned long long>(opt.seed), opt.shard_index, opt.shard_count,
+                   nsuites,
+                   opt.cases     ? (std::to_string(*opt.cases) + " cases each").c_str()
+                   : opt.seconds ? (fixed(*opt.seconds, 0) + " s budget").c_str()
+                                 : "the test-level case counts");
+    auto progress = [&, last, current](std::size_t si, const std::string& name, std::int64_t cases,
+                                       std::size_t fails, double secs) {
+      if (a.quiet) return;
+      const bool new_suite = *current != si;
+      *current = si;
+      if (!tty && !new_suite && secs - *last < 10.0) return;
+      *last = new_suite ? 0.0 : secs;
+      std::fprintf(stderr, "%s[%zu/%zu] %-22s %8lld cases %8.1f/s %zu failures%s", tty ? "\r" : "",
+                   si + 1, nsuites, name.c_str(), static_cast<long long>(cases),
+                   secs > 0 ? double(cases) / secs : 0.0, fails, tty ? "   " : "\n");
+      std::fflush(stderr);
+    };
+    rep = fuzz::run_campaign(opt, progress);
+    if (tty) std::fprintf(stderr, "\n");
+  }
+  rep.seed = opt.seed;
+  if (a.json) {
+    nlohmann::json j;
+    j["schema"] = "fp8ref.fuzz/1";
+    j["seed"] = opt.seed;
+    j["shard"] = {{"index", opt.shard_index}, {"count", opt.shard_count}};
+    j["seconds"] = rep.seconds;
+    j["ok"] = rep.ok();
+    j["suites"] = nlohmann::json::array();
+    for (const auto& s : rep.suites) j["suites"].push_back(suite_json(s));
+    std::cout << j.dump(2) << "\n";
+  } else {
+    print_table(rep);
+  }
+  std::cout.flush();
+  if (!rep.ok()) throw ExitCode{1};
+}
+
+}  // namespace
+
+void add_fuzz_command(CLI::App& app) {
+  auto a = std::make_shared<FuzzArgs>();
+  CLI::App* c =
+      app.add_subcommand("fuzz", "Run the property suites as a fuzz campaign (docs/fuzz.md)");
+  c->add_option("--suite", a->suites,
+                "Suite name, prefix* or label:cpu|label:gpu (repeatable; default: all)");
+  c->add_option("--seconds", a->seconds,
+                "Time budget of the campaign, split over the suites (default 60)");
+  c->add_option("--cases", a->cases, "Cases per suite (per shard); wins over --seconds");
+  c->add_option("--seed", a->seed, "Campaign seed (default 20261122, the CI seed)");
+  c->add_option("--shard", a->shard,
+                "i/n: run the i-th of n disjoint slices of the seed space (default 0/1)");
+  c->add_option("--batch", a->batch, "Cases per seeded batch (default 25)");
+  c->add_flag("--test-level", a->test_level,
+              "Each suite's CTest case count times the FP8REF_TEST_LEVEL factor (1, 4, 16)");
+  c->add_flag("--json", a->json, "Print the report as JSON (schema fp8ref.fuzz/1)");
+  c->add_flag("--quiet", a->quiet, "No progress on stderr");
+  c->add_flag("--list", a->list, "List the suites and exit");
+  c->add_option("--replay", a->replay,
+                "Replay one shrunk case from the token a failure printed (with --suite)");
+  c->add_option("--replay-file", a->replay_file,
+                "Check a case file (a failure's dump or a pinned regression)");
+  c->add_option(
+      "--failure-dir", a->failure_dir,
+      "Where failing cases are written (default $FP8REF_FAILURE_DIR or ./fp8ref-failures)");
+  c->add_option("--golden", a->golden,
+                "golden/ folder whose regressions/ the golden.regressions suite replays");
+  c->add_option("--plant", a->plant,
+                "Self-test: plant a known bug (offs_off_by_one) in the code under test");
+  c->callback([a] { run(*a); });
+}
+
+}  // namespace fp8ref::cli
