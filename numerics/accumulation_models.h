@@ -4,6 +4,7 @@
 // definitions, sources and bound derivations.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -88,14 +89,44 @@ struct ElementScales {
 
 constexpr std::int64_t ceil_div(std::int64_t x, std::int64_t y) { return (x + y - 1) / y; }
 
-// Split-K: K's 128-blocks cut into `split_k` contiguous slices of ceil(nb / split_k) blocks
-// (the last ones shorter or empty); slice s covers blocks [first, last).
+// Split-K: K's 128-blocks cut into contiguous slices, each accumulated from +0, the slice
+// results added in f32 in slice order. Two ways of cutting, both seen in libraries:
+//   SplitK(S)                  S slices of ceil(nb / S) blocks (the last ones shorter or empty);
+//   SplitK::of_length(L)       slices of L blocks each (the last one shorter): the count follows
+//                              from K. cuBLASLt's blockwise split-K kernels on an H100 cut K = 8192
+//                              and 16384 into 24-block slices, which no S gives as ceil(nb / S).
+// SplitK(1) (the default) is one slice over all of K.
 struct SliceRange {
   std::int64_t first, last;
 };
-inline SliceRange split_k_slice(std::int64_t nblocks, int split_k, int s) {
-  const std::int64_t per = ceil_div(nblocks, split_k);
-  return {std::min(nblocks, s * per), std::min(nblocks, (s + 1) * per)};
+struct SplitK {
+  int slices = 1;                // S, when slice_blocks == 0
+  std::int64_t slice_blocks = 0;  // L > 0: slices of L 128-blocks
+
+  constexpr SplitK(int s = 1) : slices(s) {}  // NOLINT: an int is S
+  static constexpr SplitK of_length(std::int64_t blocks) {
+    SplitK k(1);
+    k.slice_blocks = blocks;
+    return k;
+  }
+  constexpr bool valid() const { return slice_blocks > 0 ? slices == 1 : slices >= 1; }
+  // One slice over all of K for every K (what models without split-K accept).
+  constexpr bool is_single() const { return slice_blocks == 0 && slices == 1; }
+  // Number of slices for nb 128-blocks.
+  constexpr std::int64_t count(std::int64_t nb) const {
+    return slice_blocks > 0 ? std::max<std::int64_t>(1, (nb + slice_blocks - 1) / slice_blocks) : slices;
+  }
+  constexpr SliceRange slice(std::int64_t nb, std::int64_t s) const {
+    const std::int64_t per = slice_blocks > 0 ? slice_blocks : (nb + slices - 1) / slices;
+    return {std::min(nb, s * per), std::min(nb, (s + 1) * per)};
+  }
+  // "S=3" or "L=24".
+  std::string str() const {
+    return slice_blocks > 0 ? "L=" + std::to_string(slice_blocks) : "S=" + std::to_string(slices);
+  }
+};
+inline SliceRange split_k_slice(std::int64_t nblocks, SplitK split_k, int s) {
+  return SplitK(split_k).slice(nblocks, s);
 }
 
 // ---- exact ----------------------------------------------------------------------------------
@@ -191,13 +222,15 @@ inline ScaleProduct scale_product(float sa, float sb) {
 // Split-K slices (in 128-blocks) as k ranges, each evaluated by `slice(k0, k1)`, the results
 // added in f32 in slice order starting from the first slice's result.
 template <class SliceFn>
-Bounded sum_slices(std::int64_t K, int split_k, SliceFn slice) {
-  if (split_k < 1) throw std::invalid_argument("fp8ref: split_k must be >= 1");
+Bounded sum_slices(std::int64_t K, SplitK split_k, SliceFn slice) {
+  if (!split_k.valid())
+    throw std::invalid_argument("fp8ref: split-K needs S >= 1, or a slice length L >= 1 alone");
   const std::int64_t nblocks = ceil_div(K, kScaleBlockK);
   Bounded r{0.0f, 0.0};
   bool first = true;
-  for (int s = 0; s < split_k; ++s) {
-    const SliceRange sr = split_k_slice(nblocks, split_k, s);
+  const std::int64_t n = split_k.count(nblocks);
+  for (std::int64_t s = 0; s < n; ++s) {
+    const SliceRange sr = split_k.slice(nblocks, s);
     if (sr.first >= sr.last && !first) continue;
     const Bounded v = slice(sr.first * kScaleBlockK, std::min(K, sr.last * kScaleBlockK));
     if (first) {
@@ -214,7 +247,7 @@ Bounded sum_slices(std::int64_t K, int split_k, SliceFn slice) {
 // by `promote(acc, T_b, b)`; the slice result is the final acc (from +0).
 template <class PromoteFn>
 Bounded promoted_sum(TensorCoreStep st, const std::uint8_t* a, const std::uint8_t* b,
-                     std::int64_t K, Format fa, Format fb, std::int64_t w, int split_k,
+                     std::int64_t K, Format fa, Format fb, std::int64_t w, SplitK split_k,
                      PromoteFn promote) {
   return sum_slices(K, split_k, [&](std::int64_t k0, std::int64_t k1) {
     Bounded acc{0.0f, 0.0};
@@ -238,7 +271,7 @@ inline Bounded apply_scale_product(Bounded acc, const std::uint8_t* a, const std
 
 // One chain over each split-K slice from +0, slices added in f32, then out = RN(acc·RN(sa·sb)).
 inline Bounded unpromoted_dot(TensorCoreStep st, const std::uint8_t* a, const std::uint8_t* b,
-                              std::int64_t K, Format fa, Format fb, ElementScales sc, int split_k) {
+                              std::int64_t K, Format fa, Format fb, ElementScales sc, SplitK split_k) {
   const Bounded acc = sum_slices(K, split_k, [&](std::int64_t k0, std::int64_t k1) {
     return tc_chain(st, a + k0, b + k0, k1 - k0, fa, fb, {0.0f, 0.0});
   });
@@ -248,7 +281,7 @@ inline Bounded unpromoted_dot(TensorCoreStep st, const std::uint8_t* a, const st
 // acc = fmaf(RN(sa_b·sb_b), T_b, acc) over promotion blocks b ascending, per slice.
 inline Bounded promoted_blockwise_dot(TensorCoreStep st, const std::uint8_t* a,
                                       const std::uint8_t* b, std::int64_t K, Format fa, Format fb,
-                                      ElementScales sc, int split_k) {
+                                      ElementScales sc, SplitK split_k) {
   const Bounded r = promoted_sum(
       st, a, b, K, fa, fb, sc.promotion_k(), split_k,
       [&](Bounded& acc, Bounded t, std::int64_t kb, std::int64_t k, std::int64_t len) {
@@ -262,7 +295,7 @@ inline Bounded promoted_blockwise_dot(TensorCoreStep st, const std::uint8_t* a,
 
 // acc = sum of T_kb over 128-blocks in f32 RN, per slice (scales applied afterwards).
 inline Bounded promoted_f32_sum(const std::uint8_t* a, const std::uint8_t* b, std::int64_t K,
-                                Format fa, Format fb, int split_k) {
+                                Format fa, Format fb, SplitK split_k) {
   return promoted_sum(TensorCoreStep::wgmma, a, b, K, fa, fb, kScaleBlockK, split_k,
                       [](Bounded& acc, Bounded t, std::int64_t, std::int64_t, std::int64_t) {
                         acc.z = acc.z + t.z;
@@ -281,7 +314,7 @@ inline void require_constant_scales(ElementScales sc, AccumulationModel m) {
 // hopper_unpromoted: per split-K slice one wgmma chain over the slice from +0; slices added in f32;
 // out = RN(acc·RN(sa·sb)). Requires scales constant over K (tensorwise, rowwise, unscaled).
 inline Bounded hopper_unpromoted_dot(const std::uint8_t* a, const std::uint8_t* b, std::int64_t K,
-                                     Format fa, Format fb, ElementScales sc, int split_k) {
+                                     Format fa, Format fb, ElementScales sc, SplitK split_k) {
   detail::require_constant_scales(sc, AccumulationModel::hopper_unpromoted);
   return detail::unpromoted_dot(TensorCoreStep::wgmma, a, b, K, fa, fb, sc, split_k);
 }
@@ -291,7 +324,7 @@ inline Bounded hopper_unpromoted_dot(const std::uint8_t* a, const std::uint8_t* 
 // slices added in f32.
 inline Bounded hopper_promoted_blockwise_dot(const std::uint8_t* a, const std::uint8_t* b,
                                              std::int64_t K, Format fa, Format fb, ElementScales sc,
-                                             int split_k) {
+                                             SplitK split_k) {
   return detail::promoted_blockwise_dot(TensorCoreStep::wgmma, a, b, K, fa, fb, sc, split_k);
 }
 
@@ -299,7 +332,7 @@ inline Bounded hopper_promoted_blockwise_dot(const std::uint8_t* a, const std::u
 // ascending within each slice, slices added in f32; out = RN(acc·RN(sa·sb)).
 inline Bounded hopper_promoted_tensorwise_dot(const std::uint8_t* a, const std::uint8_t* b,
                                               std::int64_t K, Format fa, Format fb,
-                                              ElementScales sc, int split_k) {
+                                              ElementScales sc, SplitK split_k) {
   detail::require_constant_scales(sc, AccumulationModel::hopper_promoted_tensorwise);
   return detail::apply_scale_product(detail::promoted_f32_sum(a, b, K, fa, fb, split_k), a, b, K,
                                      fa, fb, sc);
@@ -311,7 +344,7 @@ inline Bounded hopper_promoted_tensorwise_dot(const std::uint8_t* a, const std::
 // Bound: |sa|·(|sb|·bound(acc) + rounding of sb·acc) + rounding of the outer product.
 inline Bounded hopper_promoted_rowwise_dot(const std::uint8_t* a, const std::uint8_t* b,
                                            std::int64_t K, Format fa, Format fb, ElementScales sc,
-                                           int split_k) {
+                                           SplitK split_k) {
   detail::require_constant_scales(sc, AccumulationModel::hopper_promoted_rowwise);
   const Bounded acc = detail::promoted_f32_sum(a, b, K, fa, fb, split_k);
   const float sa = sc.a(0), sb = sc.b(0);
@@ -327,7 +360,7 @@ inline Bounded hopper_promoted_rowwise_dot(const std::uint8_t* a, const std::uin
 // with per-block scales, T_b = chain from +0 per promotion block and acc = fmaf(RN(sa·sb), T_b,
 // acc) as in promoted_blockwise.
 inline Bounded hopper_mma_sync_dot(const std::uint8_t* a, const std::uint8_t* b, std::int64_t K,
-                                   Format fa, Format fb, ElementScales sc, int split_k) {
+                                   Format fa, Format fb, ElementScales sc, SplitK split_k) {
   if (sc.per_block)
     return detail::promoted_blockwise_dot(TensorCoreStep::mma_sync, a, b, K, fa, fb, sc, split_k);
   return detail::unpromoted_dot(TensorCoreStep::mma_sync, a, b, K, fa, fb, sc, split_k);
@@ -335,8 +368,8 @@ inline Bounded hopper_mma_sync_dot(const std::uint8_t* a, const std::uint8_t* b,
 
 // Dispatch for the f32-producing models (every model but `exact`).
 inline Bounded model_dot(AccumulationModel m, const std::uint8_t* a, const std::uint8_t* b,
-                         std::int64_t K, Format fa, Format fb, ElementScales sc, int split_k) {
-  if (!accepts_split_k(m) && split_k != 1)
+                         std::int64_t K, Format fa, Format fb, ElementScales sc, SplitK split_k) {
+  if (!accepts_split_k(m) && !split_k.is_single())
     throw std::invalid_argument(
         std::string("fp8ref: split_k applies to the hopper models only, not ") + to_string(m));
   switch (m) {

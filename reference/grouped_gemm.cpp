@@ -33,8 +33,12 @@ void expect_scale(const char* name, std::span<const float> s, std::int64_t i, bo
 
 void check_model(ModelChoice m, Scaling s) {
   if (m.split_k < 1) fail("split_k = " + str(m.split_k) + " must be >= 1");
-  if (!accepts_split_k(m.model) && m.split_k != 1)
-    fail(std::string("split_k applies to the hopper models only, not ") + to_string(m.model));
+  if (m.split_blocks < 0) fail("split_blocks = " + str(m.split_blocks) + " must be >= 0");
+  if (m.split_blocks > 0 && m.split_k != 1)
+    fail("split_k = " + str(m.split_k) + " and split_blocks = " + str(m.split_blocks) +
+         ": give a slice count or a slice length, not both");
+  if (!accepts_split_k(m.model) && !m.split().is_single())
+    fail(std::string("split-K applies to the hopper models only, not ") + to_string(m.model));
   if ((s == Scaling::blockwise || s == Scaling::mx) && needs_constant_scales(m.model))
     fail(std::string("model ") + to_string(m.model) + " needs scales constant over K; " +
          to_string(s) +
@@ -217,7 +221,7 @@ void grouped_gemm_forward(const GroupedGemmOperands& op, std::span<const std::in
       const ElementScales sc{ga.at(r), gb.at(n), ga.per_block, ga.block_k};
       store_model(y, std::size_t(r * op.N + n),
                   model_dot(model.model, a_row, b + (g * op.N + n) * op.K, op.K, op.fa, op.fb, sc,
-                            model.split_k));
+                            model.split()));
     }
   }
 }
@@ -317,7 +321,7 @@ void grouped_gemm_wgrad(const WgradOperands& op, std::span<const std::int64_t> o
           dw[i] = exact_wgrad_element(u, v, m, op.fdy, op.fx, sc, c);
           bd = f32_rounding_bound(dw[i]);
         } else {
-          const Bounded z = model_dot(model.model, u, v, m, op.fdy, op.fx, sc, model.split_k);
+          const Bounded z = model_dot(model.model, u, v, m, op.fdy, op.fx, sc, model.split());
           dw[i] = c + z.z;
           bd = z.bound + f32_rounding_bound(dw[i]);
         }

@@ -52,7 +52,11 @@ struct GroupedGemmOperands {
 
 struct ModelChoice {
   AccumulationModel model;
-  int split_k;  // >= 1; only the hopper models accept > 1
+  int split_k;                    // S >= 1 equal slices; only the hopper models accept > 1
+  std::int64_t split_blocks = 0;  // > 0: slices of this many 128-blocks instead (split_k must be 1)
+  SplitK split() const {
+    return split_blocks > 0 ? SplitK::of_length(split_blocks) : SplitK(split_k);
+  }
 };
 
 // Output (M, N) row-major in `dtype`: the f32 span for f32, the u16 span (bit patterns) for bf16

@@ -147,6 +147,7 @@ std::vector<std::string> gemm_tags(const GemmCase& c) {
   t.push_back(std::string("values:") + gen::to_string(c.va));
   t.push_back(std::string("model:") + to_string(c.model.model));
   if (c.model.split_k > 1) t.push_back("split_k:>1");
+  if (c.model.split_blocks > 0) t.push_back("split_blocks:>0");
   return t;
 }
 
@@ -177,6 +178,7 @@ TensorFile save_gemm(const GemmCase& c) {
   m["out"] = c.out == OutDtype::f32 ? "f32" : "bf16";
   m["model"] = to_string(c.model.model);
   m["split_k"] = std::to_string(c.model.split_k);
+  m["split_blocks"] = std::to_string(c.model.split_blocks);
   return tf;
 }
 
@@ -218,7 +220,8 @@ GemmCase load_gemm(const TensorFile& tf) {
   const auto model = accumulation_model_from_string(get_meta(tf, "model"));
   if (!model)
     throw std::invalid_argument("case file: unknown model '" + get_meta(tf, "model") + "'");
-  c.model = {*model, int(get_meta_int(tf, "split_k"))};
+  c.model = {*model, int(get_meta_int(tf, "split_k")),
+             tf.metadata.count("split_blocks") ? get_meta_int(tf, "split_blocks") : 0};
   c.a = get_u8(tf, "a");
   c.b = get_u8(tf, "b");
   c.sa = get_f32(tf, "scale_a");
@@ -588,6 +591,7 @@ TensorFile save_wgrad(const WgradCase& w) {
   m["scaling"] = ref::to_string(w.scaling);
   m["model"] = to_string(w.model.model);
   m["split_k"] = std::to_string(w.model.split_k);
+  m["split_blocks"] = std::to_string(w.model.split_blocks);
   return tf;
 }
 
@@ -609,7 +613,8 @@ WgradCase load_wgrad(const TensorFile& tf) {
   w.scaling = get_meta(tf, "scaling") == "tensorwise" ? Scaling::tensorwise : Scaling::none;
   const auto model = accumulation_model_from_string(get_meta(tf, "model"));
   if (!model) throw std::invalid_argument("case file: unknown model");
-  w.model = {*model, int(get_meta_int(tf, "split_k"))};
+  w.model = {*model, int(get_meta_int(tf, "split_k")),
+             tf.metadata.count("split_blocks") ? get_meta_int(tf, "split_blocks") : 0};
   w.dy = get_u8(tf, "dy"), w.x = get_u8(tf, "x");
   w.s_dy = get_f32(tf, "scale_dy"), w.s_x = get_f32(tf, "scale_x");
   w.c = get_f32(tf, "c");
@@ -690,6 +695,7 @@ std::vector<std::string> gemm_classes(bool models) {
     for (AccumulationModel m : kAllAccumulationModels)
       c.push_back(std::string("model:") + to_string(m));
     c.push_back("split_k:>1");
+    c.push_back("split_blocks:>0");
   }
   return c;
 }

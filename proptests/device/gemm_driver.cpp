@@ -2,7 +2,7 @@
 // with the reference accumulation models and split-K S (issue 4 item 7b; DESIGN §3.5). Written for
 // proptests/device/scaled_mm_predict.py, which dumps the cases (format: gemm_case.h).
 //
-//   gemm_driver --case FILE --models M[,M..] --splits S[,S..] [--epilogues ref|all]
+//   gemm_driver --case FILE --models M[,M..] --splits S|LN[,..] [--epilogues ref|all]   (LN: slices of N 128-blocks)
 //               --got LABEL:bf16|f32:FILE [--got ...] [--sample-rows N] [--max-full N]
 //               [--explore N] [--json FILE]
 //   gemm_driver --case FILE --emit MODEL:EPILOGUE:S:bf16|f32:FILE     (model outputs, for dry runs)
@@ -49,6 +49,10 @@ OutDtype parse_dtype(const std::string& s) {
   throw std::invalid_argument("unknown output dtype " + s);
 }
 
+// "S3" (equal slices) or "L24" (slices of 24 128-blocks); equal slices rank first, by S.
+std::string split_label(int s) { return s < 0 ? "L" + std::to_string(-s) : "S" + std::to_string(s); }
+int split_rank(int s) { return s < 0 ? 100000 - s : s; }
+
 struct Options {
   std::string case_path, json_path, emit;
   std::vector<AccumulationModel> models;
@@ -73,7 +77,11 @@ Options parse(int argc, char** argv) {
         if (parse_model(name, &m)) o.models.push_back(m);
         else std::fprintf(stderr, "gemm_driver: warning: no model named %s, skipped\n", name.c_str());
       }
-    else if (k == "--splits") { o.splits.clear(); for (const auto& s : split(v, ',')) o.splits.push_back(std::stoi(s)); }
+    else if (k == "--splits") {  // S (equal slices) or LN (slices of N 128-blocks)
+      o.splits.clear();
+      for (const auto& s : split(v, ','))
+        o.splits.push_back(!s.empty() && s[0] == 'L' ? -std::stoi(s.substr(1)) : std::stoi(s));
+    }
     else if (k == "--epilogues") o.all_epilogues = v == "all";
     else if (k == "--got") o.gots.push_back(v);
     else if (k == "--sample-rows") o.sample_rows = std::stoi(v);
@@ -97,7 +105,7 @@ std::vector<Candidate> candidates(const Options& o, const GemmCase& c) {
   for (AccumulationModel m : o.models)  // ordered model, epilogue, S: the preference of the search
     for (Epilogue e : epis)
       for (int s : o.splits)
-        if (s <= std::max<std::int64_t>(1, nb)) out.push_back({m, e, s});
+        if ((s < 0 && -s < nb) || (s > 0 && s <= std::max<std::int64_t>(1, nb))) out.push_back({m, e, s});
   return out;
 }
 
@@ -282,7 +290,7 @@ class Search {
       const bool new_group = i == 0 || k.model != cands_[i - 1].model || k.epilogue != cands_[i - 1].epilogue;
       if (new_group && !line.empty()) std::printf("    %s\n", line.c_str()), line.clear();
       if (new_group) line = std::string(to_string(k.model)) + "/" + to_string(k.epilogue) + ":";
-      line += " S" + std::to_string(k.split_k) + "=" + std::to_string(smis_[i]);
+      line += " " + split_label(k.split_k) + ":" + std::to_string(smis_[i]);
       rep_.json << (i ? ", " : "") << "[\"" << k.name() << "\", " << smis_[i] << "]";
     }
     std::printf("    %s\n", line.c_str());
@@ -297,8 +305,8 @@ class Search {
       if (smis_[i] != 0) continue;
       rep_.json << (n++ ? ", " : "") << "\"" << cands_[i].name() << "\"";
       const std::string group = std::string(to_string(cands_[i].model)) + "/" + to_string(cands_[i].epilogue);
-      const std::string s = std::to_string(cands_[i].split_k);
-      consistent += group == last_group ? "," + s : (consistent.empty() ? "" : " ") + group + ":S=" + s;
+      const std::string s = split_label(cands_[i].split_k);
+      consistent += group == last_group ? "," + s : (consistent.empty() ? "" : " ") + group + ":" + s;
       last_group = group;
     }
     std::printf("    consistent on the sample: %s\n", consistent.empty() ? "none" : consistent.c_str());
@@ -314,7 +322,7 @@ class Search {
       if (smis_[i] >= 0 && (closest == cands_.size() || smis_[i] < smis_[closest])) closest = i;
     }
     std::stable_sort(order_.begin(), order_.end(),
-                     [&](std::size_t x, std::size_t y) { return cands_[x].split_k < cands_[y].split_k; });
+                     [&](std::size_t x, std::size_t y) { return split_rank(cands_[x].split_k) < split_rank(cands_[y].split_k); });
     if (order_.size() > std::size_t(o_.max_full)) order_.resize(std::size_t(o_.max_full));
     if (order_.empty() && closest < cands_.size()) order_.push_back(closest);
     best_ = order_.empty() ? 0 : order_[0];

@@ -28,9 +28,10 @@ constexpr const char* to_string(Epilogue e) {
 struct Candidate {
   AccumulationModel model;
   Epilogue epilogue;
-  int split_k;
+  int split_k;  // S >= 1 equal slices; -L: slices of L 128-blocks
   std::string name() const {
-    return std::string(to_string(model)) + "/" + to_string(epilogue) + "/S=" + std::to_string(split_k);
+    return std::string(to_string(model)) + "/" + to_string(epilogue) + "/" +
+           (split_k < 0 ? "L=" + std::to_string(-split_k) : "S=" + std::to_string(split_k));
   }
 };
 
@@ -76,7 +77,8 @@ inline Evaluated evaluate(const GemmCase& c, const RowSet& rows, AccumulationMod
   e.z.assign(std::size_t(R * c.N), 0.0f);
   if (want_bound) e.bound.assign(e.z.size(), 0.0);
   ref::GroupedGemmOperands op = c.operands();
-  const ref::ModelChoice mc{model, split_k};
+  // split_k < 0: slices of -split_k 128-blocks (SplitK::of_length).
+  const ref::ModelChoice mc = split_k < 0 ? ref::ModelChoice{model, 1, -split_k} : ref::ModelChoice{model, split_k};
   const ref::GemmOutput out{OutDtype::f32, e.z, {}, e.bound};
   if (unscaled) op.scaling = ref::Scaling::none, op.scale_a = {}, op.scale_b = {};
   if (rows.all) {

@@ -22,6 +22,7 @@ import json
 import os
 import struct
 import subprocess
+import time
 import sys
 import tempfile
 import types
@@ -300,10 +301,17 @@ def driver_eval(driver, cases, workdir):
     assert rec.shape[1] == 70 and rec.dtype == np.uint8
     inp, out = os.path.join(workdir, "step_cases.bin"), os.path.join(workdir, "step_model.bin")
     rec.tofile(inp)
-    subprocess.run([driver, inp, out], check=True)
+    res = subprocess.run([driver, inp, out], check=True, stderr=subprocess.PIPE, text=True)
     z = np.fromfile(out, dtype="<u4").astype(np.uint32)
     assert len(z) == len(cases["c"]), f"driver wrote {len(z)} results for {len(cases['c'])} cases"
-    return z
+    timing = None
+    for line in res.stderr.splitlines():
+        if line.startswith("STEP_TIMING"):
+            kv = dict(item.split("=") for item in line.split()[1:])
+            timing = (int(kv["steps"]), float(kv["seconds"]))
+        else:
+            print(line, file=sys.stderr)
+    return z, timing
 
 
 # ---- report, golden ---------------------------------------------------------------------------------
@@ -406,7 +414,7 @@ def main():
     cases = generate(rng, args.cases, args.tile_fraction)
     print(f"{len(cases['c'])} cases ({sum(len(t[2]) for t in cases['tiles'])} in "
           f"{len(cases['tiles'])} whole tiles), seed {args.seed}")
-    got_z = driver_eval(args.driver, cases, workdir)
+    got_z, step_timing = driver_eval(args.driver, cases, workdir)
     port_z = transliteration_eval(cases)
     if args.dry_run:
         print("DRY RUN: reference = numpy transliteration of mmasim's t_fdpa (not mmasim)")
@@ -419,7 +427,9 @@ def main():
         except Exception as e:  # noqa: BLE001
             print(f"error: cannot import mmasim / torch: {type(e).__name__}: {e}", file=sys.stderr)
             return 2
+        t_mm = time.perf_counter()
         ref_z, info = mmasim_eval(WGMMA, cases)
+        t_mm = time.perf_counter() - t_mm
         ver = getattr(mmasim, "__version__", "2.1.1 (wheel)")
         print(f"mmasim {ver}, torch {torch.__version__}, on CPU; arithmetic per pair:")
         for k, v in info.items():
@@ -428,6 +438,16 @@ def main():
         source = f"mmasim {ver} WGMMA('Hopper', m64nNk32.f32.<fa>.<fb>) on CPU, torch {torch.__version__}"
         n_port = int((port_z != ref_z).sum())
         print(f"numpy transliteration vs mmasim: {n_port} mismatches (0 expected)")
+        if step_timing:
+            n_steps, secs = step_timing
+            ours = secs / n_steps
+            theirs = t_mm / len(cases["c"])
+            print("== speed on the same instruction-level work (one k=32 step per output) ==")
+            print(f"mmasim {ver} (torch CPU, batched): {len(cases['c'])} steps in {t_mm:.2f} s = "
+                  f"{theirs * 1e6:.2f} us/step")
+            print(f"fp8ref hopper_wgmma_step (one thread): {n_steps} steps in {secs:.3f} s = "
+                  f"{ours * 1e9:.1f} ns/step")
+            print(f"ratio: fp8ref is {theirs / ours:.0f}x mmasim per step (target >= 1000x)")
     print(f"== fp8ref hopper_wgmma_step vs {ref_name} ==")
     n_bad = report(cases, ref_z, got_z, ref_name, args.show)
     if args.emit_golden:

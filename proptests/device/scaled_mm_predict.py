@@ -34,6 +34,9 @@ GROUPED = {"M": 2048, "N": 512, "K": 4096, "sizes": [0, 256, 0, 512, 128, 640, 5
 DRY_GROUPED = {"M": 256, "N": 128, "K": 512, "sizes": [0, 64, 0, 96, 96, 0],
                "sizes_unaligned": [0, 50, 0, 103, 103, 0]}
 SPLITS = [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 24, 32, 48, 64, 128]
+# Slice lengths in 128-blocks (SplitK::of_length): cuBLASLt's blockwise split-K kernels cut K into
+# fixed-length slices (24 blocks was seen for K = 8192 and 16384).
+SLICE_LENGTHS = [8, 12, 16, 20, 24, 28, 32, 40, 48, 56, 64]
 SCALING_ID = {"none": 0, "tensorwise": 1, "rowwise": 2, "blockwise": 3}
 # Candidate models per scaling (names of numerics/accumulation_models.h; unknown names are skipped).
 TENSORWISE_MODELS = "hopper_promoted_tensorwise,hopper_unpromoted,hopper_mma_sync"
@@ -310,12 +313,13 @@ def predict(driver, prob, case, case_dir, sample_rows):
         return {}
     K = prob.A.shape[1]
     nb = max(1, -(-K // 128))
-    splits = [s for s in SPLITS if s <= nb]
+    splits = [str(s) for s in SPLITS if s <= nb] + [f"L{l}" for l in SLICE_LENGTHS if l < nb]
     out_json = os.path.join(case_dir, "driver.json")
     N = prob.B.shape[1]
     rows = sample_rows or min(16, max(4, -(-4096 // N)))
-    cmd = [driver, "--case", case, "--models", prob.models, "--splits", ",".join(map(str, splits)),
-           "--epilogues", prob.epilogues, "--sample-rows", str(rows), "--json", out_json]
+    cmd = [driver, "--case", case, "--models", prob.models, "--splits", ",".join(splits),
+           "--epilogues", prob.epilogues, "--sample-rows", str(rows), "--json", out_json,
+           "--max-full", "48"]
     for c in calls:
         cmd += ["--got", f"{c.label}:{c.dtype}:{c.info['got']}"]
     t0 = time.time()

@@ -5,8 +5,12 @@
 //   step_driver IN OUT
 // IN:  records of 70 bytes: fa, fb (0 = e4m3, 1 = e5m2), a[32], b[32] (FP8 codes), c (f32 bits, LE).
 // OUT: one u32 (LE) per record: the bits of hopper_wgmma_step(a, b, 32, fa, fb, c).
-// Exit 0 on success, 2 on bad input (message on stderr).
+// Exit 0 on success, 2 on bad input (message on stderr). Also prints, on stderr, the time of the
+// model alone on one thread (the cases re-evaluated until >= 0.5 s have passed):
+//   STEP_TIMING steps=N seconds=S
+// for the speed comparison with mmasim on the same cases (issue 4 item 5).
 #include <bit>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -45,6 +49,10 @@ int main(int argc, char** argv) {
   }
   const std::size_t n = buf.size() / kRecord;
   std::vector<std::uint32_t> z(n);
+  std::uint64_t steps = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  double seconds = 0;
+  for (int rep = 0;; ++rep) {
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint8_t* r = buf.data() + i * kRecord;
     fp8ref::Format fa, fb;
@@ -62,6 +70,11 @@ int main(int argc, char** argv) {
     z[i] = std::bit_cast<std::uint32_t>(
         fp8ref::hopper_wgmma_step(a, b, fp8ref::kHopperWgmmaK, fa, fb, c));
   }
+  steps += n;
+  seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (seconds >= 0.5 || n == 0) break;
+  }
+  std::fprintf(stderr, "STEP_TIMING steps=%llu seconds=%.6f\n", static_cast<unsigned long long>(steps), seconds);
   std::ofstream out(argv[2], std::ios::binary);
   for (std::uint32_t v : z) {
     const unsigned char le[4] = {static_cast<unsigned char>(v), static_cast<unsigned char>(v >> 8),

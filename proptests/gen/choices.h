@@ -45,7 +45,8 @@ inline rc::Gen<ref::Scaling> scaling() {
                           ref::Scaling::blockwise, ref::Scaling::mx);
 }
 
-// A model the reference accepts for `s`, with a split-K count where the model takes one.
+// A model the reference accepts for `s`, with a split-K (slice count or slice length) where the
+// model takes one.
 inline rc::Gen<ref::ModelChoice> model_for(ref::Scaling s) {
   std::vector<AccumulationModel> ok;
   for (AccumulationModel m : kAllAccumulationModels)
@@ -53,8 +54,11 @@ inline rc::Gen<ref::ModelChoice> model_for(ref::Scaling s) {
       ok.push_back(m);
   return rc::gen::exec([ok] {
     const AccumulationModel m = *rc::gen::elementOf(ok);
-    const int split = accepts_split_k(m) ? *rc::gen::inRange(1, 4) : 1;
-    return ref::ModelChoice{m, split};
+    if (!accepts_split_k(m)) return ref::ModelChoice{m, 1};
+    // S equal slices, or slices of L 128-blocks (SplitK::of_length).
+    if (*rc::gen::weightedOneOf<bool>({{2, rc::gen::just(false)}, {1, rc::gen::just(true)}}))
+      return ref::ModelChoice{m, 1, *rc::gen::inRange<std::int64_t>(1, 4)};
+    return ref::ModelChoice{m, *rc::gen::inRange(1, 4)};
   });
 }
 

@@ -156,6 +156,40 @@ RC_GTEST_PROP(AccumulationModels, TensorwiseSplitIntoSingleBlocksEqualsUnsplit, 
   RC_ASSERT(std::bit_cast<std::uint32_t>(one) == std::bit_cast<std::uint32_t>(split));
 }
 
+// Split-K by slice length (SplitK::of_length(L), cuBLASLt's blockwise split-K): the same as
+// evaluating each L-block slice from +0 and adding the slice results in f32 in order; L >= nb is
+// no split; L dividing nb is S = nb / L equal slices.
+RC_GTEST_PROP(AccumulationModels, SliceLengthSplitIsSlicesAddedInOrder, ()) {
+  const Format fa = *test::gen_format(), fb = *test::gen_format();
+  const std::int64_t K = *rc::gen::inRange<std::int64_t>(1, 128 * 9 + 1);
+  const auto a = *test::gen_codes(fa, K);
+  const auto b = *test::gen_codes(fb, K);
+  const std::int64_t L = *rc::gen::inRange<std::int64_t>(1, 6);
+  const float one = 1.0f;
+  const ElementScales ones{&one, &one, false};
+  const std::int64_t nb = std::max<std::int64_t>(1, ceil_div(K, 128));
+  float manual = 0.0f;
+  for (std::int64_t k0 = 0, s = 0; k0 < K || s == 0; k0 += 128 * L, ++s) {
+    const std::int64_t len = std::min(K - k0, 128 * L);
+    const float part =
+        hopper_promoted_tensorwise_dot(a.data() + k0, b.data() + k0, len, fa, fb, ones, 1).z;
+    manual = s == 0 ? part : manual + part;
+    if (len <= 0) break;
+  }
+  const float z =
+      hopper_promoted_tensorwise_dot(a.data(), b.data(), K, fa, fb, ones, SplitK::of_length(L)).z;
+  RC_ASSERT(std::bit_cast<std::uint32_t>(z) == std::bit_cast<std::uint32_t>(manual));
+  if (nb % L == 0) {
+    const float eq = hopper_promoted_tensorwise_dot(a.data(), b.data(), K, fa, fb, ones,
+                                                    SplitK(int(nb / L))).z;
+    RC_ASSERT(std::bit_cast<std::uint32_t>(z) == std::bit_cast<std::uint32_t>(eq));
+  }
+  const float big =
+      hopper_promoted_tensorwise_dot(a.data(), b.data(), K, fa, fb, ones, SplitK::of_length(nb)).z;
+  const float unsplit = hopper_promoted_tensorwise_dot(a.data(), b.data(), K, fa, fb, ones, 1).z;
+  RC_ASSERT(std::bit_cast<std::uint32_t>(big) == std::bit_cast<std::uint32_t>(unsplit));
+}
+
 // Within one 128-block, unscaled promotion is the bare tensor-core chain from +0.
 RC_GTEST_PROP(AccumulationModels, SingleBlockPromotionIsTheChain, ()) {
   const Format fa = *test::gen_format(), fb = *test::gen_format();
@@ -182,6 +216,14 @@ TEST(AccumulationModels, ModelsRejectWhatTheyCannotModel) {
   EXPECT_THROW(
       hopper_promoted_blockwise_dot(a.data(), a.data(), 256, Format::e4m3, Format::e4m3, blocks, 0),
       std::invalid_argument);
+  SplitK both = SplitK::of_length(2);
+  both.slices = 2;  // a count and a length at once
+  EXPECT_THROW(
+      hopper_promoted_blockwise_dot(a.data(), a.data(), 256, Format::e4m3, Format::e4m3, blocks, both),
+      std::invalid_argument);
+  EXPECT_THROW(model_dot(AccumulationModel::fp32_sequential, a.data(), a.data(), 256, Format::e4m3,
+                         Format::e4m3, {s, s, false}, SplitK::of_length(1)),
+               std::invalid_argument);
 }
 
 // Hand-checked: 256 products 1·1 (e4m3) sum to 256 under every model and exactly.

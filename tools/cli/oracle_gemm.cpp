@@ -31,6 +31,7 @@ struct GemmOptions {
   std::string in, a, b, scale_a, scale_b, offs, b_layout = "nk", scaling = "none", model;
   std::string out_dtype = "f32", out, out_name = "out", got, got_file;
   int split_k = 1;
+  std::int64_t split_blocks = 0;
   bool bound = false, within_bound = false;
   std::size_t max_report = 10;
 };
@@ -118,7 +119,7 @@ ref::ModelChoice parse_model(const GemmOptions& o) {
       names += std::string(names.empty() ? "" : ", ") + to_string(x);
     usage("--model: unknown model '" + o.model + "'; models: " + names);
   }
-  return {*m, o.split_k};
+  return {*m, o.split_k, o.split_blocks};
 }
 
 GemmCase load_case(const GemmOptions& o) {
@@ -199,7 +200,7 @@ void run_oracle_command(const GemmOptions& o) {
   }
   out.metadata = {{"op", "grouped_gemm_forward"},
                   {"model", to_string(m.model)},
-                  {"split_k", std::to_string(m.split_k)},
+                  {"split_k", std::to_string(m.split_k)}, {"split", m.split().str()},
                   {"scaling", o.scaling},
                   {"b_layout", o.b_layout},
                   {"out_dtype", o.out_dtype},
@@ -210,9 +211,9 @@ void run_oracle_command(const GemmOptions& o) {
     usage(e.what());
   }
   std::printf(
-      "fp8-check oracle grouped-gemm: %s (split_k %d), %s scaling, M=%lld N=%lld K=%lld G=%lld -> "
+      "fp8-check oracle grouped-gemm: %s (split-K %s), %s scaling, M=%lld N=%lld K=%lld G=%lld -> "
       "%s:%s (%s)\n",
-      to_string(m.model), m.split_k, o.scaling.c_str(), (long long)c.M, (long long)c.N,
+      to_string(m.model), m.split().str().c_str(), o.scaling.c_str(), (long long)c.M, (long long)c.N,
       (long long)c.K, (long long)c.G, o.out.c_str(), o.out_name.c_str(), o.out_dtype.c_str());
 }
 
@@ -290,9 +291,9 @@ void run_verify_command(const GemmOptions& o) {
     usage("--got: '" + o.got + "' has shape " + shape_string(got.shape) + ", expected (" +
           std::to_string(c.M) + ", " + std::to_string(c.N) + ")");
   std::printf(
-      "fp8-check verify grouped-gemm: %s (split_k %d), %s scaling, %s, M=%lld N=%lld K=%lld "
+      "fp8-check verify grouped-gemm: %s (split-K %s), %s scaling, %s, M=%lld N=%lld K=%lld "
       "G=%lld, %s\n",
-      to_string(m.model), m.split_k, o.scaling.c_str(), o.out_dtype.c_str(), (long long)c.M,
+      to_string(m.model), m.split().str().c_str(), o.scaling.c_str(), o.out_dtype.c_str(), (long long)c.M,
       (long long)c.N, (long long)c.K, (long long)c.G,
       o.within_bound ? "within the model's bound of exact" : "bitwise");
   const OracleRun r = run_oracle(c, m, d);
@@ -325,7 +326,9 @@ void add_gemm_options(CLI::App* c, GemmOptions& o) {
   c->add_option("--model", o.model,
                 "Accumulation model (docs/models.md), e.g. exact, hopper_promoted_blockwise")
       ->required();
-  c->add_option("--split-k", o.split_k, "Split-K slices (hopper models)")->capture_default_str();
+  c->add_option("--split-k", o.split_k, "Split-K: S equal slices (hopper models)")->capture_default_str();
+  c->add_option("--split-k-blocks", o.split_blocks,
+                "Split-K: slices of L 128-blocks each (hopper models; instead of --split-k)");
   c->add_option("--out-dtype", o.out_dtype, "f32 | bf16 | f16")->capture_default_str();
 }
 
