@@ -82,7 +82,7 @@ inline ExactValue exact_scaled_dot(Format fa, const std::uint8_t* a, std::int64_
         ((x.sig < 0) != (y.sig < 0) ? neg_inf : pos_inf) = true;
         continue;
       }
-      acc += i128(x.sig * y.sig) << (x.exp + y.exp + 32);
+      acc += i128(x.sig * y.sig) * (i128(1) << (x.exp + y.exp + 32));  // no shift of negatives
     }
     // The scale pair's product: two 24-bit significands, exactly.
     const float s0 = nscales == 0 ? 1.0f : sa[nscales <= 1 ? 0 : blk];
