@@ -366,6 +366,36 @@ inline Bounded hopper_mma_sync_dot(const std::uint8_t* a, const std::uint8_t* b,
   return detail::unpromoted_dot(TensorCoreStep::mma_sync, a, b, K, fa, fb, sc, split_k);
 }
 
+// The order in which scalar scales (tensorwise, rowwise: constant over K) meet the f32
+// accumulator. Libraries differ, and with general scales the orders differ in the last bit:
+enum class Epilogue : std::uint8_t {
+  model,          // the model's own order (below)
+  scale_product,  // RN(acc·RN(sa·sb))        cuBLASLt tensorwise; hopper_promoted_tensorwise,
+                  //                          hopper_unpromoted, hopper_mma_sync
+  b_then_a,       // RN(RN(acc·sb)·sa)        cuBLASLt `_scaled_mm` rowwise; hopper_promoted_rowwise
+  a_then_b,       // RN(RN(acc·sa)·sb)        CUTLASS grouped rowwise: torch `_scaled_grouped_mm`
+};
+constexpr const char* to_string(Epilogue e) {
+  switch (e) {
+    case Epilogue::model: return "model";
+    case Epilogue::scale_product: return "scale_product";
+    case Epilogue::b_then_a: return "b_then_a";
+    case Epilogue::a_then_b: return "a_then_b";
+  }
+  return "?";
+}
+inline std::optional<Epilogue> epilogue_from_string(std::string_view s) {
+  for (Epilogue e : {Epilogue::model, Epilogue::scale_product, Epilogue::b_then_a, Epilogue::a_then_b})
+    if (s == to_string(e)) return e;
+  return std::nullopt;
+}
+// Models whose scales are applied after the accumulation, so that the epilogue order can be chosen.
+constexpr bool accepts_epilogue(AccumulationModel m) {
+  return m == AccumulationModel::hopper_unpromoted ||
+         m == AccumulationModel::hopper_promoted_tensorwise ||
+         m == AccumulationModel::hopper_promoted_rowwise || m == AccumulationModel::hopper_mma_sync;
+}
+
 // Dispatch for the f32-producing models (every model but `exact`).
 inline Bounded model_dot(AccumulationModel m, const std::uint8_t* a, const std::uint8_t* b,
                          std::int64_t K, Format fa, Format fb, ElementScales sc, SplitK split_k) {
@@ -387,6 +417,51 @@ inline Bounded model_dot(AccumulationModel m, const std::uint8_t* a, const std::
     case AccumulationModel::exact: break;
   }
   throw std::invalid_argument("fp8ref: model_dot does not evaluate `exact`; use exact_dot");
+}
+
+// The model's accumulator (scales 1) with the scalar scales applied in the order `ep`; the
+// model's own order for Epilogue::model. Scales must be constant over K for another order.
+inline Bounded model_dot(AccumulationModel m, const std::uint8_t* a, const std::uint8_t* b,
+                         std::int64_t K, Format fa, Format fb, ElementScales sc, SplitK split_k,
+                         Epilogue ep) {
+  if (ep == Epilogue::model) return model_dot(m, a, b, K, fa, fb, sc, split_k);
+  if (!accepts_epilogue(m))
+    throw std::invalid_argument(std::string("fp8ref: epilogue ") + to_string(ep) +
+                                " applies to hopper_unpromoted, hopper_promoted_tensorwise, "
+                                "hopper_promoted_rowwise and hopper_mma_sync, not " + to_string(m));
+  if (sc.per_block)
+    throw std::invalid_argument(std::string("fp8ref: epilogue ") + to_string(ep) +
+                                " needs scales constant over K (tensorwise, rowwise or none)");
+  static constexpr float kUnit = 1.0f;
+  const Bounded acc = model_dot(m, a, b, K, fa, fb, ElementScales{&kUnit, &kUnit, false}, split_k);
+  const float sa = sc.a(0), sb = sc.b(0);
+  double bound = 0;
+  float z = 0;
+  switch (ep) {
+    case Epilogue::scale_product: {
+      const detail::ScaleProduct sp = detail::scale_product(sa, sb);
+      z = acc.z * sp.s;
+      bound = std::fabs(double(sp.s)) * acc.bound + sp.err * detail::abs_dot(a, b, K, fa, fb) +
+              f32_rounding_bound(z);
+      break;
+    }
+    case Epilogue::b_then_a: {
+      const float w = acc.z * sb;
+      z = w * sa;
+      bound = std::fabs(double(sa)) * (std::fabs(double(sb)) * acc.bound + f32_rounding_bound(w)) +
+              f32_rounding_bound(z);
+      break;
+    }
+    case Epilogue::a_then_b: {
+      const float w = acc.z * sa;
+      z = w * sb;
+      bound = std::fabs(double(sb)) * (std::fabs(double(sa)) * acc.bound + f32_rounding_bound(w)) +
+              f32_rounding_bound(z);
+      break;
+    }
+    case Epilogue::model: break;
+  }
+  return {z, bound * kBoundSlack};
 }
 
 }  // namespace fp8ref

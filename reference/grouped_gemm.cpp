@@ -39,6 +39,14 @@ void check_model(ModelChoice m, Scaling s) {
          ": give a slice count or a slice length, not both");
   if (!accepts_split_k(m.model) && !m.split().is_single())
     fail(std::string("split-K applies to the hopper models only, not ") + to_string(m.model));
+  if (m.epilogue != Epilogue::model) {
+    if (!accepts_epilogue(m.model))
+      fail(std::string("epilogue ") + to_string(m.epilogue) + " does not apply to model " +
+           to_string(m.model));
+    if (s == Scaling::blockwise || s == Scaling::mx)
+      fail(std::string("epilogue ") + to_string(m.epilogue) + " needs tensorwise, rowwise or no scaling, not " +
+           to_string(s));
+  }
   if ((s == Scaling::blockwise || s == Scaling::mx) && needs_constant_scales(m.model))
     fail(std::string("model ") + to_string(m.model) + " needs scales constant over K; " +
          to_string(s) +
@@ -221,7 +229,7 @@ void grouped_gemm_forward(const GroupedGemmOperands& op, std::span<const std::in
       const ElementScales sc{ga.at(r), gb.at(n), ga.per_block, ga.block_k};
       store_model(y, std::size_t(r * op.N + n),
                   model_dot(model.model, a_row, b + (g * op.N + n) * op.K, op.K, op.fa, op.fb, sc,
-                            model.split()));
+                            model.split(), model.epilogue));
     }
   }
 }
@@ -321,7 +329,7 @@ void grouped_gemm_wgrad(const WgradOperands& op, std::span<const std::int64_t> o
           dw[i] = exact_wgrad_element(u, v, m, op.fdy, op.fx, sc, c);
           bd = f32_rounding_bound(dw[i]);
         } else {
-          const Bounded z = model_dot(model.model, u, v, m, op.fdy, op.fx, sc, model.split());
+          const Bounded z = model_dot(model.model, u, v, m, op.fdy, op.fx, sc, model.split(), model.epilogue);
           dw[i] = c + z.z;
           bd = z.bound + f32_rounding_bound(dw[i]);
         }

@@ -54,6 +54,9 @@ struct ModelChoice {
   AccumulationModel model;
   int split_k;                    // S >= 1 equal slices; only the hopper models accept > 1
   std::int64_t split_blocks = 0;  // > 0: slices of this many 128-blocks instead (split_k must be 1)
+  // Order of the scalar scales (tensorwise / rowwise) against the accumulator; Epilogue::model
+  // keeps the model's own. E.g. hopper_promoted_rowwise + a_then_b is torch `_scaled_grouped_mm`.
+  Epilogue epilogue = Epilogue::model;
   SplitK split() const {
     return split_blocks > 0 ? SplitK::of_length(split_blocks) : SplitK(split_k);
   }

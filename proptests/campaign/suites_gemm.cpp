@@ -148,6 +148,7 @@ std::vector<std::string> gemm_tags(const GemmCase& c) {
   t.push_back(std::string("model:") + to_string(c.model.model));
   if (c.model.split_k > 1) t.push_back("split_k:>1");
   if (c.model.split_blocks > 0) t.push_back("split_blocks:>0");
+  if (c.model.epilogue != Epilogue::model) t.push_back(std::string("epilogue:") + to_string(c.model.epilogue));
   return t;
 }
 
@@ -179,6 +180,7 @@ TensorFile save_gemm(const GemmCase& c) {
   m["model"] = to_string(c.model.model);
   m["split_k"] = std::to_string(c.model.split_k);
   m["split_blocks"] = std::to_string(c.model.split_blocks);
+  m["epilogue"] = to_string(c.model.epilogue);
   return tf;
 }
 
@@ -222,6 +224,11 @@ GemmCase load_gemm(const TensorFile& tf) {
     throw std::invalid_argument("case file: unknown model '" + get_meta(tf, "model") + "'");
   c.model = {*model, int(get_meta_int(tf, "split_k")),
              tf.metadata.count("split_blocks") ? get_meta_int(tf, "split_blocks") : 0};
+  if (tf.metadata.count("epilogue")) {
+    const auto ep = epilogue_from_string(get_meta(tf, "epilogue"));
+    if (!ep) throw std::invalid_argument("case file: unknown epilogue '" + get_meta(tf, "epilogue") + "'");
+    c.model.epilogue = *ep;
+  }
   c.a = get_u8(tf, "a");
   c.b = get_u8(tf, "b");
   c.sa = get_f32(tf, "scale_a");
@@ -696,6 +703,7 @@ std::vector<std::string> gemm_classes(bool models) {
       c.push_back(std::string("model:") + to_string(m));
     c.push_back("split_k:>1");
     c.push_back("split_blocks:>0");
+    for (const char* e : {"scale_product", "b_then_a", "a_then_b"}) c.push_back(std::string("epilogue:") + e);
   }
   return c;
 }

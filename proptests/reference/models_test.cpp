@@ -190,6 +190,48 @@ RC_GTEST_PROP(AccumulationModels, SliceLengthSplitIsSlicesAddedInOrder, ()) {
   RC_ASSERT(std::bit_cast<std::uint32_t>(big) == std::bit_cast<std::uint32_t>(unsplit));
 }
 
+// Epilogue orders: the same accumulator, the scalar scales applied in the named order. Each order
+// reproduces the model that has it as its own; a_then_b is b_then_a with the scales swapped.
+RC_GTEST_PROP(AccumulationModels, EpilogueOrdersReproduceTheModelsThatOwnThem, ()) {
+  const Format fa = *test::gen_format(), fb = *test::gen_format();
+  const std::int64_t K = *rc::gen::inRange<std::int64_t>(1, 128 * 4 + 1);
+  const auto a = *test::gen_codes(fa, K);
+  const auto b = *test::gen_codes(fb, K);
+  const float sa = *test::gen_scale(), sb = *test::gen_scale();
+  const ElementScales sc{&sa, &sb, false}, swapped{&sb, &sa, false};
+  const SplitK split(*rc::gen::inRange(1, 4));
+  auto bits = [](float x) { return std::bit_cast<std::uint32_t>(x); };
+  using M = AccumulationModel;
+  const float tw = model_dot(M::hopper_promoted_tensorwise, a.data(), b.data(), K, fa, fb, sc, split).z;
+  const float rw = model_dot(M::hopper_promoted_rowwise, a.data(), b.data(), K, fa, fb, sc, split).z;
+  RC_ASSERT(bits(model_dot(M::hopper_promoted_tensorwise, a.data(), b.data(), K, fa, fb, sc, split,
+                           Epilogue::b_then_a).z) == bits(rw));
+  RC_ASSERT(bits(model_dot(M::hopper_promoted_rowwise, a.data(), b.data(), K, fa, fb, sc, split,
+                           Epilogue::scale_product).z) == bits(tw));
+  RC_ASSERT(bits(model_dot(M::hopper_promoted_rowwise, a.data(), b.data(), K, fa, fb, sc, split,
+                           Epilogue::model).z) == bits(rw));
+  const Bounded ab = model_dot(M::hopper_promoted_rowwise, a.data(), b.data(), K, fa, fb, sc, split,
+                               Epilogue::a_then_b);
+  const Bounded ba = model_dot(M::hopper_promoted_rowwise, a.data(), b.data(), K, fa, fb, swapped, split,
+                               Epilogue::b_then_a);
+  RC_ASSERT(bits(ab.z) == bits(ba.z));
+  RC_ASSERT(ab.bound == ba.bound);
+  const float un = model_dot(M::hopper_unpromoted, a.data(), b.data(), K, fa, fb, sc, split).z;
+  RC_ASSERT(bits(model_dot(M::hopper_unpromoted, a.data(), b.data(), K, fa, fb, sc, split,
+                           Epilogue::scale_product).z) == bits(un));
+}
+
+TEST(AccumulationModels, EpiloguesRejectPerBlockScalesAndOtherModels) {
+  const std::vector<std::uint8_t> a(256, 0x38);
+  const float s[2] = {1.0f, 2.0f};
+  EXPECT_THROW(model_dot(AccumulationModel::hopper_promoted_blockwise, a.data(), a.data(), 256,
+                         Format::e4m3, Format::e4m3, {s, s, false}, 1, Epilogue::a_then_b),
+               std::invalid_argument);
+  EXPECT_THROW(model_dot(AccumulationModel::hopper_mma_sync, a.data(), a.data(), 256, Format::e4m3,
+                         Format::e4m3, {s, s, true}, 1, Epilogue::a_then_b),
+               std::invalid_argument);
+}
+
 // Within one 128-block, unscaled promotion is the bare tensor-core chain from +0.
 RC_GTEST_PROP(AccumulationModels, SingleBlockPromotionIsTheChain, ()) {
   const Format fa = *test::gen_format(), fb = *test::gen_format();

@@ -32,6 +32,7 @@ struct GemmOptions {
   std::string out_dtype = "f32", out, out_name = "out", got, got_file;
   int split_k = 1;
   std::int64_t split_blocks = 0;
+  std::string epilogue = "model";
   bool bound = false, within_bound = false;
   std::size_t max_report = 10;
 };
@@ -119,7 +120,9 @@ ref::ModelChoice parse_model(const GemmOptions& o) {
       names += std::string(names.empty() ? "" : ", ") + to_string(x);
     usage("--model: unknown model '" + o.model + "'; models: " + names);
   }
-  return {*m, o.split_k, o.split_blocks};
+  const auto ep = epilogue_from_string(o.epilogue);
+  if (!ep) usage("--epilogue: expected model, scale_product, b_then_a or a_then_b, got '" + o.epilogue + "'");
+  return {*m, o.split_k, o.split_blocks, *ep};
 }
 
 GemmCase load_case(const GemmOptions& o) {
@@ -200,7 +203,7 @@ void run_oracle_command(const GemmOptions& o) {
   }
   out.metadata = {{"op", "grouped_gemm_forward"},
                   {"model", to_string(m.model)},
-                  {"split_k", std::to_string(m.split_k)}, {"split", m.split().str()},
+                  {"split_k", std::to_string(m.split_k)}, {"split", m.split().str()}, {"epilogue", to_string(m.epilogue)},
                   {"scaling", o.scaling},
                   {"b_layout", o.b_layout},
                   {"out_dtype", o.out_dtype},
@@ -329,6 +332,10 @@ void add_gemm_options(CLI::App* c, GemmOptions& o) {
   c->add_option("--split-k", o.split_k, "Split-K: S equal slices (hopper models)")->capture_default_str();
   c->add_option("--split-k-blocks", o.split_blocks,
                 "Split-K: slices of L 128-blocks each (hopper models; instead of --split-k)");
+  c->add_option("--epilogue", o.epilogue,
+                "Scalar-scale order: model | scale_product | b_then_a | a_then_b (a_then_b: torch "
+                "_scaled_grouped_mm rowwise)")
+      ->capture_default_str();
   c->add_option("--out-dtype", o.out_dtype, "f32 | bf16 | f16")->capture_default_str();
 }
 
