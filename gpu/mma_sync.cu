@@ -5,12 +5,11 @@
 //   B: b[0..3] n g, k 4·tig + 0..3          b[4..7] n g, k 16 + 4·tig + 0..3
 //   C/D: c0 (g, 2·tig), c1 (g, 2·tig+1), c2 (g+8, 2·tig), c3 (g+8, 2·tig+1)
 // Four consecutive codes pack into one 32-bit register, the lowest k in the lowest byte.
-#include "gpu/mma_sync.h"
-
 #include <stdexcept>
 #include <string>
 
 #include "gpu/device.h"
+#include "gpu/mma_sync.h"
 
 namespace fp8ref::gpu {
 
@@ -23,8 +22,9 @@ __device__ __forceinline__ std::uint32_t load4(const std::uint8_t* p) {
 
 template <int FA, int FB>  // 0 = e4m3, 1 = e5m2
 __global__ void mma_sync_tiles_kernel(const std::uint8_t* __restrict__ a,
-                                      const std::uint8_t* __restrict__ b, const float* __restrict__ c,
-                                      float* __restrict__ d, std::size_t tiles) {
+                                      const std::uint8_t* __restrict__ b,
+                                      const float* __restrict__ c, float* __restrict__ d,
+                                      std::size_t tiles) {
   const std::size_t t = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   if (t >= tiles) return;  // whole warps only: blockDim.x is a multiple of 32
   const int lane = threadIdx.x % 32, g = lane / 4, tig = lane % 4;
@@ -33,21 +33,26 @@ __global__ void mma_sync_tiles_kernel(const std::uint8_t* __restrict__ a,
   const float* C = c + t * (kMmaSyncM * kMmaSyncN);
   float* D = d + t * (kMmaSyncM * kMmaSyncN);
   const std::uint32_t a0 = load4(A + g * 32 + 4 * tig), a1 = load4(A + (g + 8) * 32 + 4 * tig);
-  const std::uint32_t a2 = load4(A + g * 32 + 16 + 4 * tig), a3 = load4(A + (g + 8) * 32 + 16 + 4 * tig);
+  const std::uint32_t a2 = load4(A + g * 32 + 16 + 4 * tig),
+                      a3 = load4(A + (g + 8) * 32 + 16 + 4 * tig);
   const std::uint32_t b0 = load4(B + g * 32 + 4 * tig), b1 = load4(B + g * 32 + 16 + 4 * tig);
   const float c0 = C[g * 8 + 2 * tig], c1 = C[g * 8 + 2 * tig + 1];
   const float c2 = C[(g + 8) * 8 + 2 * tig], c3 = C[(g + 8) * 8 + 2 * tig + 1];
   float d0, d1, d2, d3;
 #define FP8REF_MMA(TA, TB)                                                                        \
   asm volatile("mma.sync.aligned.m16n8k32.row.col.f32." TA "." TB                                 \
-               ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"                \
+               ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"                 \
                : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)                                           \
                : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(c0), "f"(c1), "f"(c2), \
                  "f"(c3))
-  if constexpr (FA == 0 && FB == 0) FP8REF_MMA("e4m3", "e4m3");
-  else if constexpr (FA == 0 && FB == 1) FP8REF_MMA("e4m3", "e5m2");
-  else if constexpr (FA == 1 && FB == 0) FP8REF_MMA("e5m2", "e4m3");
-  else FP8REF_MMA("e5m2", "e5m2");
+  if constexpr (FA == 0 && FB == 0)
+    FP8REF_MMA("e4m3", "e4m3");
+  else if constexpr (FA == 0 && FB == 1)
+    FP8REF_MMA("e4m3", "e5m2");
+  else if constexpr (FA == 1 && FB == 0)
+    FP8REF_MMA("e5m2", "e4m3");
+  else
+    FP8REF_MMA("e5m2", "e5m2");
 #undef FP8REF_MMA
   D[g * 8 + 2 * tig] = d0;
   D[g * 8 + 2 * tig + 1] = d1;

@@ -5,10 +5,10 @@
 // instruction.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
-
-#include <cuda_runtime_api.h>
 
 #include "numerics/format.h"
 

@@ -21,6 +21,11 @@ namespace {
 
 std::int64_t round_up(std::int64_t x, std::int64_t a) { return (x + a - 1) / a * a; }
 
+// memcmp that accepts empty ranges (whose data() may be null).
+bool bytes_equal(const void* a, const void* b, std::size_t n) {
+  return n == 0 || std::memcmp(a, b, n) == 0;
+}
+
 struct ThreadCount {
   int saved;
   explicit ThreadCount(int n) : saved(omp_get_max_threads()) { omp_set_num_threads(n); }
@@ -108,8 +113,8 @@ void check_pad(const PadCase& p) {
     for (std::int64_t i = 0; i < p.gs.sizes[std::size_t(g)]; ++i, ++src) {
       const std::int64_t dst = plan.starts[std::size_t(g)] + i;
       is_true[std::size_t(dst)] = 1;
-      if (std::memcmp(&padded[std::size_t(dst * W)], &p.rows[std::size_t(src * W)],
-                      std::size_t(W)) != 0)
+      if (!bytes_equal(&padded[std::size_t(dst * W)], &p.rows[std::size_t(src * W)],
+                       std::size_t(W)))
         throw Violation("pad: row " + std::to_string(src) + " of group " + std::to_string(g) +
                         " not at row " + std::to_string(dst));
     }
@@ -226,13 +231,14 @@ QuantCase load_quant(const TensorFile& tf) {
 
 bool same(const Quantized& a, std::int64_t a_row0, std::int64_t a_brow0, const Quantized& b) {
   if (b.rows == 0) return true;
-  if (std::memcmp(&a.codes[std::size_t(a_row0 * a.cols)], b.codes.data(), b.codes.size()) != 0)
+  if (a.codes.size() < std::size_t(a_row0 * a.cols) + b.codes.size() ||
+      !bytes_equal(a.codes.data() + a_row0 * a.cols, b.codes.data(), b.codes.size()))
     return false;
   const std::size_t n = b.scale.size();
   const std::size_t off = std::size_t(a_brow0 * a.scale_cols);
   if (off + n > a.scale.size()) return false;
-  return std::memcmp(&a.scale[off], b.scale.data(), n * 4) == 0 &&
-         (b.e8m0.empty() || std::memcmp(&a.e8m0[off], b.e8m0.data(), n) == 0);
+  return bytes_equal(a.scale.data() + off, b.scale.data(), n * 4) &&
+         (b.e8m0.empty() || bytes_equal(a.e8m0.data() + off, b.e8m0.data(), n));
 }
 
 void check_quant(const QuantCase& q) {
@@ -252,8 +258,8 @@ void check_quant(const QuantCase& q) {
   }
   fold_result(grouped.codes.data(), grouped.codes.size());
   fold_result(grouped.scale.data(), grouped.scale.size() * 4);
-  if (grouped.codes != grouped2.codes ||
-      std::memcmp(grouped.scale.data(), grouped2.scale.data(), grouped.scale.size() * 4) != 0)
+  if (grouped.codes != grouped2.codes || grouped.scale.size() != grouped2.scale.size() ||
+      !bytes_equal(grouped.scale.data(), grouped2.scale.data(), grouped.scale.size() * 4))
     throw Violation("per-group quantize: 1 thread and 2 threads give different bits");
   // Definition: each group quantized on its own, its block rows following the previous group's.
   std::int64_t row0 = 0, brow0 = 0;

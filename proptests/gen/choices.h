@@ -56,10 +56,10 @@ inline rc::Gen<ref::ModelChoice> model_for(ref::Scaling s) {
     const AccumulationModel m = *rc::gen::elementOf(ok);
     if (!accepts_split_k(m)) return ref::ModelChoice{m, 1};
     // The scalar-scale order, where the model and the scaling take one.
-    const Epilogue ep =
-        accepts_epilogue(m) && s != ref::Scaling::blockwise && s != ref::Scaling::mx
-            ? *rc::gen::element(Epilogue::model, Epilogue::scale_product, Epilogue::b_then_a, Epilogue::a_then_b)
-            : Epilogue::model;
+    const Epilogue ep = accepts_epilogue(m) && s != ref::Scaling::blockwise && s != ref::Scaling::mx
+                            ? *rc::gen::element(Epilogue::model, Epilogue::scale_product,
+                                                Epilogue::b_then_a, Epilogue::a_then_b)
+                            : Epilogue::model;
     // S equal slices, or slices of L 128-blocks (SplitK::of_length).
     if (*rc::gen::weightedOneOf<bool>({{2, rc::gen::just(false)}, {1, rc::gen::just(true)}}))
       return ref::ModelChoice{m, 1, *rc::gen::inRange<std::int64_t>(1, 4), ep};

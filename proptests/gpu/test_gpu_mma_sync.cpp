@@ -2,6 +2,7 @@
 // accumulate.h, DESIGN §3.5), bit for bit: first small-integer tiles whose sums are exact under
 // any accumulation (they pin the fragment layout of gpu/mma_sync.cu against plain arithmetic),
 // then class-weighted random tiles of every format pair with random accumulators.
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -9,8 +10,6 @@
 #include <cstdio>
 #include <random>
 #include <vector>
-
-#include <cuda_runtime.h>
 
 #include "gpu/device.h"
 #include "gpu/mma_sync.h"
@@ -20,7 +19,7 @@
 namespace fp8ref {
 namespace {
 
-#define FP8REF_REQUIRE_DEVICE()                                                    \
+#define FP8REF_REQUIRE_DEVICE() \
   if (!gpu::device_available()) GTEST_SKIP() << gpu::device_description();
 
 constexpr int M = gpu::kMmaSyncM, N = gpu::kMmaSyncN, K = gpu::kMmaSyncKDepth;
@@ -47,7 +46,8 @@ void run_on_device(Format fa, Format fb, Tiles& t) {
   ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dd), t.c.size() * sizeof(float)), cudaSuccess);
   gpu::mma_sync_fp8_tiles(fa, fb, da, db, dc, dd, t.count, nullptr);
   t.d.assign(t.c.size(), 0.0f);
-  ASSERT_EQ(cudaMemcpy(t.d.data(), dd, t.d.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(t.d.data(), dd, t.d.size() * sizeof(float), cudaMemcpyDeviceToHost),
+            cudaSuccess);
   cudaFree(da), cudaFree(db), cudaFree(dc), cudaFree(dd);
 }
 
@@ -67,8 +67,11 @@ std::uint8_t random_code(Format f, std::mt19937_64& rng) {
   int c = 0;
   switch (rng() % 10) {
     case 0: c = 0; break;
-    case 1: case 2: c = 1 + int(rng() % std::uint64_t(sub)); break;
-    case 3: case 4: case 5: c = one - 12 + int(rng() % 24); break;
+    case 1:
+    case 2: c = 1 + int(rng() % std::uint64_t(sub)); break;
+    case 3:
+    case 4:
+    case 5: c = one - 12 + int(rng() % 24); break;
     case 6: c = max - int(rng() % 3); break;
     default: c = int(rng() % std::uint64_t(max + 1)); break;
   }
@@ -106,11 +109,13 @@ TEST(GpuMmaSync, SmallIntegerTilesAreExactSums) {
         for (int m = 0; m < M; ++m)
           for (int n = 0; n < N; ++n) {
             long want = cv[(s * M + m) * N + n];
-            for (int k = 0; k < K; ++k) want += long(av[(s * M + m) * K + k]) * bv[(s * N + n) * K + k];
+            for (int k = 0; k < K; ++k)
+              want += long(av[(s * M + m) * K + k]) * bv[(s * N + n) * K + k];
             const float got = t.d[(s * M + m) * N + n];
             if (double(got) != double(want) && bad++ < 4)
-              ADD_FAILURE() << to_string(fa) << "x" << to_string(fb) << " tile " << s << " (" << m << ", " << n
-                            << "): got " << got << ", exact " << want << " (fragment layout?)";
+              ADD_FAILURE() << to_string(fa) << "x" << to_string(fb) << " tile " << s << " (" << m
+                            << ", " << n << "): got " << got << ", exact " << want
+                            << " (fragment layout?)";
           }
       EXPECT_EQ(bad, 0);
     }
@@ -133,27 +138,32 @@ TEST(GpuMmaSync, HardwareEqualsHopperMmaSyncStepModel) {
         for (int m = 0; m < M; ++m)
           for (int n = 0; n < N; ++n) {
             const std::size_t i = (s * M + m) * N + n;
-            const float want = hopper_mma_sync_step(&t.a[(s * M + m) * K], &t.b[(s * N + n) * K], K, fa, fb, t.c[i]);
+            const float want = hopper_mma_sync_step(&t.a[(s * M + m) * K], &t.b[(s * N + n) * K], K,
+                                                    fa, fb, t.c[i]);
             const float got = t.d[i];
             const bool same = std::isnan(want) ? std::isnan(got)
-                                               : std::bit_cast<std::uint32_t>(want) == std::bit_cast<std::uint32_t>(got);
+                                               : std::bit_cast<std::uint32_t>(want) ==
+                                                     std::bit_cast<std::uint32_t>(got);
             if (same) continue;
             if (bad++ < 4) {
               char buf[200];
-              std::snprintf(buf, sizeof buf, "%s x %s tile %zu (%d, %d): hardware %08x (%.9g), model %08x (%.9g), C %08x",
-                            std::string(to_string(fa)).c_str(), std::string(to_string(fb)).c_str(), s, m, n,
-                            std::bit_cast<std::uint32_t>(got), double(got), std::bit_cast<std::uint32_t>(want),
-                            double(want), std::bit_cast<std::uint32_t>(t.c[i]));
+              std::snprintf(
+                  buf, sizeof buf,
+                  "%s x %s tile %zu (%d, %d): hardware %08x (%.9g), model %08x (%.9g), C %08x",
+                  std::string(to_string(fa)).c_str(), std::string(to_string(fb)).c_str(), s, m, n,
+                  std::bit_cast<std::uint32_t>(got), double(got),
+                  std::bit_cast<std::uint32_t>(want), double(want),
+                  std::bit_cast<std::uint32_t>(t.c[i]));
               ADD_FAILURE() << buf;
             }
           }
       std::printf("mma.sync %s x %s: %zu outputs, %llu differ from hopper_mma_sync_step\n",
-                  std::string(to_string(fa)).c_str(), std::string(to_string(fb)).c_str(), t.c.size(),
-                  static_cast<unsigned long long>(bad));
+                  std::string(to_string(fa)).c_str(), std::string(to_string(fb)).c_str(),
+                  t.c.size(), static_cast<unsigned long long>(bad));
       total += t.c.size(), total_bad += bad;
     }
-  std::printf("mma.sync total: %llu outputs, %llu mismatches\n", static_cast<unsigned long long>(total),
-              static_cast<unsigned long long>(total_bad));
+  std::printf("mma.sync total: %llu outputs, %llu mismatches\n",
+              static_cast<unsigned long long>(total), static_cast<unsigned long long>(total_bad));
   EXPECT_EQ(total_bad, 0u);
 }
 

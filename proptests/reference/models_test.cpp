@@ -180,8 +180,8 @@ RC_GTEST_PROP(AccumulationModels, SliceLengthSplitIsSlicesAddedInOrder, ()) {
       hopper_promoted_tensorwise_dot(a.data(), b.data(), K, fa, fb, ones, SplitK::of_length(L)).z;
   RC_ASSERT(std::bit_cast<std::uint32_t>(z) == std::bit_cast<std::uint32_t>(manual));
   if (nb % L == 0) {
-    const float eq = hopper_promoted_tensorwise_dot(a.data(), b.data(), K, fa, fb, ones,
-                                                    SplitK(int(nb / L))).z;
+    const float eq =
+        hopper_promoted_tensorwise_dot(a.data(), b.data(), K, fa, fb, ones, SplitK(int(nb / L))).z;
     RC_ASSERT(std::bit_cast<std::uint32_t>(z) == std::bit_cast<std::uint32_t>(eq));
   }
   const float big =
@@ -202,23 +202,29 @@ RC_GTEST_PROP(AccumulationModels, EpilogueOrdersReproduceTheModelsThatOwnThem, (
   const SplitK split(*rc::gen::inRange(1, 4));
   auto bits = [](float x) { return std::bit_cast<std::uint32_t>(x); };
   using M = AccumulationModel;
-  const float tw = model_dot(M::hopper_promoted_tensorwise, a.data(), b.data(), K, fa, fb, sc, split).z;
-  const float rw = model_dot(M::hopper_promoted_rowwise, a.data(), b.data(), K, fa, fb, sc, split).z;
+  const float tw =
+      model_dot(M::hopper_promoted_tensorwise, a.data(), b.data(), K, fa, fb, sc, split).z;
+  const float rw =
+      model_dot(M::hopper_promoted_rowwise, a.data(), b.data(), K, fa, fb, sc, split).z;
   RC_ASSERT(bits(model_dot(M::hopper_promoted_tensorwise, a.data(), b.data(), K, fa, fb, sc, split,
-                           Epilogue::b_then_a).z) == bits(rw));
+                           Epilogue::b_then_a)
+                     .z) == bits(rw));
   RC_ASSERT(bits(model_dot(M::hopper_promoted_rowwise, a.data(), b.data(), K, fa, fb, sc, split,
-                           Epilogue::scale_product).z) == bits(tw));
+                           Epilogue::scale_product)
+                     .z) == bits(tw));
   RC_ASSERT(bits(model_dot(M::hopper_promoted_rowwise, a.data(), b.data(), K, fa, fb, sc, split,
-                           Epilogue::model).z) == bits(rw));
+                           Epilogue::model)
+                     .z) == bits(rw));
   const Bounded ab = model_dot(M::hopper_promoted_rowwise, a.data(), b.data(), K, fa, fb, sc, split,
                                Epilogue::a_then_b);
-  const Bounded ba = model_dot(M::hopper_promoted_rowwise, a.data(), b.data(), K, fa, fb, swapped, split,
-                               Epilogue::b_then_a);
+  const Bounded ba = model_dot(M::hopper_promoted_rowwise, a.data(), b.data(), K, fa, fb, swapped,
+                               split, Epilogue::b_then_a);
   RC_ASSERT(bits(ab.z) == bits(ba.z));
   RC_ASSERT(ab.bound == ba.bound);
   const float un = model_dot(M::hopper_unpromoted, a.data(), b.data(), K, fa, fb, sc, split).z;
   RC_ASSERT(bits(model_dot(M::hopper_unpromoted, a.data(), b.data(), K, fa, fb, sc, split,
-                           Epilogue::scale_product).z) == bits(un));
+                           Epilogue::scale_product)
+                     .z) == bits(un));
 }
 
 TEST(AccumulationModels, EpiloguesRejectPerBlockScalesAndOtherModels) {
@@ -260,9 +266,9 @@ TEST(AccumulationModels, ModelsRejectWhatTheyCannotModel) {
       std::invalid_argument);
   SplitK both = SplitK::of_length(2);
   both.slices = 2;  // a count and a length at once
-  EXPECT_THROW(
-      hopper_promoted_blockwise_dot(a.data(), a.data(), 256, Format::e4m3, Format::e4m3, blocks, both),
-      std::invalid_argument);
+  EXPECT_THROW(hopper_promoted_blockwise_dot(a.data(), a.data(), 256, Format::e4m3, Format::e4m3,
+                                             blocks, both),
+               std::invalid_argument);
   EXPECT_THROW(model_dot(AccumulationModel::fp32_sequential, a.data(), a.data(), 256, Format::e4m3,
                          Format::e4m3, {s, s, false}, SplitK::of_length(1)),
                std::invalid_argument);
