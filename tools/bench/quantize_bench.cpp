@@ -94,6 +94,10 @@ int main(int argc, char** argv) {
        {RecipeKind::mx_rceil, Format::e4m3, Runtime::cuda_kernel, false, 0.0f}},
       {"mx_rceil e4m3 torch_cpu",
        {RecipeKind::mx_rceil, Format::e4m3, Runtime::torch_cpu, false, 0.0f}},
+      {"mx_rceil e4m3 torch_cuda",
+       {RecipeKind::mx_rceil, Format::e4m3, Runtime::torch_cuda, false, 0.0f}},
+      {"mx_rceil e5m2 torch_cpu",
+       {RecipeKind::mx_rceil, Format::e5m2, Runtime::torch_cpu, false, 0.0f}},
   };
   const SourceView2d v{x.data(), Source::f32, m, k, k, 1};
   double worst = 1e30;
