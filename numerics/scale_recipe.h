@@ -14,6 +14,7 @@
 
 #include "numerics/codec.h"
 #include "numerics/format.h"
+#include "numerics/torch_rceil_exponent.h"
 
 namespace fp8ref {
 
@@ -136,14 +137,6 @@ inline float source_max(Source src) {
     case Source::f16: return 65504.0f;
     default: return std::numeric_limits<float>::max();
   }
-}
-
-// torch.log2 of an f32 (CUDA log2f, CPU Sleef): modelled as log2 rounded once to f32. What
-// matters is that near a power of two the result rounds to the integer: for d = 2^k (1 + 2^-23)
-// the f32 log2 is k (|k| >= 2), so torch's ceil(log2(d)) is k where the exact value gives k + 1,
-// and for d = 2^k (1 - 2^-24) floor(log2(d)) is k, not k - 1 (seen on the GPU machine, torch 2.11).
-inline float torch_log2_f32(float d) {
-  return static_cast<float>(std::log2(static_cast<double>(d)));
 }
 
 // DeepGEMM deep_gemm/utils/math.py:
@@ -286,9 +279,9 @@ inline BlockScale mx_scale_torchao(const Recipe& r, float amax, Source src) {
 //   factor = exp2f_rcp(e) = e == 0 ? 1 : bits((254 - e) << 23)   (e = 254 gives 0.0f)
 //  torch_*   (torchao 0.18 _to_mx_rceil, eager): max_abs is cast to f32 before, so
 //   descale = f32 max_abs / max_pos; e = isnan ? 0xFF : isinf ? 0xFE :
-//   clamp(ceil(log2(descale)), -127, 127) + 127 (torch_log2_f32); factor = e == 0xFF ?
-//   descale (NaN) : e == 0xFE ? 2^-127 : e == 0 ? 1.0 : exp2(127 - e);
-//   data_lp = clamp(data_hp * factor, +-max_pos)
+//   clamp(ceil(log2(descale)), -127, 127) + 127 (torch_rceil_e8m0_log2, computed here by its
+//   per-binade thresholds: torch_rceil_e8m0_threshold); factor = e == 0xFF ? descale (NaN) :
+//   e == 0xFE ? 2^-127 : e == 0 ? 1.0 : exp2(127 - e); data_lp = clamp(data_hp * factor, +-max_pos)
 inline BlockScale mx_rceil_scale(const Recipe& r, float amax, Source src) {
   const E8m0Spec ceil_sat{E8m0Rounding::ceil, true, false, false};
   const float max_pos = elem_max(r.elem);
@@ -302,18 +295,11 @@ inline BlockScale mx_rceil_scale(const Recipe& r, float amax, Source src) {
     if (src == Source::f16 || src == Source::f64)
       throw std::invalid_argument("torchao to_mx takes bf16 or f32 input");
     const float descale = torch_div_scalar(r.runtime, amax, max_pos);
-    if (std::isnan(descale))
-      e = 0xFF;
-    else if (std::isinf(descale))
-      e = 0xFE;
-    else if (descale == 0.0f)
-      e = 0;
-    else {
-      const float c = std::ceil(torch_log2_f32(descale));
-      e = static_cast<std::uint8_t>((c < -127.0f ? -127.0f : (c > 127.0f ? 127.0f : c)) + 127.0f);
-    }
-    factor =
-        e == 0xFF ? descale : (e == 0 ? 1.0f : static_cast<float>(std::ldexp(1.0, 127 - int(e))));
+    e = torch_rceil_e8m0_threshold(descale);
+    // exp2(127 - e) for e in [1, 254] is 2^126 .. 2^-127, exact as an f64 and as an f32.
+    factor = e == 0xFF ? descale
+             : e == 0  ? 1.0f
+                       : static_cast<float>(std::bit_cast<double>(std::uint64_t(1150 - e) << 52));
   }
   return {static_cast<float>(decode_f64(Format::e8m0, e)), factor, false, e};
 }

@@ -10,6 +10,15 @@
 
 #include "numerics/format.h"
 
+// Forced inline: quantize's cast loops vectorize only with this inside them, and GCC's inliner
+// leaves it out of line in the larger row kernels (torch_cpu's signed-NaN casts: one call per
+// element, about half of a 1x32 quantize).
+#if defined(__GNUC__)
+#define FP8REF_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define FP8REF_ALWAYS_INLINE inline
+#endif
+
 namespace fp8ref {
 
 // kSat: Overflow::sat (finite overflow and +-Inf -> +-max) else nonsat (-> Inf / NaN).
@@ -18,7 +27,7 @@ namespace fp8ref {
 // -fno-trapping-math to if-convert the f32 addition; values do not depend on it). Step 2 uses one
 // f32 addition in the default round-to-nearest-even mode, which quantize's x * factor needs too.
 template <class T, bool kSat, bool kNanPositive>
-inline std::uint8_t encode_f32_rne(std::uint32_t bits) {
+FP8REF_ALWAYS_INLINE std::uint8_t encode_f32_rne(std::uint32_t bits) {
   // Magnitudes are below 2^31, so every comparison is a signed 32-bit one (SSE2 has those).
   constexpr int p = T::kManBits;
   constexpr int drop = 23 - p;  // f32 fraction bits below the kept ones, normal targets
