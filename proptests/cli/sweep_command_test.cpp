@@ -50,6 +50,27 @@ TEST(SweepCommand, Bf16AgainstTableOracle) {
       expect_clean_sweep(f, p, "oracle");
 }
 
+// --engine table swaps fp8ref's side for numerics/encode_table.h and says so; f64 is refused.
+TEST(SweepCommand, TableEngineAgainstTableOracle) {
+#if !FP8REF_CLI_TEST_HAVE_ORACLE
+  GTEST_SKIP() << "no numerics/oracle/table_oracle.h in this build";
+#endif
+  for (const char* f : {"e4m3", "e5m2", "e8m0"}) {
+    expect_clean_sweep(f, "ocp_nosat", "oracle", {"--engine", "table", "--rounding", "rup"});
+    const CliRun r =
+        run_fp8_check({"sweep", "--format", f, "--profile", "torch_2_11", "--from", "f16",
+                       "--against", "oracle", "--engine", "table", "--json", "--quiet"});
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(has(r.out, "\"engine\":\"table\"")) << r.out;
+    EXPECT_TRUE(has(r.out, "\"inputs\":65536,\"mismatches\":0")) << r.out;
+  }
+  const CliRun r =
+      run_fp8_check({"sweep", "--format", "e4m3", "--profile", "ocp_sat", "--from", "f64",
+                     "--samples", "16", "--against", "oracle", "--engine", "table", "--quiet"});
+  EXPECT_EQ(r.status, 2) << r.out << r.err;
+  EXPECT_TRUE(has(r.err, "--engine table")) << r.err;
+}
+
 TEST(SweepCommand, JsonReportsCounts) {
 #if !FP8REF_CLI_TEST_HAVE_ORACLE
   GTEST_SKIP() << "no numerics/oracle/table_oracle.h in this build";

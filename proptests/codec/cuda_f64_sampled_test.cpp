@@ -61,11 +61,11 @@ FP8REF_RC_PROP(CudaHostF64, CudaProfilesMatchNvCvtDoubleToFp8OnClassWeightedF64,
   test::rc_assert_batch_clean("f64_vs_nv_cvt_double_to_fp8", inputs.size(), log, names);
 }
 
-// make_codec has no f64 source for the cuda_* e8m0 casts, so the codec's encode_e8m0_bits runs
-// with the profile's E8M0 policy (the one checked against __nv_cvt_float_to_e8m0 on every f32).
+// The cuda_* e8m0 profile casts from f64 (one rounding, the policy also checked against
+// __nv_cvt_float_to_e8m0 on every f32).
 FP8REF_RC_PROP(CudaHostF64, CudaE8m0PoliciesMatchNvCvtDoubleToE8m0OnClassWeightedF64, 125, ()) {
   struct Cast {
-    E8m0Spec spec;
+    ProfileCodec codec;
     __nv_saturation_t sat;
     cudaRoundMode mode;
   };
@@ -73,20 +73,21 @@ FP8REF_RC_PROP(CudaHostF64, CudaE8m0PoliciesMatchNvCvtDoubleToE8m0OnClassWeighte
     std::vector<Cast> v;
     for (Rounding r : {Rounding::rtz, Rounding::rup})
       for (Profile p : {Profile::cuda_satfinite, Profile::cuda_nosat})
-        v.push_back({make_codec(p, Format::e8m0, Source::f32, r).e8m0,
+        v.push_back({make_codec(p, Format::e8m0, Source::f64, r),
                      p == Profile::cuda_satfinite ? __NV_SATFINITE : __NV_NOSAT,
                      r == Rounding::rtz ? cudaRoundZero : cudaRoundPosInf});
     return v;
   }();
   std::vector<std::string> names;
-  for (const Cast& c : casts) names.push_back(test::e8m0_spec_name("codec", c.spec));
+  for (const Cast& c : casts)
+    names.push_back(test::config_name("codec", c.codec.profile, Format::e8m0, c.codec.rounding));
   const std::vector<std::uint64_t> inputs = draw_batch(Format::e8m0);
   test::SweepLog log;
   for (std::uint64_t bits : inputs)
     for (std::size_t k = 0; k < casts.size(); ++k) {
       const std::uint8_t ref_z =
           __nv_cvt_double_to_e8m0(std::bit_cast<double>(bits), casts[k].sat, casts[k].mode);
-      const std::uint8_t got_z = encode_e8m0_bits(bits, casts[k].spec);
+      const std::uint8_t got_z = casts[k].codec.encode(bits);
       if (got_z != ref_z) log.add(bits, int(k), ref_z, got_z);
     }
   test::rc_assert_batch_clean("f64_vs_nv_cvt_double_to_e8m0", inputs.size(), log, names);

@@ -17,11 +17,12 @@
 #include <functional>
 #include <map>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "cli/encode_table.h"
+#include "numerics/encode_table.h"
 #include "numerics/profile.h"
 
 namespace {
@@ -125,7 +126,7 @@ struct FormatTimes {
 FormatTimes time_format(Format f, const std::vector<float>& x, const Options& o) {
   const fp8ref::ProfileCodec codec = fp8ref::make_codec(
       Profile::ml_dtypes_0_6, f, Source::f32, fp8ref::natural_rounding(Profile::ml_dtypes_0_6, f));
-  const fp8ref::cli::EncodeTable table(codec);
+  const fp8ref::EncodeTable table(codec);
   const std::size_t n = x.size();
   std::vector<std::uint8_t> codes(n), table_codes(n);
   std::vector<float> back(n);
@@ -135,7 +136,7 @@ FormatTimes time_format(Format f, const std::vector<float>& x, const Options& o)
     for (std::size_t i = lo; i < hi; ++i) codes[i] = c.encode(bits[i]);
   };
   auto enc_table = [&](std::size_t lo, std::size_t hi) {
-    for (std::size_t i = lo; i < hi; ++i) table_codes[i] = table.encode_f32(bits[i]);
+    table.encode_f32(std::span(bits + lo, hi - lo), std::span(table_codes.data() + lo, hi - lo));
   };
   auto dec = [&](std::size_t lo, std::size_t hi) {
     for (std::size_t i = lo; i < hi; ++i) back[i] = fp8ref::decode_f32(f, codes[i]);
@@ -176,7 +177,7 @@ double process_cpu_seconds() {
 double sweep_seconds(bool use_table, unsigned threads, std::uint64_t& checksum, double& cpu) {
   const fp8ref::ProfileCodec codec =
       fp8ref::make_codec(Profile::cuda_satfinite, Format::e4m3, Source::f32, Rounding::rne);
-  const fp8ref::cli::EncodeTable table(codec);
+  const fp8ref::EncodeTable table(codec);
   constexpr std::uint64_t kBlock = 1u << 20, kBlocks = (std::uint64_t{1} << 32) / kBlock;
   std::atomic<std::uint64_t> next{0}, sum{0};
   auto work = [&] {
@@ -185,7 +186,7 @@ double sweep_seconds(bool use_table, unsigned threads, std::uint64_t& checksum, 
     for (std::uint64_t b; (b = next.fetch_add(1)) < kBlocks;) {
       const auto lo = static_cast<std::uint32_t>(b * kBlock);
       if (use_table)
-        for (std::uint32_t k = 0; k < kBlock; ++k) local += table.encode_f32(lo + k);
+        for (std::uint32_t k = 0; k < kBlock; ++k) local += table.encode(lo + k);
       else
         for (std::uint32_t k = 0; k < kBlock; ++k) local += c.encode(lo + k);
     }
@@ -250,8 +251,8 @@ int main(int argc, char** argv) {
                                        : (ml_version + " via " + o.python).c_str());
   std::printf(
       "\nns per element; 1T = CPU time of one thread, NT = wall time on all threads\n"
-      "(profile ml_dtypes_0_6, f32 source; 'table': tools/cli/encode_table.h, and a\n"
-      "256-entry decode table; ml_dtypes: numpy astype, one thread, CPU time)\n");
+      "(profile ml_dtypes_0_6, f32 source; 'table': numerics/encode_table.h batch\n"
+      "encode_f32, and a 256-entry decode table; ml_dtypes: numpy astype, one thread, CPU time)\n");
   std::printf("%-5s %-6s %10s %10s %10s %10s %10s %12s %12s\n", "fmt", "op", "fp8ref 1T",
               "fp8ref NT", "table 1T", "table NT", "ml_dtypes", "ml/fp8ref 1T", "ml/table 1T");
   for (Format f : {Format::e4m3, Format::e5m2, Format::e8m0}) {

@@ -59,12 +59,13 @@ std::vector<Row> plan(const SelfcheckOptions& o, bool have_ml_dtypes) {
   };
   constexpr Profile kCuda[] = {Profile::cuda_satfinite, Profile::cuda_nosat};
   constexpr Profile kLibraries[] = {Profile::torch_2_11, Profile::ml_dtypes_0_6};
-  // 1. CUDA profiles against cuda_fp8.h (f64 through __nv_cvt_double_to_fp8, sampled).
+  // 1. CUDA profiles against cuda_fp8.h (f64 through __nv_cvt_double_to_fp8 and
+  //    __nv_cvt_double_to_e8m0, sampled).
   for (Format f : kFormats)
     for (Profile p : kCuda) {
       if (f == Format::e8m0) {
         for (Rounding r : {Rounding::rtz, Rounding::rup})
-          for (Source s : {Source::f32, Source::bf16}) add(f, p, s, r, PeerKind::cuda);
+          for (Source s : {Source::f32, Source::bf16, Source::f64}) add(f, p, s, r, PeerKind::cuda);
       } else {
         for (Source s : {Source::f32, Source::bf16, Source::f16, Source::f64})
           add(f, p, s, Rounding::rne, PeerKind::cuda);

@@ -10,9 +10,11 @@
 #include <exception>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "cli/errors.h"
+#include "numerics/encode_table.h"
 
 namespace fp8ref::cli {
 namespace {
@@ -22,6 +24,18 @@ constexpr std::size_t kBatch = 4096;                             // inputs per p
 constexpr std::uint64_t kChunk = std::uint64_t{1} << 24;         // stream read unit (exhaustive)
 constexpr std::uint64_t kSampledChunk = std::uint64_t{1} << 20;  // 8 MiB of f64 per write
 
+// fp8ref's side of the comparison: the generic codec, or a table built from it (sweep.h Engine).
+struct Fp8refSide {
+  const ProfileCodec& codec;
+  const EncodeTable* table;  // null: the generic codec
+
+  std::uint8_t encode(std::uint64_t in) const {
+    if (!table) return codec.encode(in);
+    return codec.source == Source::f32 ? table->encode(static_cast<std::uint32_t>(in))
+                                       : table->encode16(static_cast<std::uint16_t>(in));
+  }
+};
+
 struct BlockResult {
   std::uint64_t mismatches = 0;
   std::vector<SweepMismatch> first;
@@ -29,10 +43,10 @@ struct BlockResult {
 };
 
 // Compares fp8ref with the peer codes peer[k] for the inputs in[k], k < n, into r.
-void compare_batch(const ProfileCodec& codec, std::size_t n, const std::uint64_t* in,
+void compare_batch(const Fp8refSide& fp8ref, std::size_t n, const std::uint64_t* in,
                    const std::uint8_t* peer, std::size_t keep, BlockResult& r) {
   for (std::size_t k = 0; k < n; ++k) {
-    const std::uint8_t got = codec.encode(in[k]);
+    const std::uint8_t got = fp8ref.encode(in[k]);
     if (got != peer[k]) {
       if (r.first.size() < keep) r.first.push_back({in[k], peer[k], got});
       ++r.mismatches;
@@ -85,11 +99,11 @@ void parallel_blocks(std::uint64_t n_blocks, unsigned threads, Fn fn) {
   if (error) std::rethrow_exception(error);
 }
 
-void sweep_in_process(const SweepSpec& spec, const SweepDomain& d, const InProcessPeer& peer,
-                      unsigned threads, Progress& progress, SweepResult& out) {
+void sweep_in_process(const SweepSpec& spec, const Fp8refSide& fp8ref, const SweepDomain& d,
+                      const InProcessPeer& peer, unsigned threads, Progress& progress,
+                      SweepResult& out) {
   const std::uint64_t n_blocks = (d.count + kBlock - 1) / kBlock;
   std::vector<BlockResult> blocks(n_blocks);
-  const ProfileCodec codec = spec.codec;
   parallel_blocks(n_blocks, threads, [&](std::uint64_t b) {
     std::uint64_t in[kBatch];
     std::uint8_t ref[kBatch];
@@ -98,19 +112,18 @@ void sweep_in_process(const SweepSpec& spec, const SweepDomain& d, const InProce
       const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kBatch, hi - i));
       fill_inputs(d, i, n, in, blocks[b]);
       peer.encode_block(in, n, ref);
-      compare_batch(codec, n, in, ref, spec.keep, blocks[b]);
+      compare_batch(fp8ref, n, in, ref, spec.keep, blocks[b]);
     }
     progress.add(hi - lo);
   });
   merge(blocks, spec.keep, out);
 }
 
-void sweep_stream(const SweepSpec& spec, const SweepDomain& d, StreamPeer& peer, unsigned threads,
-                  Progress& progress, SweepResult& out) {
+void sweep_stream(const SweepSpec& spec, const Fp8refSide& fp8ref, const SweepDomain& d,
+                  StreamPeer& peer, unsigned threads, Progress& progress, SweepResult& out) {
   const std::uint64_t chunk = d.sampled ? kSampledChunk : kChunk;
   std::vector<std::uint8_t> bufs[2] = {std::vector<std::uint8_t>(chunk),
                                        std::vector<std::uint8_t>(chunk)};
-  const ProfileCodec codec = spec.codec;
   auto read = [&](std::uint64_t lo, int slot) {
     peer.read_chunk(lo, static_cast<std::size_t>(std::min(chunk, d.count - lo)), bufs[slot].data());
   };
@@ -128,7 +141,7 @@ void sweep_stream(const SweepSpec& spec, const SweepDomain& d, StreamPeer& peer,
       const std::uint64_t i = lo + b * kBatch;
       const auto m = static_cast<std::size_t>(std::min<std::uint64_t>(kBatch, lo + n - i));
       fill_inputs(d, i, m, in, blocks[b]);
-      compare_batch(codec, m, in, ref + (i - lo), spec.keep, blocks[b]);
+      compare_batch(fp8ref, m, in, ref + (i - lo), spec.keep, blocks[b]);
     });
     merge(blocks, spec.keep, out);
     progress.add(n);
@@ -136,6 +149,14 @@ void sweep_stream(const SweepSpec& spec, const SweepDomain& d, StreamPeer& peer,
 }
 
 }  // namespace
+
+Engine parse_engine_option(std::string_view s) {
+  if (s == "generic") return Engine::generic;
+  if (s == "table") return Engine::table;
+  throw UsageError("unknown engine '" + std::string(s) + "' (expected generic|table)");
+}
+
+std::string_view to_string(Engine e) { return e == Engine::table ? "table" : "generic"; }
 
 std::string codec_label(const ProfileCodec& c) {
   return std::string(to_string(c.format)) + " " + std::string(to_string(c.profile)) + " " +
@@ -167,6 +188,12 @@ SweepResult run_sweep(const SweepSpec& spec, ProgressStyle style, const std::str
   if (spec.codec.rounding == Rounding::sr)
     throw UsageError("sweep does not take --rounding sr (it has no random bits to feed)");
   const SweepDomain d = sweep_domain(spec);
+  if (spec.engine == Engine::table && spec.codec.source == Source::f64)
+    throw UsageError("--engine table: f64 sources are not tabulated (numerics/encode_table.h)");
+  const ProfileCodec codec = spec.codec;
+  std::optional<EncodeTable> table;
+  if (spec.engine == Engine::table) table.emplace(codec);
+  const Fp8refSide fp8ref{codec, table ? &*table : nullptr};
   SweepResult out;
   out.threads = spec.threads ? spec.threads : std::max(1u, std::thread::hardware_concurrency());
   out.inputs = d.count;
@@ -187,9 +214,9 @@ SweepResult run_sweep(const SweepSpec& spec, ProgressStyle style, const std::str
   {
     Progress progress(label, d.count, style);
     if (in_process)
-      sweep_in_process(spec, d, *in_process, out.threads, progress, out);
+      sweep_in_process(spec, fp8ref, d, *in_process, out.threads, progress, out);
     else
-      sweep_stream(spec, d, *stream, out.threads, progress, out);
+      sweep_stream(spec, fp8ref, d, *stream, out.threads, progress, out);
   }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;

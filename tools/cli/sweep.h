@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/progress.h"
@@ -16,9 +17,20 @@
 
 namespace fp8ref::cli {
 
+// What computes fp8ref's side of a sweep: the generic codec (ProfileCodec::encode, the
+// definition; the default), or numerics/encode_table.h's EncodeTable built from it (f32, bf16,
+// f16; faster, and equal to the generic codec on every input by the ctest suites
+// fp8ref_encode_table_tests, so a clean table sweep says the same of the generic codec only
+// through them).
+enum class Engine : std::uint8_t { generic, table };
+
+Engine parse_engine_option(std::string_view s);  // throws UsageError
+std::string_view to_string(Engine e);
+
 struct SweepSpec {
   ProfileCodec codec;
   PeerKind peer;
+  Engine engine = Engine::generic;
   std::uint64_t first = 0;    // exhaustive: only inputs 0..first-1 (0: all 2^bits)
   std::uint64_t samples = 0;  // f64 source: this many class-weighted samples
   std::uint64_t seed = 1;

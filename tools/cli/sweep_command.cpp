@@ -13,7 +13,7 @@ namespace fp8ref::cli {
 namespace {
 
 struct SweepOptions {
-  std::string format, profile, from = "f32", rounding, against;
+  std::string format, profile, from = "f32", rounding, against, engine = "generic";
   std::uint64_t first = 0, samples = 0, seed = 1;
   unsigned threads = 0;
   std::size_t show = 10;
@@ -33,8 +33,10 @@ std::string json_escape(const std::string& s) {
 
 void print_text(const SweepSpec& spec, const SweepResult& r) {
   const int digits = source_bits(spec.codec.source) / 4;
-  std::cout << "sweep " << codec_label(spec.codec) << " against " << to_string(spec.peer) << " ("
-            << r.peer_description << "), " << r.threads << " threads\n";
+  std::cout << "sweep " << codec_label(spec.codec)
+            << (spec.engine == Engine::table ? " (table engine)" : "") << " against "
+            << to_string(spec.peer) << " (" << r.peer_description << "), " << r.threads
+            << " threads\n";
   std::cout << r.inputs << " inputs, " << r.mismatches << " mismatches\n";
   std::printf("%.2f s, %.1f M inputs/s\n", r.seconds, double(r.inputs) / r.seconds / 1e6);
   std::fflush(stdout);
@@ -57,10 +59,11 @@ void print_json(const SweepSpec& spec, const SweepResult& r) {
   std::cout << "{\"schema\":\"fp8ref.sweep/1\",\"format\":\"" << to_string(spec.codec.format)
             << "\",\"profile\":\"" << to_string(spec.codec.profile) << "\",\"source\":\""
             << to_string(spec.codec.source) << "\",\"rounding\":\""
-            << to_string(spec.codec.rounding) << "\",\"peer\":\"" << to_string(spec.peer)
-            << "\",\"peer_description\":\"" << json_escape(r.peer_description)
-            << "\",\"inputs\":" << r.inputs << ",\"mismatches\":" << r.mismatches
-            << ",\"seconds\":" << r.seconds << ",\"threads\":" << r.threads;
+            << to_string(spec.codec.rounding) << "\",\"engine\":\"" << to_string(spec.engine)
+            << "\",\"peer\":\"" << to_string(spec.peer) << "\",\"peer_description\":\""
+            << json_escape(r.peer_description) << "\",\"inputs\":" << r.inputs
+            << ",\"mismatches\":" << r.mismatches << ",\"seconds\":" << r.seconds
+            << ",\"threads\":" << r.threads;
   if (spec.codec.source == Source::f64) {
     std::cout << ",\"seed\":" << spec.seed << ",\"sample_classes\":{";
     for (int c = 0; c < kSampleClassCount; ++c)
@@ -99,6 +102,7 @@ void run(const SweepOptions& o) {
   SweepSpec spec{};
   spec.codec = resolve_codec(profile, format, source, o.rounding);
   spec.peer = parse_peer_option(o.against);
+  spec.engine = parse_engine_option(o.engine);
   spec.first = o.first;
   spec.samples = o.samples;
   spec.seed = o.seed;
@@ -130,6 +134,10 @@ void add_sweep_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--rounding", o->rounding, "rne|rtz|rup|rdn (default: the profile's own)");
   cmd->add_option("--against", o->against, "Peer: cuda|ml_dtypes|torch|oracle")->required();
+  cmd->add_option("--engine", o->engine,
+                  "fp8ref side: generic (the codec itself) or table (numerics/encode_table.h, "
+                  "built from it; f32/bf16/f16)")
+      ->capture_default_str();
   cmd->add_option("--threads", o->threads, "Worker threads (default: all cores)");
   cmd->add_option("--first", o->first, "Only the first N input patterns 0..N-1");
   cmd->add_option("--samples", o->samples, "f64 only: number of class-weighted samples");

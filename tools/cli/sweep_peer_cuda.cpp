@@ -61,6 +61,8 @@ class CudaPeer final : public InProcessPeer {
   }
 
   std::uint8_t e8m0(std::uint64_t bits) const {
+    if (source_ == Source::f64)
+      return __nv_cvt_double_to_e8m0(std::bit_cast<double>(bits), sat_, round_);
     if (source_ == Source::bf16) {
       __nv_bfloat16_raw r;
       r.x = static_cast<unsigned short>(bits);
@@ -87,7 +89,7 @@ std::unique_ptr<InProcessPeer> make_cuda_peer(const ProfileCodec& c) {
   if (c.profile != Profile::cuda_satfinite && c.profile != Profile::cuda_nosat)
     throw UsageError("--against cuda checks the cuda_satfinite and cuda_nosat profiles only, not " +
                      std::string(to_string(c.profile)));
-    // make_codec already rejected what cuda_fp8.h has no host function for (e8m0 from f16/f64).
+    // make_codec already rejected what cuda_fp8.h has no host function for (e8m0 from f16).
 #if defined(FP8REF_CLI_HAVE_CUDA_FP8)
   return std::make_unique<CudaPeer>(c);
 #else
