@@ -88,36 +88,36 @@ RC_GTEST_PROP(AccumulationModels, Fp32SequentialWithinBound, ()) {
 RC_GTEST_PROP(AccumulationModels, HopperUnpromotedWithinBound, ()) {
   const Case c = gen_case(false);
   const int s = *rc::gen::inRange(1, 5);
-  check_within_bound(c,
-                     hopper_unpromoted_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales(), s));
+  check_within_bound(
+      c, hopper_unpromoted_dot({c.a.data(), c.b.data(), c.fa, c.fb}, c.K, c.scales(), s));
 }
 
 RC_GTEST_PROP(AccumulationModels, HopperPromotedBlockwiseWithinBound, ()) {
   const Case c = gen_any_case();
   const int s = *rc::gen::inRange(1, 5);
   check_within_bound(
-      c, hopper_promoted_blockwise_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales(), s));
+      c, hopper_promoted_blockwise_dot({c.a.data(), c.b.data(), c.fa, c.fb}, c.K, c.scales(), s));
 }
 
 RC_GTEST_PROP(AccumulationModels, HopperPromotedTensorwiseWithinBound, ()) {
   const Case c = gen_case(false);
   const int s = *rc::gen::inRange(1, 5);
   check_within_bound(
-      c, hopper_promoted_tensorwise_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales(), s));
+      c, hopper_promoted_tensorwise_dot({c.a.data(), c.b.data(), c.fa, c.fb}, c.K, c.scales(), s));
 }
 
 RC_GTEST_PROP(AccumulationModels, HopperPromotedRowwiseWithinBound, ()) {
   const Case c = gen_case(false);
   const int s = *rc::gen::inRange(1, 5);
   check_within_bound(
-      c, hopper_promoted_rowwise_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales(), s));
+      c, hopper_promoted_rowwise_dot({c.a.data(), c.b.data(), c.fa, c.fb}, c.K, c.scales(), s));
 }
 
 RC_GTEST_PROP(AccumulationModels, HopperMmaSyncWithinBound, ()) {
   const Case c = gen_any_case();
   const int s = *rc::gen::inRange(1, 5);
   check_within_bound(c,
-                     hopper_mma_sync_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales(), s));
+                     hopper_mma_sync_dot({c.a.data(), c.b.data(), c.fa, c.fb}, c.K, c.scales(), s));
 }
 
 // With power-of-two scales every scale product is exact, so RN(sa·RN(sb·acc)) = RN(acc·RN(sa·sb))
@@ -126,9 +126,9 @@ RC_GTEST_PROP(AccumulationModels, Pow2ScalesRowwiseEqualsTensorwise, ()) {
   Case c = gen_case(false);
   c.sa = {*test::gen_pow2_scale()}, c.sb = {*test::gen_pow2_scale()};
   const float rw =
-      hopper_promoted_rowwise_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales(), 1).z;
+      hopper_promoted_rowwise_dot({c.a.data(), c.b.data(), c.fa, c.fb}, c.K, c.scales(), 1).z;
   const float tw =
-      hopper_promoted_tensorwise_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales(), 1).z;
+      hopper_promoted_tensorwise_dot({c.a.data(), c.b.data(), c.fa, c.fb}, c.K, c.scales(), 1).z;
   RC_PRE(std::isfinite(rw) && std::fabs(rw) >= 0x1p-126f);  // no double rounding in subnormals
   RC_ASSERT(std::bit_cast<std::uint32_t>(rw) == std::bit_cast<std::uint32_t>(tw));
 }
@@ -139,9 +139,9 @@ RC_GTEST_PROP(AccumulationModels, UnitScalesPromotionOrdersAgree, ()) {
   c.sa = {1.0f}, c.sb = {1.0f};
   const int s = *rc::gen::inRange(1, 4);
   const float bw =
-      hopper_promoted_blockwise_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales(), s).z;
+      hopper_promoted_blockwise_dot({c.a.data(), c.b.data(), c.fa, c.fb}, c.K, c.scales(), s).z;
   const float tw =
-      hopper_promoted_tensorwise_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales(), s).z;
+      hopper_promoted_tensorwise_dot({c.a.data(), c.b.data(), c.fa, c.fb}, c.K, c.scales(), s).z;
   RC_ASSERT(std::bit_cast<std::uint32_t>(bw) == std::bit_cast<std::uint32_t>(tw));
 }
 
@@ -150,9 +150,9 @@ RC_GTEST_PROP(AccumulationModels, TensorwiseSplitIntoSingleBlocksEqualsUnsplit, 
   const Case c = gen_case(false);
   const int nb = int(std::max<std::int64_t>(1, ceil_div(c.K, 128)));
   const float one =
-      hopper_promoted_tensorwise_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales(), 1).z;
+      hopper_promoted_tensorwise_dot({c.a.data(), c.b.data(), c.fa, c.fb}, c.K, c.scales(), 1).z;
   const float split =
-      hopper_promoted_tensorwise_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales(), nb).z;
+      hopper_promoted_tensorwise_dot({c.a.data(), c.b.data(), c.fa, c.fb}, c.K, c.scales(), nb).z;
   RC_ASSERT(std::bit_cast<std::uint32_t>(one) == std::bit_cast<std::uint32_t>(split));
 }
 
@@ -172,21 +172,23 @@ RC_GTEST_PROP(AccumulationModels, SliceLengthSplitIsSlicesAddedInOrder, ()) {
   for (std::int64_t k0 = 0, s = 0; k0 < K || s == 0; k0 += 128 * L, ++s) {
     const std::int64_t len = std::min(K - k0, 128 * L);
     const float part =
-        hopper_promoted_tensorwise_dot(a.data() + k0, b.data() + k0, len, fa, fb, ones, 1).z;
+        hopper_promoted_tensorwise_dot({a.data() + k0, b.data() + k0, fa, fb}, len, ones, 1).z;
     manual = s == 0 ? part : manual + part;
     if (len <= 0) break;
   }
   const float z =
-      hopper_promoted_tensorwise_dot(a.data(), b.data(), K, fa, fb, ones, SplitK::of_length(L)).z;
+      hopper_promoted_tensorwise_dot({a.data(), b.data(), fa, fb}, K, ones, SplitK::of_length(L)).z;
   RC_ASSERT(std::bit_cast<std::uint32_t>(z) == std::bit_cast<std::uint32_t>(manual));
   if (nb % L == 0) {
     const float eq =
-        hopper_promoted_tensorwise_dot(a.data(), b.data(), K, fa, fb, ones, SplitK(int(nb / L))).z;
+        hopper_promoted_tensorwise_dot({a.data(), b.data(), fa, fb}, K, ones, SplitK(int(nb / L)))
+            .z;
     RC_ASSERT(std::bit_cast<std::uint32_t>(z) == std::bit_cast<std::uint32_t>(eq));
   }
   const float big =
-      hopper_promoted_tensorwise_dot(a.data(), b.data(), K, fa, fb, ones, SplitK::of_length(nb)).z;
-  const float unsplit = hopper_promoted_tensorwise_dot(a.data(), b.data(), K, fa, fb, ones, 1).z;
+      hopper_promoted_tensorwise_dot({a.data(), b.data(), fa, fb}, K, ones, SplitK::of_length(nb))
+          .z;
+  const float unsplit = hopper_promoted_tensorwise_dot({a.data(), b.data(), fa, fb}, K, ones, 1).z;
   RC_ASSERT(std::bit_cast<std::uint32_t>(big) == std::bit_cast<std::uint32_t>(unsplit));
 }
 
@@ -246,7 +248,7 @@ RC_GTEST_PROP(AccumulationModels, SingleBlockPromotionIsTheChain, ()) {
   const auto b = *test::gen_codes(fb, K);
   const float one = 1.0f;
   const float z =
-      hopper_promoted_blockwise_dot(a.data(), b.data(), K, fa, fb, {&one, &one, false}, 1).z;
+      hopper_promoted_blockwise_dot({a.data(), b.data(), fa, fb}, K, {&one, &one, false}, 1).z;
   const float t = hopper_wgmma_chain(a.data(), b.data(), K, fa, fb, {0.0f, 0.0}).z;
   RC_ASSERT(std::bit_cast<std::uint32_t>(z) == std::bit_cast<std::uint32_t>(t));
 }
@@ -256,17 +258,17 @@ TEST(AccumulationModels, ModelsRejectWhatTheyCannotModel) {
   const float s[2] = {1.0f, 2.0f};
   const ElementScales blocks{s, s, true};
   EXPECT_THROW(
-      hopper_unpromoted_dot(a.data(), a.data(), 256, Format::e4m3, Format::e4m3, blocks, 1),
+      hopper_unpromoted_dot({a.data(), a.data(), Format::e4m3, Format::e4m3}, 256, blocks, 1),
       std::invalid_argument);
   EXPECT_THROW(model_dot(AccumulationModel::fp32_sequential, a.data(), a.data(), 256, Format::e4m3,
                          Format::e4m3, {s, s, false}, 2),
                std::invalid_argument);
-  EXPECT_THROW(
-      hopper_promoted_blockwise_dot(a.data(), a.data(), 256, Format::e4m3, Format::e4m3, blocks, 0),
-      std::invalid_argument);
+  EXPECT_THROW(hopper_promoted_blockwise_dot({a.data(), a.data(), Format::e4m3, Format::e4m3}, 256,
+                                             blocks, 0),
+               std::invalid_argument);
   SplitK both = SplitK::of_length(2);
   both.slices = 2;  // a count and a length at once
-  EXPECT_THROW(hopper_promoted_blockwise_dot(a.data(), a.data(), 256, Format::e4m3, Format::e4m3,
+  EXPECT_THROW(hopper_promoted_blockwise_dot({a.data(), a.data(), Format::e4m3, Format::e4m3}, 256,
                                              blocks, both),
                std::invalid_argument);
   EXPECT_THROW(model_dot(AccumulationModel::fp32_sequential, a.data(), a.data(), 256, Format::e4m3,

@@ -1,0 +1,104 @@
+// A model's f32 result with its error bound, and what the tensor-core step models share: FP8
+// values, the special-value result of a step, truncating shifts, and the f32 -> bf16 / f16
+// output conversions (DESIGN §3.5).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "numerics/codec.h"
+#include "numerics/exact_sum.h"
+#include "numerics/format.h"
+
+namespace fp8ref {
+
+// A model's f32 result with a rigorous bound on |z - exact| (exact: the real-number value the
+// model approximates). Bounds are evaluated in f64 and inflated by kBoundSlack to cover the
+// f64 rounding of the bound arithmetic itself (all terms non-negative, < 2^20 operations).
+struct Bounded {
+  float z;
+  double bound;
+};
+inline constexpr double kBoundSlack = 1.0 + 0x1p-20;
+
+namespace detail {
+
+// decode_f64 of all 256 codes of e4m3 / e5m2.
+inline const double* fp8_value_table(Format f) {
+  static const auto make = [](Format g) {
+    std::array<double, 256> t{};
+    for (int c = 0; c < 256; ++c) t[std::size_t(c)] = decode_f64(g, std::uint8_t(c));
+    return t;
+  };
+  static const std::array<double, 256> e4m3 = make(Format::e4m3), e5m2 = make(Format::e5m2);
+  return f == Format::e4m3 ? e4m3.data() : e5m2.data();
+}
+
+// Special-value result of a step (NaN -> 0x7FFFFFFF, ±Inf kept), or nullopt-like flag.
+inline bool step_special(const std::uint8_t* a, const std::uint8_t* b, int n, Format fa, Format fb,
+                         float c, float* out) {
+  const Fp8Parts *ta = fp8_parts_table(fa), *tb = fp8_parts_table(fb);
+  bool all_finite = std::isfinite(c);
+  for (int k = 0; k < n; ++k) all_finite &= ta[a[k]].finite & tb[b[k]].finite;
+  if (all_finite) return false;
+  double s = double(c);
+  for (int k = 0; k < n; ++k) s += decode_f64(fa, a[k]) * decode_f64(fb, b[k]);
+  *out = std::isnan(s) ? std::bit_cast<float>(std::uint32_t{0x7FFFFFFF}) : float(s);
+  return true;
+}
+
+// Truncate |sig|·2^shift toward zero (shift may be negative), keep the sign. `inexact` is set
+// when non-zero bits were discarded.
+inline std::int64_t shift_truncate(std::int64_t sig, int shift, bool& inexact) {
+  const std::int64_t mag = sig < 0 ? -sig : sig;
+  std::int64_t r;
+  if (shift >= 0) {
+    r = mag << shift;
+  } else if (shift <= -63) {
+    r = 0;
+    inexact = inexact || mag != 0;
+  } else {
+    r = mag >> -shift;
+    inexact = inexact || (r << -shift) != mag;
+  }
+  return sig < 0 ? -r : r;
+}
+
+}  // namespace detail
+
+// ---- f32 helpers shared by the models --------------------------------------------------------
+
+// Bound on |RN_f32(x) - x| given the rounded result: half an ulp, <= 2^-24·|r| for normal
+// results and 2^-150 below 2^-126.
+inline double f32_rounding_bound(float r) { return std::fabs(double(r)) * 0x1p-24 + 0x1p-150; }
+
+// f32 -> bf16 bits, round to nearest even (NaN stays NaN, quiet, sign kept).
+constexpr std::uint16_t f32_to_bf16_rne(float x) {
+  const std::uint32_t u = std::bit_cast<std::uint32_t>(x);
+  if ((u & 0x7FFFFFFF) > 0x7F800000) return std::uint16_t((u >> 16) | 0x0040);
+  const std::uint32_t rounded = u + 0x7FFF + ((u >> 16) & 1);
+  return std::uint16_t(rounded >> 16);
+}
+constexpr float bf16_to_f32(std::uint16_t h) {
+  return std::bit_cast<float>(std::uint32_t(h) << 16);
+}
+
+// A model's f32 result converted to the output type, RNE (cvt.rn): f32 bits unchanged, bf16 as
+// above, f16 with gradual underflow and overflow to ±Inf (NaN -> sign | 0x7E00).
+inline std::uint32_t f32_to_out_bits(float x, OutDtype d) {
+  if (d == OutDtype::f32) return std::bit_cast<std::uint32_t>(x);
+  if (d == OutDtype::bf16) return f32_to_bf16_rne(x);
+  if (std::isnan(x)) return (std::signbit(x) ? 0x8000u : 0u) | 0x7E00u;
+  if (std::isinf(x)) return out_bits(double(x), OutDtype::f16);
+  const F32Parts p = f32_parts(x);
+  const double z =
+      p.sig == 0 ? (std::signbit(x) ? -0.0 : 0.0) : round_to(p.sig, p.exp, OutDtype::f16);
+  return out_bits(z, OutDtype::f16);
+}
+}  // namespace fp8ref

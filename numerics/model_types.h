@@ -1,0 +1,155 @@
+// The names and parameters of the accumulation models (DESIGN §3.5 "Accumulation models"): the
+// model and epilogue enums with their tokens, the scales of one output element, split-K.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace fp8ref {
+
+enum class AccumulationModel : std::uint8_t {
+  exact,                       // real value, rounded once to the output type
+  fp32_sequential,             // dequantize to f32, fmaf in increasing k
+  hopper_unpromoted,           // DESIGN "fast": one wgmma chain over K, scales applied once
+  hopper_promoted_blockwise,   // T per scale block; acc = fmaf(RN(sa·sb), T, acc)
+  hopper_promoted_tensorwise,  // T per 128-block summed in f32; out = RN(acc·RN(sa·sb))
+  hopper_promoted_rowwise,     // T per 128-block summed in f32; out = RN(sa·RN(sb·acc))
+  hopper_mma_sync,             // mma.sync FP8 emulated on sm_90 (accumulate.h), chained over K
+};
+
+inline constexpr std::array kAllAccumulationModels = {
+    AccumulationModel::exact,
+    AccumulationModel::fp32_sequential,
+    AccumulationModel::hopper_unpromoted,
+    AccumulationModel::hopper_promoted_blockwise,
+    AccumulationModel::hopper_promoted_tensorwise,
+    AccumulationModel::hopper_promoted_rowwise,
+    AccumulationModel::hopper_mma_sync,
+};
+
+constexpr const char* to_string(AccumulationModel m) {
+  switch (m) {
+    case AccumulationModel::exact: return "exact";
+    case AccumulationModel::fp32_sequential: return "fp32_sequential";
+    case AccumulationModel::hopper_unpromoted: return "hopper_unpromoted";
+    case AccumulationModel::hopper_promoted_blockwise: return "hopper_promoted_blockwise";
+    case AccumulationModel::hopper_promoted_tensorwise: return "hopper_promoted_tensorwise";
+    case AccumulationModel::hopper_promoted_rowwise: return "hopper_promoted_rowwise";
+    case AccumulationModel::hopper_mma_sync: return "hopper_mma_sync";
+  }
+  return "?";
+}
+
+inline std::optional<AccumulationModel> accumulation_model_from_string(std::string_view s) {
+  for (AccumulationModel m : kAllAccumulationModels)
+    if (s == to_string(m)) return m;
+  return std::nullopt;
+}
+
+// Models that accept split_k > 1 (every tensor-core model).
+constexpr bool accepts_split_k(AccumulationModel m) {
+  return m != AccumulationModel::exact && m != AccumulationModel::fp32_sequential;
+}
+// Models that need the scales constant over K (tensorwise, rowwise or none).
+constexpr bool needs_constant_scales(AccumulationModel m) {
+  return m == AccumulationModel::hopper_unpromoted ||
+         m == AccumulationModel::hopper_promoted_tensorwise ||
+         m == AccumulationModel::hopper_promoted_rowwise;
+}
+
+// Width of the K blocks of promotion and of 1×128 / 128×128 scales; MX scales cover 32.
+inline constexpr std::int64_t kScaleBlockK = 128;
+inline constexpr std::int64_t kMxBlockK = 32;
+
+// The decode scales that apply to one output element: sa[kb], sb[kb] for each K block kb of
+// width block_k (128, or 32 for MX) when per_block, else the single pair sa[0], sb[0].
+struct ElementScales {
+  const float* sa;
+  const float* sb;
+  bool per_block;
+  std::int64_t block_k = kScaleBlockK;
+  float a(std::int64_t kb) const { return per_block ? sa[kb] : sa[0]; }
+  float b(std::int64_t kb) const { return per_block ? sb[kb] : sb[0]; }
+  // Width of the blocks the promoted models promote at (the scale block, or 128).
+  std::int64_t promotion_k() const { return per_block ? block_k : kScaleBlockK; }
+};
+
+constexpr std::int64_t ceil_div(std::int64_t x, std::int64_t y) { return (x + y - 1) / y; }
+
+// Split-K: K's 128-blocks cut into contiguous slices, each accumulated from +0, the slice
+// results added in f32 in slice order. Two ways of cutting, both seen in libraries:
+//   SplitK(S)                  S slices of ceil(nb / S) blocks (the last ones shorter or empty);
+//   SplitK::of_length(L)       slices of L blocks each (the last one shorter): the count follows
+//                              from K. cuBLASLt's blockwise split-K kernels on an H100 cut K = 8192
+//                              and 16384 into 24-block slices, which no S gives as ceil(nb / S).
+// SplitK(1) (the default) is one slice over all of K.
+struct SliceRange {
+  std::int64_t first, last;
+};
+struct SplitK {
+  int slices = 1;                 // S, when slice_blocks == 0
+  std::int64_t slice_blocks = 0;  // L > 0: slices of L 128-blocks
+
+  constexpr SplitK(int s = 1) : slices(s) {}  // NOLINT: an int is S
+  static constexpr SplitK of_length(std::int64_t blocks) {
+    SplitK k(1);
+    k.slice_blocks = blocks;
+    return k;
+  }
+  constexpr bool valid() const { return slice_blocks > 0 ? slices == 1 : slices >= 1; }
+  // One slice over all of K for every K (what models without split-K accept).
+  constexpr bool is_single() const { return slice_blocks == 0 && slices == 1; }
+  // Number of slices for nb 128-blocks.
+  constexpr std::int64_t count(std::int64_t nb) const {
+    return slice_blocks > 0 ? std::max<std::int64_t>(1, (nb + slice_blocks - 1) / slice_blocks)
+                            : slices;
+  }
+  constexpr SliceRange slice(std::int64_t nb, std::int64_t s) const {
+    const std::int64_t per = slice_blocks > 0 ? slice_blocks : (nb + slices - 1) / slices;
+    return {std::min(nb, s * per), std::min(nb, (s + 1) * per)};
+  }
+  // "S=3" or "L=24".
+  std::string str() const {
+    return slice_blocks > 0 ? "L=" + std::to_string(slice_blocks) : "S=" + std::to_string(slices);
+  }
+};
+inline SliceRange split_k_slice(std::int64_t nblocks, SplitK split_k, int s) {
+  return SplitK(split_k).slice(nblocks, s);
+}
+
+// The order in which scalar scales (tensorwise, rowwise: constant over K) meet the f32
+// accumulator. Libraries differ, and with general scales the orders differ in the last bit:
+enum class Epilogue : std::uint8_t {
+  model,          // the model's own order (below)
+  scale_product,  // RN(acc·RN(sa·sb))        cuBLASLt tensorwise; hopper_promoted_tensorwise,
+                  //                          hopper_unpromoted, hopper_mma_sync
+  b_then_a,  // RN(RN(acc·sb)·sa)        cuBLASLt `_scaled_mm` rowwise; hopper_promoted_rowwise
+  a_then_b,  // RN(RN(acc·sa)·sb)        CUTLASS grouped rowwise: torch `_scaled_grouped_mm`
+};
+constexpr const char* to_string(Epilogue e) {
+  switch (e) {
+    case Epilogue::model: return "model";
+    case Epilogue::scale_product: return "scale_product";
+    case Epilogue::b_then_a: return "b_then_a";
+    case Epilogue::a_then_b: return "a_then_b";
+  }
+  return "?";
+}
+inline std::optional<Epilogue> epilogue_from_string(std::string_view s) {
+  for (Epilogue e :
+       {Epilogue::model, Epilogue::scale_product, Epilogue::b_then_a, Epilogue::a_then_b})
+    if (s == to_string(e)) return e;
+  return std::nullopt;
+}
+// Models whose scales are applied after the accumulation, so that the epilogue order can be chosen.
+constexpr bool accepts_epilogue(AccumulationModel m) {
+  return m == AccumulationModel::hopper_unpromoted ||
+         m == AccumulationModel::hopper_promoted_tensorwise ||
+         m == AccumulationModel::hopper_promoted_rowwise || m == AccumulationModel::hopper_mma_sync;
+}
+
+}  // namespace fp8ref
