@@ -15,8 +15,8 @@
 #include <cstring>
 #include <fstream>
 #include <iomanip>
-#include <stdexcept>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -56,8 +56,10 @@ bool parse_hex(const std::string& s, std::size_t digits, std::uint32_t* v) {
   if (s.size() != digits) return false;
   std::uint32_t r = 0;
   for (char ch : s) {
-    const int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
-                : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+    const int d = ch >= '0' && ch <= '9'   ? ch - '0'
+                  : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+                  : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                           : -1;
     if (d < 0) return false;
     r = r << 4 | std::uint32_t(d);
   }
@@ -68,8 +70,9 @@ bool parse_hex(const std::string& s, std::size_t digits, std::uint32_t* v) {
 // Reads every vector; a malformed line is a test failure naming the line.
 std::vector<GoldenStep> load_hex(const std::string& path) {
   std::ifstream in(path);
-  EXPECT_TRUE(in.good()) << "cannot open golden file " << path
-                         << " (generate it with proptests/device/mmasim_step_xcheck.py --emit-golden)";
+  EXPECT_TRUE(in.good())
+      << "cannot open golden file " << path
+      << " (generate it with proptests/device/mmasim_step_xcheck.py --emit-golden)";
   std::vector<GoldenStep> out;
   std::string text;
   for (int line = 1; std::getline(in, text); ++line) {
@@ -101,12 +104,15 @@ std::vector<GoldenStep> load_safetensors(const std::string& path) {
   const tio::TensorFile tf = tio::read_tensor_file(path, {});
   auto get = [&](const char* name, tio::DType dt, std::size_t width) -> const tio::Tensor& {
     const tio::Tensor* t = tf.find(name);
-    if (!t || t->dtype != dt || t->shape.empty() || t->numel() != std::uint64_t(t->shape[0]) * width)
-      throw std::runtime_error(path + ": tensor " + name + " missing or of the wrong dtype / shape");
+    if (!t || t->dtype != dt || t->shape.empty() ||
+        t->numel() != std::uint64_t(t->shape[0]) * width)
+      throw std::runtime_error(path + ": tensor " + name +
+                               " missing or of the wrong dtype / shape");
     return *t;
   };
   const tio::Tensor &fa = get("fa", tio::DType::U8, 1), &fb = get("fb", tio::DType::U8, 1);
-  const tio::Tensor &a = get("a", tio::DType::U8, kHopperWgmmaK), &b = get("b", tio::DType::U8, kHopperWgmmaK);
+  const tio::Tensor &a = get("a", tio::DType::U8, kHopperWgmmaK),
+                    &b = get("b", tio::DType::U8, kHopperWgmmaK);
   const tio::Tensor &c = get("c", tio::DType::F32, 1), &z = get("z", tio::DType::F32, 1);
   const std::size_t n = std::size_t(fa.shape[0]);
   if (fb.numel() != n || a.numel() != n * kHopperWgmmaK || b.numel() != n * kHopperWgmmaK ||
@@ -156,8 +162,8 @@ TEST(GoldenHopperWgmmaStep, EveryMmasimVectorIsReproducedBitwise) {
         hopper_wgmma_step(g.a, g.b, kHopperWgmmaK, g.fa, g.fb, std::bit_cast<float>(g.c)));
     if (got == g.z) continue;
     if (++mismatches <= 10)
-      ADD_FAILURE() << path << (path.ends_with(".hex") ? ":" : " vector ") << g.line << ": got_z " << std::hex << got << ", ref_z " << g.z
-                    << "\n  " << g.text;
+      ADD_FAILURE() << path << (path.ends_with(".hex") ? ":" : " vector ") << g.line << ": got_z "
+                    << std::hex << got << ", ref_z " << g.z << "\n  " << g.text;
   }
   EXPECT_EQ(mismatches, 0) << "of " << cases.size() << " golden vectors";
 }

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <vector>
 
+#include "proptests/common/test_level.h"
 #include "proptests/reference/gemm_problem.h"
 #include "reference/merged_gate_up.h"
 
@@ -27,7 +28,7 @@ rc::Gen<OutDtype> gen_out() {
 
 // Large e5m2 values push integer block products past 2^53 (the per-element fallback), NaN codes
 // make the whole group fall back: either way the bits are exact_dot's.
-RC_GTEST_PROP(GroupedGemmExact, GroupPathEqualsExactDotPerElement, ()) {
+FP8REF_RC_PROP(GroupedGemmExact, GroupPathEqualsExactDotPerElement, 100, ()) {
   const std::int64_t G = *rc::gen::inRange(1, 3);
   Problem p = gen_problem(gen_map(G), G, 40, 400);
   const int extra = *rc::gen::inRange(0, 3);  // 0: as drawn, 1: e5m2 maxima, 2: a NaN code
@@ -54,7 +55,7 @@ RC_GTEST_PROP(GroupedGemmExact, GroupPathEqualsExactDotPerElement, ()) {
 
 // dgrad dA[r, k] = sum_n dY[r, n]·W[g, n, k] with the scales of grouped_gemm.h: within each
 // model's bound of the rational value, `exact` rounded once, and the W layout irrelevant.
-RC_GTEST_PROP(GroupedGemmDgrad, WithinBoundOfRationalOracleInBothLayouts, ()) {
+FP8REF_RC_PROP(GroupedGemmDgrad, WithinBoundOfRationalOracleInBothLayouts, 100, ()) {
   const std::int64_t G = *rc::gen::inRange(1, 3);
   const auto map = gen_map(G, 12);
   const std::int64_t M = std::int64_t(map.size()), N = *rc::gen::inRange<std::int64_t>(0, 300),
@@ -82,7 +83,8 @@ RC_GTEST_PROP(GroupedGemmDgrad, WithinBoundOfRationalOracleInBothLayouts, ()) {
                      {OutDtype::f32, da, {}, bound});
   grouped_gemm_dgrad({M, N, K, G, fdy, fw, dy, w_kn, BLayout::kn, s, sdy, sw}, map, m,
                      RowPolicy::zero, {OutDtype::f32, da_kn, {}, {}});
-  RC_ASSERT((da.size() * sizeof(float) == 0 || std::memcmp(da.data(), da_kn.data(), da.size() * sizeof(float)) == 0));
+  RC_ASSERT((da.size() * sizeof(float) == 0 ||
+             std::memcmp(da.data(), da_kn.data(), da.size() * sizeof(float)) == 0));
   std::vector<std::int64_t> valid;
   for (std::int64_t q = 0; q < M; ++q)
     if (map[std::size_t(q)] >= 0) valid.push_back(q);
@@ -115,7 +117,7 @@ RC_GTEST_PROP(GroupedGemmDgrad, WithinBoundOfRationalOracleInBothLayouts, ()) {
 }
 
 // Relabelling the groups (B planes and per-group scales moved along) changes no output bit.
-RC_GTEST_PROP(GroupedGemm, GroupReorderingDoesNotChangeOutput, ()) {
+FP8REF_RC_PROP(GroupedGemm, GroupReorderingDoesNotChangeOutput, 100, ()) {
   const std::int64_t G = *rc::gen::inRange(2, 5);
   const Problem p = gen_problem(gen_map(G), G);
   const ModelChoice m = gen_model(p.scaling);
@@ -137,7 +139,7 @@ RC_GTEST_PROP(GroupedGemm, GroupReorderingDoesNotChangeOutput, ()) {
 
 // Batch invariance: a row's output depends on its own A row, its scales and its group's B only,
 // not on which other rows (of any group) share the batch.
-RC_GTEST_PROP(GroupedGemm, RowOutputDoesNotDependOnTheRestOfTheBatch, ()) {
+FP8REF_RC_PROP(GroupedGemm, RowOutputDoesNotDependOnTheRestOfTheBatch, 100, ()) {
   const std::int64_t G = *rc::gen::inRange(1, 4);
   const Problem p = gen_problem(gen_map(G), G);
   const ModelChoice m = gen_model(p.scaling);
@@ -166,7 +168,7 @@ RC_GTEST_PROP(GroupedGemm, RowOutputDoesNotDependOnTheRestOfTheBatch, ()) {
 }
 
 // Y13 = X·W13^T equals [X·W1^T, X·W3^T] bitwise (H % 128 == 0 whenever scales are 128×128).
-RC_GTEST_PROP(MergedGateUp, MergedForwardEqualsSeparateForward, ()) {
+FP8REF_RC_PROP(MergedGateUp, MergedForwardEqualsSeparateForward, 100, ()) {
   const std::int64_t G = *rc::gen::inRange(1, 3);
   const Problem p1 = gen_problem(gen_map(G, 10), G, 300, 260);
   const std::int64_t H =
@@ -227,7 +229,7 @@ TEST(MergedGateUp, ScalesThatCannotCarryOverAreRejected) {
 
 // Merged dgrad sums over 2H, so it is compared with the exact value (DESIGN §3.6), not with the
 // two separate dgrads: `exact` on (dY13, W13) is the rational sum over both halves rounded once.
-RC_GTEST_PROP(MergedGateUp, MergedDgradExactIsRoundedSumOfHalves, ()) {
+FP8REF_RC_PROP(MergedGateUp, MergedDgradExactIsRoundedSumOfHalves, 100, ()) {
   const std::int64_t G = 1, H = *rc::gen::inRange<std::int64_t>(1, 200),
                      K = *rc::gen::inRange<std::int64_t>(1, 20);
   const Format f = *test::gen_format();

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "proptests/common/test_level.h"
 #include "proptests/reference/gemm_problem.h"
 #include "reference/group_desc.h"
 
@@ -72,7 +73,7 @@ TEST(GroupDescriptors, ValidationNamesTheProblem) {
             std::string::npos);
 }
 
-RC_GTEST_PROP(GroupDescriptors, ConversionsRoundTrip, ()) {
+FP8REF_RC_PROP(GroupDescriptors, ConversionsRoundTrip, 100, ()) {
   const auto sizes = *gen_sizes();
   const auto offs = offsets_from_sizes(sizes);
   RC_ASSERT(sizes_from_offsets(offs) == sizes);
@@ -94,7 +95,7 @@ RC_GTEST_PROP(GroupDescriptors, ConversionsRoundTrip, ()) {
                 (i < sizes[g] ? std::int32_t(g) : -1));
 }
 
-RC_GTEST_PROP(GroupedGemm, ResultsDoNotDependOnThreadCount, ()) {
+FP8REF_RC_PROP(GroupedGemm, ResultsDoNotDependOnThreadCount, 100, ()) {
   const std::int64_t G = *rc::gen::inRange(1, 4);
   const Problem p = gen_problem(gen_map(G), G);
   const ModelChoice m = gen_model(p.scaling);
@@ -102,10 +103,11 @@ RC_GTEST_PROP(GroupedGemm, ResultsDoNotDependOnThreadCount, ()) {
   const auto y1 = run_f32(p, m, RowPolicy::zero, 0.0f);
   omp_set_num_threads(2);
   const auto y2 = run_f32(p, m, RowPolicy::zero, 0.0f);
-  RC_ASSERT((y1.size() * sizeof(float) == 0 || std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)) == 0));
+  RC_ASSERT((y1.size() * sizeof(float) == 0 ||
+             std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)) == 0));
 }
 
-RC_GTEST_PROP(GroupedGemm, PaddingContentDoesNotChangeValidRows, ()) {
+FP8REF_RC_PROP(GroupedGemm, PaddingContentDoesNotChangeValidRows, 100, ()) {
   const std::int64_t G = *rc::gen::inRange(1, 4);
   Problem p = gen_problem(gen_map(G), G);
   const ModelChoice m = gen_model(p.scaling);
@@ -134,7 +136,7 @@ RC_GTEST_PROP(GroupedGemm, PaddingContentDoesNotChangeValidRows, ()) {
 
 // Inserting empty groups (with arbitrary B and scales for them) into torch-style offsets
 // changes nothing.
-RC_GTEST_PROP(GroupedGemm, AddingEmptyGroupsDoesNotChangeOutput, ()) {
+FP8REF_RC_PROP(GroupedGemm, AddingEmptyGroupsDoesNotChangeOutput, 100, ()) {
   const auto sizes = *gen_sizes();
   RC_PRE(!sizes.empty());
   const auto offs = offsets_from_sizes(sizes);
@@ -156,10 +158,11 @@ RC_GTEST_PROP(GroupedGemm, AddingEmptyGroupsDoesNotChangeOutput, ()) {
   if (p.scaling == Scaling::tensorwise) q.sb.insert(q.sb.begin() + std::ptrdiff_t(at), 3.0f);
   std::vector<float> y2(y.size());
   grouped_gemm_forward_offs(q.operands(), offs2, m, RowPolicy::zero, {OutDtype::f32, y2, {}, {}});
-  RC_ASSERT((y.size() * sizeof(float) == 0 || std::memcmp(y.data(), y2.data(), y.size() * sizeof(float)) == 0));
+  RC_ASSERT((y.size() * sizeof(float) == 0 ||
+             std::memcmp(y.data(), y2.data(), y.size() * sizeof(float)) == 0));
 }
 
-RC_GTEST_PROP(GroupedGemm, BLayoutKnEqualsNk, ()) {
+FP8REF_RC_PROP(GroupedGemm, BLayoutKnEqualsNk, 100, ()) {
   const std::int64_t G = *rc::gen::inRange(1, 3);
   const Problem p = gen_problem(gen_map(G), G);
   const ModelChoice m = gen_model(p.scaling);
@@ -179,7 +182,7 @@ RC_GTEST_PROP(GroupedGemm, BLayoutKnEqualsNk, ()) {
 // Every output element, under every model and output type, lies within its reported bound of
 // the rational result; `exact` is the rational result rounded once (RN-even, checked against
 // the neighbouring values of the output type).
-RC_GTEST_PROP(GroupedGemm, OutputsWithinBoundOfRationalOracle, ()) {
+FP8REF_RC_PROP(GroupedGemm, OutputsWithinBoundOfRationalOracle, 100, ()) {
   const std::int64_t G = *rc::gen::inRange(1, 3);
   const Problem p = gen_problem(gen_map(G), G);
   const ModelChoice m = gen_model(p.scaling);
@@ -232,7 +235,7 @@ TEST(GroupedGemm, BadArgumentsAreRejectedClearly) {
                std::invalid_argument);
 }
 
-RC_GTEST_PROP(GroupedGemmWgrad, EmptyGroupIsExactlyC, ()) {
+FP8REF_RC_PROP(GroupedGemmWgrad, EmptyGroupIsExactlyC, 100, ()) {
   auto sizes = *gen_sizes();
   RC_PRE(std::find(sizes.begin(), sizes.end(), 0) != sizes.end());
   const auto offs = offsets_from_sizes(sizes);
@@ -257,7 +260,7 @@ RC_GTEST_PROP(GroupedGemmWgrad, EmptyGroupIsExactlyC, ()) {
 }
 
 // wgrad `exact`: RN_f32(C + sum of the group's products), against the rational oracle.
-RC_GTEST_PROP(GroupedGemmWgrad, ExactIsRationalRoundedOnce, ()) {
+FP8REF_RC_PROP(GroupedGemmWgrad, ExactIsRationalRoundedOnce, 100, ()) {
   const auto sizes = *gen_sizes();
   RC_PRE(!sizes.empty());
   const auto offs = offsets_from_sizes(sizes);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "numerics/accumulate.h"
+#include "proptests/common/test_level.h"
 #include "proptests/reference/oracle.h"
 
 namespace fp8ref {
@@ -27,7 +28,7 @@ double truncate14(double x) {
 
 // All operands normal with one exponent field, C = 0: every aligned product keeps its 6 (or fewer)
 // fraction bits, so the only cut is the final truncation to 14 significant bits.
-RC_GTEST_PROP(HopperWgmmaStep, CommonExponentIsExactUpToFinalTruncation, ()) {
+FP8REF_RC_PROP(HopperWgmmaStep, CommonExponentIsExactUpToFinalTruncation, 100, ()) {
   const Format f = *rc::gen::element(Format::e4m3, Format::e5m2);
   const int p = f == Format::e4m3 ? 3 : 2;
   const int field = *rc::gen::inRange(1, f == Format::e4m3 ? 15 : 31);
@@ -45,7 +46,7 @@ RC_GTEST_PROP(HopperWgmmaStep, CommonExponentIsExactUpToFinalTruncation, ()) {
 }
 
 // A term below 2^(E-13), E the largest raw exponent, is truncated to nothing: whatever its sign.
-RC_GTEST_PROP(HopperWgmmaStep, TermBelowQuantumIsDropped, ()) {
+FP8REF_RC_PROP(HopperWgmmaStep, TermBelowQuantumIsDropped, 100, ()) {
   const Format f = *test::gen_format();
   auto a = *test::gen_codes(f, 32);
   auto b = *test::gen_codes(f, 32);
@@ -57,7 +58,8 @@ RC_GTEST_PROP(HopperWgmmaStep, TermBelowQuantumIsDropped, ()) {
     a[k] = std::uint8_t((a[k] & 0x80) | std::min<std::uint8_t>(a[k] & 0x7F, lim));
     b[k] = std::uint8_t((b[k] & 0x80) | std::min<std::uint8_t>(b[k] & 0x7F, lim));
   }
-  const float tiny = *rc::gen::map(rc::gen::inRange(-149, -13), [](int e) { return std::ldexp(1.0f, e); });
+  const float tiny =
+      *rc::gen::map(rc::gen::inRange(-149, -13), [](int e) { return std::ldexp(1.0f, e); });
   const float c = *rc::gen::arbitrary<bool>() ? tiny : -tiny;
   const float with_c = hopper_wgmma_step(a.data(), b.data(), 32, f, f, c);
   const float without = hopper_wgmma_step(a.data(), b.data(), 32, f, f, 0.0f);
@@ -66,22 +68,24 @@ RC_GTEST_PROP(HopperWgmmaStep, TermBelowQuantumIsDropped, ()) {
 
 // With every product zero the step is C with its significand cut to 14 bits (f32 subnormals:
 // to multiples of 2^-139), i.e. the low 10 stored bits cleared; a zero result is +0.
-RC_GTEST_PROP(HopperWgmmaStep, OnlyCIsTruncatedTo14Bits, (std::uint32_t cbits)) {
+FP8REF_RC_PROP(HopperWgmmaStep, OnlyCIsTruncatedTo14Bits, 100, (std::uint32_t cbits)) {
   const float c = std::bit_cast<float>(cbits);
   RC_PRE(std::isfinite(c));
   const std::vector<std::uint8_t> zeros(32, 0);
-  const float got = hopper_wgmma_step(zeros.data(), zeros.data(), 32, Format::e4m3, Format::e4m3, c);
+  const float got =
+      hopper_wgmma_step(zeros.data(), zeros.data(), 32, Format::e4m3, Format::e4m3, c);
   std::uint32_t want = cbits & ~0x3FFu;
   if ((want & 0x7FFFFFFF) == 0) want = 0;
   RC_ASSERT(bits(got) == want);
 }
 
 // Truncation is toward zero on magnitudes, so negating every input negates the result.
-RC_GTEST_PROP(HopperWgmmaStep, NegatingInputsNegatesResult, ()) {
+FP8REF_RC_PROP(HopperWgmmaStep, NegatingInputsNegatesResult, 100, ()) {
   const Format fa = *test::gen_format(), fb = *test::gen_format();
   auto a = *test::gen_codes(fa, 32);
   const auto b = *test::gen_codes(fb, 32);
-  const float c = *rc::gen::map(rc::gen::inRange(-30, 30), [](int e) { return std::ldexp(1.375f, e); });
+  const float c =
+      *rc::gen::map(rc::gen::inRange(-30, 30), [](int e) { return std::ldexp(1.375f, e); });
   const float z = hopper_wgmma_step(a.data(), b.data(), 32, fa, fb, c);
   for (auto& x : a) x ^= 0x80;
   const float zn = hopper_wgmma_step(a.data(), b.data(), 32, fa, fb, -c);
@@ -89,7 +93,7 @@ RC_GTEST_PROP(HopperWgmmaStep, NegatingInputsNegatesResult, ()) {
 }
 
 // Every step is within t·2^(E-13) + 2^-13·|z| of the exact sum of its products and C.
-RC_GTEST_PROP(HopperWgmmaStep, WithinBoundOfExact, ()) {
+FP8REF_RC_PROP(HopperWgmmaStep, WithinBoundOfExact, 100, ()) {
   const Format fa = *test::gen_format(), fb = *test::gen_format();
   const auto a = *test::gen_codes(fa, 32);
   const auto b = *test::gen_codes(fb, 32);
@@ -98,8 +102,9 @@ RC_GTEST_PROP(HopperWgmmaStep, WithinBoundOfExact, ()) {
        {3, rc::gen::map(rc::gen::inRange<std::uint32_t>(0x2F800000u, 0x4F800000u),
                         [](std::uint32_t u) { return std::bit_cast<float>(u); })}});
   const Bounded z = hopper_wgmma_step_bounded(a.data(), b.data(), 32, fa, fb, c);
-  const test::Rational exact = test::exact_dot_rational(a.data(), b.data(), 32, fa, fb, {1.0f}, {1.0f}) +
-                               test::to_rational(double(c));
+  const test::Rational exact =
+      test::exact_dot_rational(a.data(), b.data(), 32, fa, fb, {1.0f}, {1.0f}) +
+      test::to_rational(double(c));
   RC_ASSERT(abs(test::to_rational(double(z.z)) - exact) <= test::to_rational(z.bound));
 }
 
@@ -135,19 +140,20 @@ TEST(HopperWgmmaStep, SpecialValues) {
   EXPECT_EQ(bits(hopper_wgmma_step(a.data(), b.data(), 32, Format::e5m2, Format::e5m2, 0.0f)),
             0x7FFFFFFFu);
   b[3] = 0xBC;  // Inf · -1 = -Inf
-  EXPECT_EQ(hopper_wgmma_step(a.data(), b.data(), 32, Format::e5m2, Format::e5m2, 0.0f),
-            -INFINITY);
+  EXPECT_EQ(hopper_wgmma_step(a.data(), b.data(), 32, Format::e5m2, Format::e5m2, 0.0f), -INFINITY);
   a[3] = 0, b[3] = 0;
   EXPECT_EQ(bits(hopper_wgmma_step(a.data(), b.data(), 32, Format::e5m2, Format::e5m2, -0.0f)), 0u);
-  EXPECT_EQ(hopper_wgmma_step(a.data(), b.data(), 32, Format::e5m2, Format::e5m2, INFINITY), INFINITY);
+  EXPECT_EQ(hopper_wgmma_step(a.data(), b.data(), 32, Format::e5m2, Format::e5m2, INFINITY),
+            INFINITY);
 }
 
 // A chain from C carries C through every step: chaining K = 64 equals two explicit steps.
-RC_GTEST_PROP(HopperWgmmaStep, ChainIsRepeatedSteps, ()) {
+FP8REF_RC_PROP(HopperWgmmaStep, ChainIsRepeatedSteps, 100, ()) {
   const Format fa = *test::gen_format(), fb = *test::gen_format();
   const auto a = *test::gen_codes(fa, 64);
   const auto b = *test::gen_codes(fb, 64);
-  const float c = *rc::gen::map(rc::gen::inRange(-20, 20), [](int e) { return std::ldexp(-1.625f, e); });
+  const float c =
+      *rc::gen::map(rc::gen::inRange(-20, 20), [](int e) { return std::ldexp(-1.625f, e); });
   const float s1 = hopper_wgmma_step(a.data(), b.data(), 32, fa, fb, c);
   const float s2 = hopper_wgmma_step(a.data() + 32, b.data() + 32, 32, fa, fb, s1);
   RC_ASSERT(bits(hopper_wgmma_chain(a.data(), b.data(), 64, fa, fb, {c, 0.0}).z) == bits(s2));

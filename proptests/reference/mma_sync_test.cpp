@@ -13,6 +13,7 @@
 
 #include "numerics/accumulate.h"
 #include "numerics/codec.h"
+#include "proptests/common/test_level.h"
 #include "proptests/reference/oracle.h"
 
 namespace fp8ref {
@@ -88,7 +89,7 @@ rc::Gen<float> gen_c() {
                         [](std::uint32_t u) { return std::bit_cast<float>(u); })}});
 }
 
-RC_GTEST_PROP(HopperMmaSyncStep, MatchesRationalTranscription, ()) {
+FP8REF_RC_PROP(HopperMmaSyncStep, MatchesRationalTranscription, 100, ()) {
   const Format fa = *test::gen_format(), fb = *test::gen_format();
   const int n =
       *rc::gen::weightedOneOf<int>({{4, rc::gen::just(32)}, {1, rc::gen::inRange(0, 32)}});
@@ -99,7 +100,7 @@ RC_GTEST_PROP(HopperMmaSyncStep, MatchesRationalTranscription, ()) {
   RC_ASSERT(bits(got) == bits(mma_sync_rational(a, b, fa, fb, c)));
 }
 
-RC_GTEST_PROP(HopperMmaSyncStep, WithinBoundOfExact, ()) {
+FP8REF_RC_PROP(HopperMmaSyncStep, WithinBoundOfExact, 100, ()) {
   const Format fa = *test::gen_format(), fb = *test::gen_format();
   const auto a = *test::gen_codes(fa, 32);
   const auto b = *test::gen_codes(fb, 32);
@@ -112,7 +113,7 @@ RC_GTEST_PROP(HopperMmaSyncStep, WithinBoundOfExact, ()) {
 
 // Both HMMAs run from +0 on zero products, so the step is RN(c + 0) = c (and -0 + +0 = +0),
 // unlike wgmma, which truncates C to 14 bits.
-RC_GTEST_PROP(HopperMmaSyncStep, ZeroProductsGiveC, (std::uint32_t cbits)) {
+FP8REF_RC_PROP(HopperMmaSyncStep, ZeroProductsGiveC, 100, (std::uint32_t cbits)) {
   const float c = std::bit_cast<float>(cbits);
   RC_PRE(std::isfinite(c));
   const std::vector<std::uint8_t> zeros(32, 0);
@@ -123,7 +124,7 @@ RC_GTEST_PROP(HopperMmaSyncStep, ZeroProductsGiveC, (std::uint32_t cbits)) {
 
 // One HMMA fuses its 16 products exactly before truncating, so their order inside the k mod 4
 // in {0,1} set (and inside the {2,3} set) does not matter.
-RC_GTEST_PROP(HopperMmaSyncStep, OrderInsideOneHmmaDoesNotMatter, ()) {
+FP8REF_RC_PROP(HopperMmaSyncStep, OrderInsideOneHmmaDoesNotMatter, 100, ()) {
   const Format fa = *test::gen_format(), fb = *test::gen_format();
   auto a = *test::gen_codes(fa, 32);
   auto b = *test::gen_codes(fb, 32);
@@ -138,7 +139,7 @@ RC_GTEST_PROP(HopperMmaSyncStep, OrderInsideOneHmmaDoesNotMatter, ()) {
 }
 
 // Truncation acts on magnitudes and RN is symmetric: negating A and C negates the result.
-RC_GTEST_PROP(HopperMmaSyncStep, NegatingInputsNegatesResult, ()) {
+FP8REF_RC_PROP(HopperMmaSyncStep, NegatingInputsNegatesResult, 100, ()) {
   const Format fa = *test::gen_format(), fb = *test::gen_format();
   auto a = *test::gen_codes(fa, 32);
   const auto b = *test::gen_codes(fb, 32);
@@ -210,7 +211,7 @@ TEST(HopperMmaSyncStep, SpecialValues) {
       0x7FFFFFFFu);
 }
 
-RC_GTEST_PROP(HopperMmaSyncStep, ChainIsRepeatedSteps, ()) {
+FP8REF_RC_PROP(HopperMmaSyncStep, ChainIsRepeatedSteps, 100, ()) {
   const Format fa = *test::gen_format(), fb = *test::gen_format();
   const auto a = *test::gen_codes(fa, 80);
   const auto b = *test::gen_codes(fb, 80);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "numerics/accumulation_models.h"
+#include "proptests/common/test_level.h"
 #include "proptests/reference/oracle.h"
 
 namespace fp8ref {
@@ -59,7 +60,7 @@ Case gen_any_case() {
   return gen_case(kind > 0, kind == 2);
 }
 
-RC_GTEST_PROP(AccumulationModels, ExactIsRationalRoundedOnce, ()) {
+FP8REF_RC_PROP(AccumulationModels, ExactIsRationalRoundedOnce, 100, ()) {
   const Case c = gen_any_case();
   const OutDtype d = *rc::gen::element(OutDtype::f32, OutDtype::bf16, OutDtype::f16);
   const double z = exact_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales(), d);
@@ -80,40 +81,40 @@ void check_within_bound(const Case& c, const Bounded& got) {
   RC_ASSERT(err <= test::to_rational(got.bound));
 }
 
-RC_GTEST_PROP(AccumulationModels, Fp32SequentialWithinBound, ()) {
+FP8REF_RC_PROP(AccumulationModels, Fp32SequentialWithinBound, 100, ()) {
   const Case c = gen_any_case();
   check_within_bound(c, fp32_sequential_dot(c.a.data(), c.b.data(), c.K, c.fa, c.fb, c.scales()));
 }
 
-RC_GTEST_PROP(AccumulationModels, HopperUnpromotedWithinBound, ()) {
+FP8REF_RC_PROP(AccumulationModels, HopperUnpromotedWithinBound, 100, ()) {
   const Case c = gen_case(false);
   const int s = *rc::gen::inRange(1, 5);
   check_within_bound(
       c, hopper_unpromoted_dot({c.a.data(), c.b.data(), c.fa, c.fb}, c.K, c.scales(), s));
 }
 
-RC_GTEST_PROP(AccumulationModels, HopperPromotedBlockwiseWithinBound, ()) {
+FP8REF_RC_PROP(AccumulationModels, HopperPromotedBlockwiseWithinBound, 100, ()) {
   const Case c = gen_any_case();
   const int s = *rc::gen::inRange(1, 5);
   check_within_bound(
       c, hopper_promoted_blockwise_dot({c.a.data(), c.b.data(), c.fa, c.fb}, c.K, c.scales(), s));
 }
 
-RC_GTEST_PROP(AccumulationModels, HopperPromotedTensorwiseWithinBound, ()) {
+FP8REF_RC_PROP(AccumulationModels, HopperPromotedTensorwiseWithinBound, 100, ()) {
   const Case c = gen_case(false);
   const int s = *rc::gen::inRange(1, 5);
   check_within_bound(
       c, hopper_promoted_tensorwise_dot({c.a.data(), c.b.data(), c.fa, c.fb}, c.K, c.scales(), s));
 }
 
-RC_GTEST_PROP(AccumulationModels, HopperPromotedRowwiseWithinBound, ()) {
+FP8REF_RC_PROP(AccumulationModels, HopperPromotedRowwiseWithinBound, 100, ()) {
   const Case c = gen_case(false);
   const int s = *rc::gen::inRange(1, 5);
   check_within_bound(
       c, hopper_promoted_rowwise_dot({c.a.data(), c.b.data(), c.fa, c.fb}, c.K, c.scales(), s));
 }
 
-RC_GTEST_PROP(AccumulationModels, HopperMmaSyncWithinBound, ()) {
+FP8REF_RC_PROP(AccumulationModels, HopperMmaSyncWithinBound, 100, ()) {
   const Case c = gen_any_case();
   const int s = *rc::gen::inRange(1, 5);
   check_within_bound(c,
@@ -122,7 +123,7 @@ RC_GTEST_PROP(AccumulationModels, HopperMmaSyncWithinBound, ()) {
 
 // With power-of-two scales every scale product is exact, so RN(sa·RN(sb·acc)) = RN(acc·RN(sa·sb))
 // (both are RN of acc·sa·sb): rowwise and tensorwise promotion agree.
-RC_GTEST_PROP(AccumulationModels, Pow2ScalesRowwiseEqualsTensorwise, ()) {
+FP8REF_RC_PROP(AccumulationModels, Pow2ScalesRowwiseEqualsTensorwise, 100, ()) {
   Case c = gen_case(false);
   c.sa = {*test::gen_pow2_scale()}, c.sb = {*test::gen_pow2_scale()};
   const float rw =
@@ -134,7 +135,7 @@ RC_GTEST_PROP(AccumulationModels, Pow2ScalesRowwiseEqualsTensorwise, ()) {
 }
 
 // With unit scales fmaf(1, T, acc) = RN(acc + T), so blockwise and tensorwise promotion agree.
-RC_GTEST_PROP(AccumulationModels, UnitScalesPromotionOrdersAgree, ()) {
+FP8REF_RC_PROP(AccumulationModels, UnitScalesPromotionOrdersAgree, 100, ()) {
   Case c = gen_case(false);
   c.sa = {1.0f}, c.sb = {1.0f};
   const int s = *rc::gen::inRange(1, 4);
@@ -146,7 +147,7 @@ RC_GTEST_PROP(AccumulationModels, UnitScalesPromotionOrdersAgree, ()) {
 }
 
 // Slices of one block each are added in f32 in order: the same additions as no split.
-RC_GTEST_PROP(AccumulationModels, TensorwiseSplitIntoSingleBlocksEqualsUnsplit, ()) {
+FP8REF_RC_PROP(AccumulationModels, TensorwiseSplitIntoSingleBlocksEqualsUnsplit, 100, ()) {
   const Case c = gen_case(false);
   const int nb = int(std::max<std::int64_t>(1, ceil_div(c.K, 128)));
   const float one =
@@ -159,7 +160,7 @@ RC_GTEST_PROP(AccumulationModels, TensorwiseSplitIntoSingleBlocksEqualsUnsplit, 
 // Split-K by slice length (SplitK::of_length(L), cuBLASLt's blockwise split-K): the same as
 // evaluating each L-block slice from +0 and adding the slice results in f32 in order; L >= nb is
 // no split; L dividing nb is S = nb / L equal slices.
-RC_GTEST_PROP(AccumulationModels, SliceLengthSplitIsSlicesAddedInOrder, ()) {
+FP8REF_RC_PROP(AccumulationModels, SliceLengthSplitIsSlicesAddedInOrder, 100, ()) {
   const Format fa = *test::gen_format(), fb = *test::gen_format();
   const std::int64_t K = *rc::gen::inRange<std::int64_t>(1, 128 * 9 + 1);
   const auto a = *test::gen_codes(fa, K);
@@ -194,7 +195,7 @@ RC_GTEST_PROP(AccumulationModels, SliceLengthSplitIsSlicesAddedInOrder, ()) {
 
 // Epilogue orders: the same accumulator, the scalar scales applied in the named order. Each order
 // reproduces the model that has it as its own; a_then_b is b_then_a with the scales swapped.
-RC_GTEST_PROP(AccumulationModels, EpilogueOrdersReproduceTheModelsThatOwnThem, ()) {
+FP8REF_RC_PROP(AccumulationModels, EpilogueOrdersReproduceTheModelsThatOwnThem, 100, ()) {
   const Format fa = *test::gen_format(), fb = *test::gen_format();
   const std::int64_t K = *rc::gen::inRange<std::int64_t>(1, 128 * 4 + 1);
   const auto a = *test::gen_codes(fa, K);
@@ -241,7 +242,7 @@ TEST(AccumulationModels, EpiloguesRejectPerBlockScalesAndOtherModels) {
 }
 
 // Within one 128-block, unscaled promotion is the bare tensor-core chain from +0.
-RC_GTEST_PROP(AccumulationModels, SingleBlockPromotionIsTheChain, ()) {
+FP8REF_RC_PROP(AccumulationModels, SingleBlockPromotionIsTheChain, 100, ()) {
   const Format fa = *test::gen_format(), fb = *test::gen_format();
   const std::int64_t K = *rc::gen::inRange<std::int64_t>(1, 129);
   const auto a = *test::gen_codes(fa, K);

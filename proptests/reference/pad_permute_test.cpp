@@ -13,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "proptests/common/test_level.h"
 #include "proptests/reference/gemm_problem.h"
 
 namespace fp8ref::ref {
@@ -27,7 +28,7 @@ EmptyGroupPolicy gen_policy() {
   return *rc::gen::element(EmptyGroupPolicy::keep_empty, EmptyGroupPolicy::one_block);
 }
 
-RC_GTEST_PROP(Padding, UnpadOfPadIsIdentityAndPaddingIsZero, ()) {
+FP8REF_RC_PROP(Padding, UnpadOfPadIsIdentityAndPaddingIsZero, 100, ()) {
   const auto sizes = *test::gen_sizes();
   const std::int64_t align = *rc::gen::element<std::int64_t>(16, 32, 128);
   const EmptyGroupPolicy pol = gen_policy();
@@ -61,7 +62,7 @@ RC_GTEST_PROP(Padding, UnpadOfPadIsIdentityAndPaddingIsZero, ()) {
 
 // The forward on the padded buffer (its row map, or its padded end offsets with zero rows
 // inside the groups), unpadded, equals the forward on the unpadded rows.
-RC_GTEST_PROP(Padding, GemmOnPaddedRowsEqualsGemmOnRows, ()) {
+FP8REF_RC_PROP(Padding, GemmOnPaddedRowsEqualsGemmOnRows, 100, ()) {
   auto sizes = *test::gen_sizes();
   RC_PRE(!sizes.empty());
   const std::int64_t G = std::int64_t(sizes.size());
@@ -109,7 +110,7 @@ Routing routing_of(std::int64_t T, std::int64_t k, std::int64_t E, std::vector<s
   return {T, k, E, ids, probs};
 }
 
-RC_GTEST_PROP(Permute, OrderIsExpertMajorWithAscendingTokens, ()) {
+FP8REF_RC_PROP(Permute, OrderIsExpertMajorWithAscendingTokens, 100, ()) {
   const std::int64_t E = *rc::gen::inRange(1, 6), k = *rc::gen::inRange<std::int64_t>(1, E + 1),
                      T = *rc::gen::inRange(0, 30);
   std::vector<std::int32_t> ids;
@@ -132,7 +133,7 @@ RC_GTEST_PROP(Permute, OrderIsExpertMajorWithAscendingTokens, ()) {
 
 // Top-1 with unit probs: the combine is RN(1·y) = y, so unpermute(permute(x)) = x bitwise
 // (dropped tokens come back as +0), including -0 and subnormals.
-RC_GTEST_PROP(Permute, UnpermuteOfPermuteIsIdentityForTop1UnitProbs, ()) {
+FP8REF_RC_PROP(Permute, UnpermuteOfPermuteIsIdentityForTop1UnitProbs, 100, ()) {
   const std::int64_t E = *rc::gen::inRange(1, 6), T = *rc::gen::inRange(0, 30),
                      H = *rc::gen::inRange(1, 9);
   std::vector<std::int32_t> ids;
@@ -161,7 +162,7 @@ RC_GTEST_PROP(Permute, UnpermuteOfPermuteIsIdentityForTop1UnitProbs, ()) {
 
 // Scale rows of rowwise, 1×128 and 1×32 activations follow their data rows; shared tensorwise
 // scales are left alone; scales whose blocks span rows are rejected.
-RC_GTEST_PROP(Permute, ScaleRowsTravelWithTheirRows, ()) {
+FP8REF_RC_PROP(Permute, ScaleRowsTravelWithTheirRows, 100, ()) {
   const std::int64_t E = *rc::gen::inRange(1, 5), k = *rc::gen::inRange<std::int64_t>(1, E + 1),
                      T = *rc::gen::inRange(1, 20);
   std::vector<std::int32_t> ids;
@@ -192,7 +193,7 @@ RC_GTEST_PROP(Permute, ScaleRowsTravelWithTheirRows, ()) {
 
 // The combine is the written f32 sequence over the token's routed slots in ascending j, and
 // its bits do not depend on the thread count.
-RC_GTEST_PROP(Permute, UnpermuteIsTheFixedOrderF32Sum, ()) {
+FP8REF_RC_PROP(Permute, UnpermuteIsTheFixedOrderF32Sum, 100, ()) {
   const std::int64_t E = *rc::gen::inRange(2, 7),
                      k = *rc::gen::inRange<std::int64_t>(1, std::min<std::int64_t>(E, 4) + 1),
                      T = *rc::gen::inRange(1, 16), H = *rc::gen::inRange(1, 6);

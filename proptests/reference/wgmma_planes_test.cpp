@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "numerics/accumulate.h"
+#include "proptests/common/test_level.h"
 #include "proptests/reference/gemm_problem.h"
 #include "proptests/reference/wgmma_step_integer.h"
 
@@ -70,7 +71,7 @@ rc::Gen<float> gen_c() {
   });
 }
 
-RC_GTEST_PROP(WgmmaStepImplementations, CodesPlanesAndIntegerModelAgree, ()) {
+FP8REF_RC_PROP(WgmmaStepImplementations, CodesPlanesAndIntegerModelAgree, 100, ()) {
   const Format fa = *test::gen_format(), fb = *test::gen_format();
   const int n = *rc::gen::weightedOneOf<int>(
       {{6, rc::gen::just(kHopperWgmmaK)}, {1, rc::gen::inRange(0, kHopperWgmmaK)}});
@@ -109,7 +110,7 @@ TEST(WgmmaStepImplementations, RejectsMoreThan32Products) {
                std::invalid_argument);
 }
 
-RC_GTEST_PROP(WgmmaStepImplementations, ChainOnPlanesEqualsChainOnCodes, ()) {
+FP8REF_RC_PROP(WgmmaStepImplementations, ChainOnPlanesEqualsChainOnCodes, 100, ()) {
   const Format fa = *test::gen_format(), fb = *test::gen_format();
   const std::int64_t len = *rc::gen::inRange<std::int64_t>(0, 300);
   const auto a = *test::gen_codes(fa, len);
@@ -123,7 +124,7 @@ RC_GTEST_PROP(WgmmaStepImplementations, ChainOnPlanesEqualsChainOnCodes, ()) {
 }
 
 // The forward steps on planes for the wgmma models: every element equals model_dot on the codes.
-RC_GTEST_PROP(WgmmaStepImplementations, GroupedForwardOnPlanesEqualsModelOnCodes, ()) {
+FP8REF_RC_PROP(WgmmaStepImplementations, GroupedForwardOnPlanesEqualsModelOnCodes, 100, ()) {
   const std::int64_t G = *rc::gen::inRange<std::int64_t>(1, 5);
   const auto map = test::gen_map(G, 12);
   const test::Problem p = test::gen_problem(map, G, 40, 400);
