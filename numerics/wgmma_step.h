@@ -35,6 +35,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "numerics/bounded.h"
 #include "numerics/codec.h"
@@ -226,4 +227,25 @@ inline Bounded hopper_wgmma_chain(WgmmaPlanes a, WgmmaPlanes b, std::int64_t len
   }
   return acc;
 }
+
+// One wgmma instruction m{M}n{N}k32: D (M, N) = A (M, 32) · B (N, 32)ᵀ + C (M, N), row-major, each
+// output one step (what MMA-Sim's WGMMA("Hopper", "mMnNk32.f32.<fa>.<fb>") computes; B given as
+// its N columns of 32 codes). Every row of A and of B is decoded to planes once. d may alias c.
+inline void hopper_wgmma_tile(Format fa, Format fb, int M, int N, const std::uint8_t* a,
+                              const std::uint8_t* b, const float* c, float* d) {
+  constexpr int K = kHopperWgmmaK;
+  std::vector<float> va(std::size_t(M) * K), vb(std::size_t(N) * K);
+  std::vector<std::int16_t> ea(va.size()), eb(vb.size());
+  decode_wgmma_planes(fa, a, std::int64_t(M) * K, va.data(), ea.data());
+  decode_wgmma_planes(fb, b, std::int64_t(N) * K, vb.data(), eb.data());
+  for (int i = 0; i < M; ++i) {
+    const WgmmaPlanes pa{va.data() + std::size_t(i) * K, ea.data() + std::size_t(i) * K};
+    for (int j = 0; j < N; ++j) {
+      const WgmmaPlanes pb{vb.data() + std::size_t(j) * K, eb.data() + std::size_t(j) * K};
+      const std::size_t o = std::size_t(i) * std::size_t(N) + std::size_t(j);
+      d[o] = hopper_wgmma_step_bounded(pa, pb, K, c[o]).z;
+    }
+  }
+}
+
 }  // namespace fp8ref

@@ -314,6 +314,79 @@ def driver_eval(driver, cases, workdir):
     return z, timing
 
 
+# ---- speed on whole instructions ------------------------------------------------------------------
+
+def speed_tiles(args, WGMMA, workdir):
+    """Times N wgmma instructions m64n256k32 (e4m3 x e4m3, then e5m2 x e5m2 by turns; operands of the
+    step classes, C near the products) in mmasim (per instruction, torch on 1 thread and on all) and
+    in fp8ref's hopper_wgmma_tile (the step driver: 1 thread, and OpenMP over the instructions on
+    the same number of threads as torch), compares every output bitwise, prints the ratios. Returns
+    the number of mismatching outputs."""
+    import torch
+    rng = np.random.default_rng(args.seed + 7)
+    n, count = 256, args.speed_tiles
+    tiles, recs = [], []
+    for t in range(count):
+        fa, fb = PAIRS[t % 2]  # e4m3xe4m3, e5m2xe5m2
+        A = np.stack([_operand(rng, fa, cl) for cl in _pick(rng, OPERAND_CLASSES[:-3], 64)])
+        Bc = np.stack([_operand(rng, fb, cl) for cl in _pick(rng, OPERAND_CLASSES[:-3], n)])
+        C = np.array([_c_value(rng, "near", DECODE[fa][A[i % 64]], DECODE[fb][Bc[i % n]], False)
+                      for i in range(64 * n)], dtype=np.uint32).reshape(64, n)
+        tiles.append((fa, fb, A, Bc, C))
+        recs.append(bytes([FORMAT_ID[fa], FORMAT_ID[fb]]) + struct.pack("<H", n) + A.tobytes() +
+                    Bc.tobytes() + C.astype("<u4").tobytes())
+    tdt = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
+    ops = {pair: WGMMA("Hopper", f"m64n{n}k32.f32.{pair[0]}.{pair[1]}") for pair in PAIRS[:2]}
+
+    def mmasim_all():
+        out = []
+        for fa, fb, A, Bc, C in tiles:
+            D = ops[(fa, fb)](torch.from_numpy(A).view(tdt[fa]),
+                              torch.from_numpy(np.ascontiguousarray(Bc.T)).view(tdt[fb]),
+                              torch.from_numpy(C.view(np.float32)))
+            out.append(D.contiguous().view(torch.int32).numpy().view(np.uint32).reshape(-1))
+        return np.concatenate(out)
+
+    threads_default = torch.get_num_threads()
+    timings = {}
+    for threads in (1, threads_default):
+        torch.set_num_threads(threads)
+        mmasim_all()  # warm-up (first calls build mmasim's tables)
+        t0 = time.perf_counter()
+        ref_z = mmasim_all()
+        timings[threads] = (time.perf_counter() - t0) / count
+    torch.set_num_threads(threads_default)
+    inp, out = os.path.join(workdir, "tiles.bin"), os.path.join(workdir, "tiles_model.bin")
+    with open(inp, "wb") as f:
+        f.write(b"".join(recs))
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads_default))
+    res = subprocess.run([args.driver, "--tiles", inp, out], check=True, stderr=subprocess.PIPE,
+                         text=True, env=env)
+    got_z = np.fromfile(out, dtype="<u4").astype(np.uint32)
+    kv = {}
+    for line in res.stderr.splitlines():
+        if line.startswith("TILE_TIMING"):
+            kv = dict(item.split("=") for item in line.split()[1:])
+        else:
+            print(line, file=sys.stderr)
+    bad = int((got_z != ref_z).sum()) if len(got_z) == len(ref_z) else len(ref_z)
+    ours_1, ours_p, p = float(kv["seconds_1"]) / count, float(kv["seconds_p"]) / count, int(kv["threads"])
+    print(f"== speed on the same instruction-level work: {count} wgmma m64n{n}k32 instructions "
+          f"({64 * n} k=32 steps each), e4m3xe4m3 and e5m2xe5m2 ==")
+    print(f"{'':44}{'per instruction':>18}{'per step':>12}")
+    rows = [(f"mmasim 2.1.1 WGMMA, torch CPU, 1 thread", timings[1]),
+            (f"mmasim 2.1.1 WGMMA, torch CPU, {threads_default} threads", timings[threads_default]),
+            ("fp8ref hopper_wgmma_tile, 1 thread", ours_1),
+            (f"fp8ref hopper_wgmma_tile, {p} threads (OpenMP)", ours_p)]
+    for name, sec in rows:
+        print(f"{name:44}{sec * 1e6:>15.1f} us{sec / (64 * n) * 1e9:>9.2f} ns")
+    print(f"ratio, 1 thread each: fp8ref is {timings[1] / ours_1:.0f}x mmasim")
+    print(f"ratio, {threads_default} threads each: fp8ref is {timings[threads_default] / ours_p:.0f}x mmasim "
+          f"(target >= 1000x)")
+    print(f"outputs compared bitwise: {len(ref_z)}, mismatches: {bad}")
+    return bad
+
+
 # ---- report, golden ---------------------------------------------------------------------------------
 
 def case_line(cases, i, z):
@@ -404,6 +477,8 @@ def main():
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--no-fma-stub", action="store_true", help="import mmasim unmodified")
     ap.add_argument("--show", type=int, default=10)
+    ap.add_argument("--speed-tiles", type=int, default=0, metavar="N",
+                    help="also time N whole m64n256k32 instructions in mmasim and fp8ref (1 and all threads)")
     args = ap.parse_args()
     if not os.access(args.driver, os.X_OK):
         print(f"error: step driver {args.driver} not found or not executable", file=sys.stderr)
@@ -442,14 +517,16 @@ def main():
             n_steps, secs = step_timing
             ours = secs / n_steps
             theirs = t_mm / len(cases["c"])
-            print("== speed on the same instruction-level work (one k=32 step per output) ==")
+            print("== speed on single steps (mmasim batched over the independent cases) ==")
             print(f"mmasim {ver} (torch CPU, batched): {len(cases['c'])} steps in {t_mm:.2f} s = "
                   f"{theirs * 1e6:.2f} us/step")
             print(f"fp8ref hopper_wgmma_step (one thread): {n_steps} steps in {secs:.3f} s = "
                   f"{ours * 1e9:.1f} ns/step")
-            print(f"ratio: fp8ref is {theirs / ours:.0f}x mmasim per step (target >= 1000x)")
+            print(f"ratio: fp8ref is {theirs / ours:.0f}x mmasim per step")
     print(f"== fp8ref hopper_wgmma_step vs {ref_name} ==")
     n_bad = report(cases, ref_z, got_z, ref_name, args.show)
+    if args.speed_tiles and not args.dry_run:
+        n_bad += speed_tiles(args, WGMMA, workdir)
     if args.emit_golden:
         path = args.golden_out or (os.path.join(workdir, "hopper_wgmma_step.hex") if args.dry_run else
                                    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",

@@ -45,7 +45,7 @@ for d in /usr/include/eigen3 .whl/eigen3; do
 done
 [ -n "$EIGEN" ] || echo "warning: no Eigen headers (/usr/include/eigen3 or .whl/eigen3)"
 CXX="g++ -std=c++20 -O2 -ffp-contract=off -I."
-$CXX proptests/device/step_driver.cpp -o "$WORK/step_driver" >>"$LOG" 2>&1 &
+$CXX -fopenmp proptests/device/step_driver.cpp -o "$WORK/step_driver" >>"$LOG" 2>&1 &
 objs=()
 for f in proptests/device/gemm_driver.cpp reference/*.cpp; do
   o=$WORK/$(basename "$f").o
@@ -62,12 +62,12 @@ fi
 echo "built the drivers in $(($(date +%s) - t0)) s ($(nproc) cores, Eigen: ${EIGEN:-none})"
 
 # 3. 7a: the step model against mmasim, and the golden vectors.
-step_args=(--driver "$WORK/step_driver" --workdir "$WORK/step" --emit-golden 3000
+step_args=(--driver "$WORK/step_driver" --workdir "$WORK/step" --emit-golden 3000 --speed-tiles 24
            --golden-out "$OUT/hopper_wgmma_step.hex" --golden-safetensors "$OUT/hopper_wgmma_step.safetensors")
 [ $QUICK = 1 ] && step_args+=(--cases 8000)
 [ ${#DRY[@]} = 1 ] && step_args+=(--golden-out "$OUT/hopper_wgmma_step.DRYRUN.hex"
                                   --golden-safetensors "$OUT/hopper_wgmma_step.DRYRUN.safetensors")
-timeout 150 $PY proptests/device/mmasim_step_xcheck.py "${step_args[@]}" "${DRY[@]}" 2>&1 | tee "$OUT/mmasim_step_xcheck.log"
+timeout 240 $PY proptests/device/mmasim_step_xcheck.py "${step_args[@]}" "${DRY[@]}" 2>&1 | tee "$OUT/mmasim_step_xcheck.log"
 rc_a=${PIPESTATUS[0]}
 
 # 4. 7b: torch FP8 GEMMs predicted bitwise.

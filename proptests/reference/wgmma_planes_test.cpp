@@ -123,6 +123,27 @@ FP8REF_RC_PROP(WgmmaStepImplementations, ChainOnPlanesEqualsChainOnCodes, 100, (
   RC_ASSERT(bits(on_codes.bound) == bits(on_planes.bound));
 }
 
+// One wgmma instruction: every output of hopper_wgmma_tile is the integer model's step on its row
+// of A, its column of B and its C.
+FP8REF_RC_PROP(WgmmaStepImplementations, TileIsOneStepPerOutput, 30, ()) {
+  const Format fa = *test::gen_format(), fb = *test::gen_format();
+  const int M = *rc::gen::inRange(1, 65), N = 8 * *rc::gen::inRange(1, 33);
+  std::mt19937_64 rng(*rc::gen::arbitrary<std::uint64_t>());
+  std::vector<std::uint8_t> a(std::size_t(M) * 32), b(std::size_t(N) * 32);
+  for (auto& x : a) x = draw_code(fa, rng);
+  for (auto& x : b) x = draw_code(fb, rng);
+  const auto c = *rc::gen::container<std::vector<float>>(std::size_t(M) * std::size_t(N), gen_c());
+  std::vector<float> d(c.size());
+  hopper_wgmma_tile(fa, fb, M, N, a.data(), b.data(), c.data(), d.data());
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      const std::size_t o = std::size_t(i) * std::size_t(N) + std::size_t(j);
+      const Bounded want =
+          test::wgmma_step_integer(a.data() + 32 * i, b.data() + 32 * j, 32, fa, fb, c[o]);
+      RC_ASSERT(bits(d[o]) == bits(want.z));
+    }
+}
+
 // The forward steps on planes for the wgmma models: every element equals model_dot on the codes.
 FP8REF_RC_PROP(WgmmaStepImplementations, GroupedForwardOnPlanesEqualsModelOnCodes, 100, ()) {
   const std::int64_t G = *rc::gen::inRange<std::int64_t>(1, 5);
