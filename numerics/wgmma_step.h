@@ -42,6 +42,18 @@
 #include "numerics/exact_sum.h"
 #include "numerics/format.h"
 
+// The planes paths (chains, instructions) also come as a copy compiled for AVX2 on x86-64, chosen
+// at run time: the same operations on wider vectors, so the same bits (ISO mode contracts no
+// multiply-add and the target has no FMA); the tests run both copies.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define FP8REF_STEP_HAS_AVX2 1
+#define FP8REF_TARGET_AVX2 __attribute__((target("avx2")))
+#else
+#define FP8REF_STEP_HAS_AVX2 0
+#define FP8REF_TARGET_AVX2
+#endif
+#define FP8REF_ALWAYS_INLINE inline __attribute__((always_inline))
+
 namespace fp8ref {
 
 // Fraction bits the H100 FP8 tensor core keeps in the aligned terms and in its accumulator.
@@ -89,20 +101,21 @@ inline const StepCode* step_code_table(Format f) {
 }
 
 // The step on its 32 products p_k (exact f32 values; lanes past n hold 0 with exponent
-// kStepNoTerm + kStepNoTerm) with raw exponents e_k, and C.
-// Step 4 for a product: trunc(p_k·2^(13-E)). The scaling is exact in f32 (E >= e_k >= -28, so
-// the scale is at most 2^41 and |p_k|·2^(13-E) < 2^15; a result far below 1 may round, but it
-// truncates to 0 either way), and the f32 -> int conversion truncates toward zero, sign kept.
-// C goes through the integer path: its exponent may lie far below the f32 range of the scale.
-// |S| < 33·2^15: int arithmetic is exact. The loops have no branches and vectorise.
-inline Bounded wgmma_step_core(const float* p, const std::int16_t* e, float c) {
+// kStepNoTerm + kStepNoTerm) with raw exponents e_k, and C; the bound only when kBound.
+// Step 4 for a term: trunc(x·2^(13-E)). With a product term E >= -28, so the scale is at most
+// 2^41 and the scaling is exact in f32 for the products and for C (|x|·2^(13-E) < 2^15; a result
+// far below 1 may round, but it truncates to 0 either way); the f32 -> int conversion truncates
+// toward zero, sign kept, and |S| < 2^21 makes the int sum exact. C alone (no product term) may
+// lie below the f32 range of the scale: its term is shifted as an integer. Step 6: float(S) is
+// exact, clearing its 10 low significand bits truncates it to 14 significant bits, and the
+// power-of-two scaling in f64 and the conversion to f32 are exact (multiples of 2^-139 below
+// 2^-126), but overflow to ±Inf from a leading exponent above 127. No branch on the data but
+// the rare specials and C-alone cases; the loops vectorise.
+template <bool kBound>
+FP8REF_ALWAYS_INLINE Bounded wgmma_step_core(const float* p, const std::int16_t* e, float c) {
   constexpr int kF = kHopperFp8FractionBits;
   std::int16_t e_prod = kStepNoTerm + kStepNoTerm;
-  int terms = 0;
-  for (int k = 0; k < kHopperWgmmaK; ++k) {
-    e_prod = std::max(e_prod, e[k]);
-    terms += e[k] > kStepNoTermBelow;
-  }
+  for (int k = 0; k < kHopperWgmmaK; ++k) e_prod = std::max(e_prod, e[k]);
   // 1. Specials: a NaN / Inf operand or C. The f64 sum of C and the products is NaN or ±Inf
   // (finite FP8 products cannot overflow), whatever the order: NaN -> 0x7FFFFFFF, ±Inf kept.
   if (e_prod > kStepSpecialAbove || !std::isfinite(c)) {
@@ -111,41 +124,43 @@ inline Bounded wgmma_step_core(const float* p, const std::int16_t* e, float c) {
     return {std::isnan(s) ? std::bit_cast<float>(std::uint32_t{0x7FFFFFFF}) : float(s), 0.0};
   }
   // 2-3. E over the non-zero terms, C included (exponent of its encoding, subnormal at -126).
-  const F32Parts cp = f32_parts(c);
-  const int ec = cp.exp + 23;
-  int e_max = e_prod;
-  if (cp.sig != 0) e_max = terms ? std::max(e_max, ec) : ec, ++terms;
-  if (terms == 0) return {0.0f, 0.0};
-  // 4-5. Align to E, truncate each magnitude to 13 fraction bits, sum exactly. Without a
-  // product term the lanes are zeros and any scale in range serves.
+  const std::uint32_t cu = std::bit_cast<std::uint32_t>(c);
+  const bool c_term = (cu & 0x7FFFFFFFu) != 0;
+  const int field = int(cu >> 23 & 0xFF), ec = (field ? field : 1) - 127;
+  const bool product_term = e_prod > kStepNoTermBelow;
+  if (!product_term && !c_term) return {0.0f, 0.0};
+  const int e_max = product_term ? (c_term ? std::max<int>(e_prod, ec) : e_prod) : ec;
+  // 4-5. Align to E, truncate each magnitude to 13 fraction bits below it, sum exactly.
+  std::int32_t s = 0;
   bool inexact = false;
-  std::int64_t s = shift_truncate(cp.sig, kF + ec - e_max - 23, inexact);
-  const float scale = std::bit_cast<float>(std::uint32_t(127 + kF - std::max(e_max, -64)) << 23);
-  int sum = 0, lost = 0;
-  for (int k = 0; k < kHopperWgmmaK; ++k) {
-    const float x = p[k] * scale;
-    const int t = int(x);
-    sum += t;
-    lost |= float(t) != x;
+  if (product_term) {
+    const float scale = std::bit_cast<float>(std::uint32_t(127 + kF - e_max) << 23);
+    int lost = 0;
+    for (int k = 0; k < kHopperWgmmaK; ++k) {
+      const float x = p[k] * scale;
+      const int t = int(x);
+      s += t;
+      if constexpr (kBound) lost |= float(t) != x;
+    }
+    const float xc = c * scale;
+    s += int(xc);
+    inexact = lost || float(int(xc)) != xc;
+  } else {
+    const std::int32_t mag = std::int32_t(cu & 0x7FFFFF) | (field ? 0x800000 : 0);
+    s = (cu >> 31) ? -(mag >> 10) : mag >> 10;  // E = ec: C's significand keeps 13 fraction bits
+    inexact = (mag & 0x3FF) != 0;
   }
-  s += sum;
-  inexact = inexact || lost;
-  const double term_bound = inexact ? terms * exp2i(e_max - kF) : 0.0;
-  if (s == 0) return {0.0f, term_bound * kBoundSlack};
   // 6. Normalise and truncate to 14 significant bits (value = s·2^(e_max - 13)).
-  std::uint64_t mag = std::uint64_t(s < 0 ? -s : s);
-  int q = e_max - kF;
-  const int lead = q + (63 - std::countl_zero(mag));
-  if (lead >= -126) {
-    const int drop = (63 - std::countl_zero(mag)) - kF;  // keep kF + 1 significant bits
-    if (drop > 0) mag >>= drop, q += drop;
+  const float t14 = std::bit_cast<float>(std::bit_cast<std::uint32_t>(float(s)) & 0xFFFFFC00u);
+  const float z = float(double(t14) * exp2i(e_max - kF));
+  if constexpr (!kBound) {
+    return {z, 0.0};
+  } else {
+    int terms = c_term;
+    for (int k = 0; k < kHopperWgmmaK; ++k) terms += e[k] > kStepNoTermBelow;
+    const double term_bound = inexact ? terms * exp2i(e_max - kF) : 0.0;
+    return {z, (term_bound + std::fabs(double(z)) * exp2i(-kF)) * kBoundSlack};
   }
-  if (lead > 127) {
-    const float inf = std::numeric_limits<float>::infinity();
-    return {s < 0 ? -inf : inf, std::numeric_limits<double>::infinity()};
-  }
-  const float z = float(double(mag) * exp2i(q)) * (s < 0 ? -1.0f : 1.0f);
-  return {z, (term_bound + std::fabs(double(z)) * exp2i(-kF)) * kBoundSlack};
 }
 
 [[noreturn]] inline void throw_step_length(int n) {
@@ -163,10 +178,11 @@ inline void decode_wgmma_planes(Format f, const std::uint8_t* codes, std::int64_
   for (std::int64_t k = 0; k < n; ++k) value[k] = t[codes[k]].value, exp[k] = t[codes[k]].exp;
 }
 
-// One step on planes (n <= 32 products) with its error bound against the exact value of
-// sum(a_k·b_k) + c.
-inline Bounded hopper_wgmma_step_bounded(WgmmaPlanes a, WgmmaPlanes b, int n, float c) {
-  if (n < 0 || n > kHopperWgmmaK) detail::throw_step_length(n);
+namespace detail {
+
+template <bool kBound>
+FP8REF_ALWAYS_INLINE Bounded step_on_planes(WgmmaPlanes a, WgmmaPlanes b, int n, float c) {
+  if (n < 0 || n > kHopperWgmmaK) throw_step_length(n);
   float p[kHopperWgmmaK];
   std::int16_t e[kHopperWgmmaK];
   if (n == kHopperWgmmaK) {
@@ -177,30 +193,44 @@ inline Bounded hopper_wgmma_step_bounded(WgmmaPlanes a, WgmmaPlanes b, int n, fl
     for (int k = 0; k < n; ++k)
       p[k] = a.value[k] * b.value[k], e[k] = std::int16_t(a.exp[k] + b.exp[k]);
   }
-  return detail::wgmma_step_core(p, e, c);
+  return wgmma_step_core<kBound>(p, e, c);
+}
+
+template <bool kBound>
+Bounded step_on_codes(const std::uint8_t* a, const std::uint8_t* b, int n, Format fa, Format fb,
+                      float c) {
+  if (n < 0 || n > kHopperWgmmaK) throw_step_length(n);
+  require_operand_format(fa);
+  require_operand_format(fb);
+  const StepCode *ta = step_code_table(fa), *tb = step_code_table(fb);
+  float p[kHopperWgmmaK];
+  std::int16_t e[kHopperWgmmaK];
+  for (int k = 0; k < kHopperWgmmaK; ++k) p[k] = 0.0f, e[k] = kStepNoTerm + kStepNoTerm;
+  for (int k = 0; k < n; ++k) {
+    const StepCode x = ta[a[k]], y = tb[b[k]];
+    p[k] = x.value * y.value, e[k] = std::int16_t(x.exp + y.exp);
+  }
+  return wgmma_step_core<kBound>(p, e, c);
+}
+
+}  // namespace detail
+
+// One step on planes (n <= 32 products) with its error bound against the exact value of
+// sum(a_k·b_k) + c.
+inline Bounded hopper_wgmma_step_bounded(WgmmaPlanes a, WgmmaPlanes b, int n, float c) {
+  return detail::step_on_planes<true>(a, b, n, c);
 }
 
 // One step on codes, with its error bound against the exact value of sum(a_k·b_k) + c.
 inline Bounded hopper_wgmma_step_bounded(const std::uint8_t* a, const std::uint8_t* b, int n,
                                          Format fa, Format fb, float c) {
-  if (n < 0 || n > kHopperWgmmaK) detail::throw_step_length(n);
-  require_operand_format(fa);
-  require_operand_format(fb);
-  const detail::StepCode *ta = detail::step_code_table(fa), *tb = detail::step_code_table(fb);
-  float p[kHopperWgmmaK];
-  std::int16_t e[kHopperWgmmaK];
-  for (int k = 0; k < kHopperWgmmaK; ++k) p[k] = 0.0f, e[k] = kStepNoTerm + kStepNoTerm;
-  for (int k = 0; k < n; ++k) {
-    const detail::StepCode x = ta[a[k]], y = tb[b[k]];
-    p[k] = x.value * y.value, e[k] = std::int16_t(x.exp + y.exp);
-  }
-  return detail::wgmma_step_core(p, e, c);
+  return detail::step_on_codes<true>(a, b, n, fa, fb, c);
 }
 
 // The model of one H100 wgmma FP8 step: D = sum_{k<n} a_k·b_k + c (n = 32 for the hardware).
 inline float hopper_wgmma_step(const std::uint8_t* a, const std::uint8_t* b, int n, Format fa,
                                Format fb, float c) {
-  return hopper_wgmma_step_bounded(a, b, n, fa, fb, c).z;
+  return detail::step_on_codes<false>(a, b, n, fa, fb, c).z;
 }
 
 // A chain of steps over k in [0, len): acc = step(a[k..k+32), b[k..k+32), acc), starting from
@@ -217,35 +247,90 @@ inline Bounded hopper_wgmma_chain(const std::uint8_t* a, const std::uint8_t* b, 
   return acc;
 }
 
-// The same chain on planes.
-inline Bounded hopper_wgmma_chain(WgmmaPlanes a, WgmmaPlanes b, std::int64_t len, Bounded c) {
+// Instruction sets of the planes paths: `baseline` (the compiler's target) everywhere, `avx2` on
+// x86-64 processors that have it. Same bits.
+enum class StepIsa : std::uint8_t { baseline, avx2 };
+inline bool step_isa_available(StepIsa isa) {
+#if FP8REF_STEP_HAS_AVX2
+  static const bool avx2 = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
+  return isa == StepIsa::baseline || avx2;
+#else
+  return isa == StepIsa::baseline;
+#endif
+}
+inline StepIsa best_step_isa() {
+  return step_isa_available(StepIsa::avx2) ? StepIsa::avx2 : StepIsa::baseline;
+}
+
+namespace detail {
+
+FP8REF_ALWAYS_INLINE Bounded chain_on_planes(WgmmaPlanes a, WgmmaPlanes b, std::int64_t len,
+                                             Bounded c) {
   Bounded acc = c;
   for (std::int64_t k = 0; k < len; k += kHopperWgmmaK) {
     const int n = int(std::min<std::int64_t>(kHopperWgmmaK, len - k));
-    const Bounded st = hopper_wgmma_step_bounded(a + k, b + k, n, acc.z);
+    const Bounded st = step_on_planes<true>(a + k, b + k, n, acc.z);
     acc = {st.z, acc.bound + st.bound};
   }
   return acc;
+}
+FP8REF_TARGET_AVX2 inline Bounded chain_on_planes_avx2(WgmmaPlanes a, WgmmaPlanes b,
+                                                       std::int64_t len, Bounded c) {
+  return chain_on_planes(a, b, len, c);
+}
+
+// Rows of A (M, 32) against rows of B (N, 32), decoded: D = A·Bᵀ + C, one step per output.
+FP8REF_ALWAYS_INLINE void tile_on_planes(int M, int N, const float* va, const std::int16_t* ea,
+                                         const float* vb, const std::int16_t* eb, const float* c,
+                                         float* d) {
+  constexpr int K = kHopperWgmmaK;
+  for (int i = 0; i < M; ++i) {
+    const WgmmaPlanes pa{va + std::size_t(i) * K, ea + std::size_t(i) * K};
+    for (int j = 0; j < N; ++j) {
+      const WgmmaPlanes pb{vb + std::size_t(j) * K, eb + std::size_t(j) * K};
+      const std::size_t o = std::size_t(i) * std::size_t(N) + std::size_t(j);
+      d[o] = step_on_planes<false>(pa, pb, K, c[o]).z;
+    }
+  }
+}
+FP8REF_TARGET_AVX2 inline void tile_on_planes_avx2(int M, int N, const float* va,
+                                                   const std::int16_t* ea, const float* vb,
+                                                   const std::int16_t* eb, const float* c,
+                                                   float* d) {
+  tile_on_planes(M, N, va, ea, vb, eb, c, d);
+}
+
+inline void require_isa(StepIsa isa) {
+  if (!step_isa_available(isa))
+    throw std::invalid_argument("fp8ref: this processor has no AVX2 for the wgmma step");
+}
+
+}  // namespace detail
+
+// The same chain on planes, on the instruction set `isa`.
+inline Bounded hopper_wgmma_chain(WgmmaPlanes a, WgmmaPlanes b, std::int64_t len, Bounded c,
+                                  StepIsa isa = best_step_isa()) {
+  detail::require_isa(isa);
+  return isa == StepIsa::avx2 ? detail::chain_on_planes_avx2(a, b, len, c)
+                              : detail::chain_on_planes(a, b, len, c);
 }
 
 // One wgmma instruction m{M}n{N}k32: D (M, N) = A (M, 32) · B (N, 32)ᵀ + C (M, N), row-major, each
 // output one step (what MMA-Sim's WGMMA("Hopper", "mMnNk32.f32.<fa>.<fb>") computes; B given as
 // its N columns of 32 codes). Every row of A and of B is decoded to planes once. d may alias c.
 inline void hopper_wgmma_tile(Format fa, Format fb, int M, int N, const std::uint8_t* a,
-                              const std::uint8_t* b, const float* c, float* d) {
+                              const std::uint8_t* b, const float* c, float* d,
+                              StepIsa isa = best_step_isa()) {
+  detail::require_isa(isa);
   constexpr int K = kHopperWgmmaK;
   std::vector<float> va(std::size_t(M) * K), vb(std::size_t(N) * K);
   std::vector<std::int16_t> ea(va.size()), eb(vb.size());
   decode_wgmma_planes(fa, a, std::int64_t(M) * K, va.data(), ea.data());
   decode_wgmma_planes(fb, b, std::int64_t(N) * K, vb.data(), eb.data());
-  for (int i = 0; i < M; ++i) {
-    const WgmmaPlanes pa{va.data() + std::size_t(i) * K, ea.data() + std::size_t(i) * K};
-    for (int j = 0; j < N; ++j) {
-      const WgmmaPlanes pb{vb.data() + std::size_t(j) * K, eb.data() + std::size_t(j) * K};
-      const std::size_t o = std::size_t(i) * std::size_t(N) + std::size_t(j);
-      d[o] = hopper_wgmma_step_bounded(pa, pb, K, c[o]).z;
-    }
-  }
+  if (isa == StepIsa::avx2)
+    detail::tile_on_planes_avx2(M, N, va.data(), ea.data(), vb.data(), eb.data(), c, d);
+  else
+    detail::tile_on_planes(M, N, va.data(), ea.data(), vb.data(), eb.data(), c, d);
 }
 
 }  // namespace fp8ref

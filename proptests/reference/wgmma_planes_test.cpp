@@ -8,6 +8,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -30,6 +31,20 @@ struct Planes {
   }
   WgmmaPlanes at(std::size_t k) const { return {v.data() + k, e.data() + k}; }
 };
+
+// Both instruction-set copies of the planes paths where the processor has them (the baseline
+// always; the test log says whether AVX2 ran).
+std::vector<StepIsa> available_isas() {
+  std::vector<StepIsa> v{StepIsa::baseline};
+  if (step_isa_available(StepIsa::avx2)) v.push_back(StepIsa::avx2);
+  return v;
+}
+
+TEST(WgmmaStepImplementations, ReportsTheInstructionSets) {
+  std::printf("wgmma planes paths checked on: baseline%s\n",
+              step_isa_available(StepIsa::avx2) ? ", avx2" : " (no AVX2 on this processor)");
+  EXPECT_EQ(best_step_isa() == StepIsa::avx2, step_isa_available(StepIsa::avx2));
+}
 
 // The library on codes and on planes, and the integer oracle, agree in bits and bound.
 void expect_same(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b, int n,
@@ -118,9 +133,11 @@ FP8REF_RC_PROP(WgmmaStepImplementations, ChainOnPlanesEqualsChainOnCodes, 100, (
   const float c = *gen_c();
   const Planes pa(fa, a), pb(fb, b);
   const Bounded on_codes = hopper_wgmma_chain(a.data(), b.data(), len, fa, fb, {c, 0.0});
-  const Bounded on_planes = hopper_wgmma_chain(pa.at(0), pb.at(0), len, {c, 0.0});
-  RC_ASSERT(bits(on_codes.z) == bits(on_planes.z));
-  RC_ASSERT(bits(on_codes.bound) == bits(on_planes.bound));
+  for (StepIsa isa : available_isas()) {
+    const Bounded on_planes = hopper_wgmma_chain(pa.at(0), pb.at(0), len, {c, 0.0}, isa);
+    RC_ASSERT(bits(on_codes.z) == bits(on_planes.z));
+    RC_ASSERT(bits(on_codes.bound) == bits(on_planes.bound));
+  }
 }
 
 // One wgmma instruction: every output of hopper_wgmma_tile is the integer model's step on its row
@@ -134,14 +151,16 @@ FP8REF_RC_PROP(WgmmaStepImplementations, TileIsOneStepPerOutput, 30, ()) {
   for (auto& x : b) x = draw_code(fb, rng);
   const auto c = *rc::gen::container<std::vector<float>>(std::size_t(M) * std::size_t(N), gen_c());
   std::vector<float> d(c.size());
-  hopper_wgmma_tile(fa, fb, M, N, a.data(), b.data(), c.data(), d.data());
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j) {
-      const std::size_t o = std::size_t(i) * std::size_t(N) + std::size_t(j);
-      const Bounded want =
-          test::wgmma_step_integer(a.data() + 32 * i, b.data() + 32 * j, 32, fa, fb, c[o]);
-      RC_ASSERT(bits(d[o]) == bits(want.z));
-    }
+  for (StepIsa isa : available_isas()) {
+    hopper_wgmma_tile(fa, fb, M, N, a.data(), b.data(), c.data(), d.data(), isa);
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        const std::size_t o = std::size_t(i) * std::size_t(N) + std::size_t(j);
+        const Bounded want =
+            test::wgmma_step_integer(a.data() + 32 * i, b.data() + 32 * j, 32, fa, fb, c[o]);
+        RC_ASSERT(bits(d[o]) == bits(want.z));
+      }
+  }
 }
 
 // The forward steps on planes for the wgmma models: every element equals model_dot on the codes.
