@@ -1,5 +1,6 @@
-// CPU reference grouped GEMMs (DESIGN §3.5): argument checks, operand gathering, and the
-// per-element model evaluation; `exact` on whole groups through exact_gemm.h. See grouped_gemm.h.
+// CPU reference M-grouped forward and dgrad (DESIGN §3.5): argument checks, operand gathering,
+// and the per-element model evaluation; `exact` on whole groups through exact_gemm.h. The
+// K-grouped wgrad is in grouped_wgrad.cpp. See grouped_gemm.h.
 #include "reference/grouped_gemm.h"
 
 #include <algorithm>
@@ -11,49 +12,12 @@
 #include "numerics/exact_sum.h"
 #include "reference/exact_gemm.h"
 #include "reference/group_desc.h"
+#include "reference/grouped_gemm_detail.h"
 
 namespace fp8ref::ref {
 namespace {
 
-[[noreturn]] void fail(const std::string& what) { throw std::invalid_argument("fp8ref: " + what); }
-std::string str(std::int64_t x) { return std::to_string(x); }
-
-void expect_size(const char* name, std::size_t got, std::int64_t want) {
-  if (std::int64_t(got) != want)
-    fail(std::string(name) + " has " + str(std::int64_t(got)) + " elements, expected " + str(want));
-}
-
-void expect_scale(const char* name, std::span<const float> s, std::int64_t i, bool pow2) {
-  const float v = s[std::size_t(i)];
-  if (!std::isfinite(v))
-    fail(std::string(name) + "[" + str(i) + "] = " + std::to_string(v) + " is not finite");
-  if (pow2 && (v <= 0.0f || f32_parts_odd(v).sig != 1))
-    fail(std::string(name) + "[" + str(i) + "] = " + std::to_string(v) +
-         " is not a power of two (mx scales are E8M0 values)");
-}
-
-void check_model(ModelChoice m, Scaling s) {
-  if (m.split_k < 1) fail("split_k = " + str(m.split_k) + " must be >= 1");
-  if (m.split_blocks < 0) fail("split_blocks = " + str(m.split_blocks) + " must be >= 0");
-  if (m.split_blocks > 0 && m.split_k != 1)
-    fail("split_k = " + str(m.split_k) + " and split_blocks = " + str(m.split_blocks) +
-         ": give a slice count or a slice length, not both");
-  if (!accepts_split_k(m.model) && !m.split().is_single())
-    fail(std::string("split-K applies to the hopper models only, not ") + to_string(m.model));
-  if (m.epilogue != Epilogue::model) {
-    if (!accepts_epilogue(m.model))
-      fail(std::string("epilogue ") + to_string(m.epilogue) + " does not apply to model " +
-           to_string(m.model));
-    if (s == Scaling::blockwise || s == Scaling::mx)
-      fail(std::string("epilogue ") + to_string(m.epilogue) +
-           " needs tensorwise, rowwise or no scaling, not " + to_string(s));
-  }
-  if ((s == Scaling::blockwise || s == Scaling::mx) && needs_constant_scales(m.model))
-    fail(std::string("model ") + to_string(m.model) + " needs scales constant over K; " +
-         to_string(s) +
-         " scaling needs hopper_promoted_blockwise, hopper_mma_sync, "
-         "fp32_sequential or exact");
-}
+using namespace detail;  // NOLINT: the shared checks and stores of grouped_gemm_detail.h
 
 // Scale entries per A row (0: one shared scale) and in scale_b, for the forward's scaling.
 struct ScaleCounts {
@@ -70,14 +34,6 @@ ScaleCounts scale_counts(const GroupedGemmOperands& op) {
     case Scaling::mx: return {op.M * nmx, nmx, op.G * op.N * nmx};
   }
   return {0, 0, 0};
-}
-
-void check_output(const GemmOutput& y, std::int64_t count) {
-  if (y.dtype == OutDtype::f32)
-    expect_size("output (f32)", y.f32.size(), count);
-  else
-    expect_size(y.dtype == OutDtype::bf16 ? "output (bf16)" : "output (f16)", y.u16.size(), count);
-  if (!y.bound.empty()) expect_size("bound", y.bound.size(), count);
 }
 
 void check_forward(const GroupedGemmOperands& op, std::span<const std::int32_t> row_map,
@@ -121,8 +77,6 @@ std::vector<std::uint8_t> b_nk(const GroupedGemmOperands& op) {
   return t;
 }
 
-constexpr float kOne = 1.0f;
-
 // The scales of A (by row) and of group g's B (by column).
 detail::ScaleGrid grid_a(const GroupedGemmOperands& op) {
   const std::int64_t nbk = ceil_div(op.K, kScaleBlockK), nmx = ceil_div(op.K, kMxBlockK);
@@ -147,34 +101,6 @@ detail::ScaleGrid grid_b(const GroupedGemmOperands& op, std::int64_t g) {
     case Scaling::mx: return {s + g * op.N * nmx, nmx, 1, true, kMxBlockK};
   }
   return {&kOne, 0, 1, false, kScaleBlockK};
-}
-
-double exact_rounding_bound(double z, OutDtype d) {
-  if (!std::isfinite(z)) return std::isnan(z) ? z : INFINITY;
-  const double half_min_subnormal = d == OutDtype::f32    ? 0x1p-150
-                                    : d == OutDtype::bf16 ? 0x1p-134
-                                                          : 0x1p-25;
-  return std::ldexp(std::fabs(z), -out_precision(d)) + half_min_subnormal;
-}
-
-void put_bits(const GemmOutput& y, std::size_t i, std::uint32_t bits) {
-  if (y.dtype == OutDtype::f32)
-    y.f32[i] = std::bit_cast<float>(bits);
-  else
-    y.u16[i] = std::uint16_t(bits);
-}
-
-// `exact`: z holds the exact value rounded once to y.dtype.
-void store_exact(const GemmOutput& y, std::size_t i, double z) {
-  put_bits(y, i, out_bits(z, y.dtype));
-  if (!y.bound.empty()) y.bound[i] = exact_rounding_bound(z, y.dtype);
-}
-
-// A model's f32 result, converted to the output type.
-void store_model(const GemmOutput& y, std::size_t i, Bounded m) {
-  const std::uint32_t bits = f32_to_out_bits(m.z, y.dtype);
-  put_bits(y, i, bits);
-  if (!y.bound.empty()) y.bound[i] = m.bound + std::fabs(out_value(bits, y.dtype) - double(m.z));
 }
 
 void forward_exact(const GroupedGemmOperands& op, const std::uint8_t* b,
@@ -205,26 +131,6 @@ void forward_exact(const GroupedGemmOperands& op, const std::uint8_t* b,
         store_exact(y, std::size_t(rows[std::size_t(i)] * op.N + n), z[std::size_t(i * op.N + n)]);
   }
 }
-
-// The wgmma models step on planes (decode_wgmma_planes) decoded once per row of A and per column
-// of B, instead of looking every code up at every step: the same bits, several times faster.
-bool steps_on_planes(AccumulationModel m) {
-  return m == AccumulationModel::hopper_unpromoted ||
-         m == AccumulationModel::hopper_promoted_blockwise ||
-         m == AccumulationModel::hopper_promoted_tensorwise ||
-         m == AccumulationModel::hopper_promoted_rowwise;
-}
-
-struct Planes {
-  std::vector<float> value;
-  std::vector<std::int16_t> exp;
-  void decode(Format f, const std::uint8_t* codes, std::int64_t n) {
-    value.resize(std::size_t(n));
-    exp.resize(std::size_t(n));
-    decode_wgmma_planes(f, codes, n, value.data(), exp.data());
-  }
-  WgmmaPlanes at(std::int64_t k) const { return {value.data() + k, exp.data() + k}; }
-};
 
 // Columns of B decoded at a time: about 2^22 codes (24 MiB of planes) whatever N and K are.
 constexpr std::int64_t kPlaneCodes = std::int64_t{1} << 22;
@@ -326,87 +232,6 @@ void grouped_gemm_forward_offs(const GroupedGemmOperands& op, std::span<const st
   expect_size("offs", offs.size(), op.G);
   const std::vector<std::int32_t> map = row_map_from_offsets(offs, op.M);
   grouped_gemm_forward(op, map, model, outside, y);
-}
-
-namespace {
-
-// RN_f32(c + sum_k dy_k·x_k·s) exactly (s = sdy·sx as an exact product), blocks of 128.
-float exact_wgrad_element(const std::uint8_t* dy, const std::uint8_t* x, std::int64_t m, Format fdy,
-                          Format fx, ElementScales sc, float c) {
-  if (!std::isfinite(c) || dot_has_nonfinite(dy, x, m, fdy, fx))
-    return float(double(c) + exact_dot(dy, x, m, fdy, fx, sc, OutDtype::f32));
-  ExactAccumulator acc;
-  const F32Parts cp = f32_parts(c), sa = f32_parts(sc.a(0)), sb = f32_parts(sc.b(0));
-  acc.add(cp.sig, cp.exp);
-  for (std::int64_t k0 = 0; k0 < m; k0 += kScaleBlockK) {
-    const i128 p = exact_dot_units(dy + k0, x + k0, std::min(kScaleBlockK, m - k0), fdy, fx);
-    acc.add(p * i128(sa.sig * sb.sig), product_unit_exp(fdy, fx) + sa.exp + sb.exp);
-  }
-  return float(acc.round_to(OutDtype::f32));
-}
-
-}  // namespace
-
-void grouped_gemm_wgrad(const WgradOperands& op, std::span<const std::int64_t> offs,
-                        ModelChoice model, std::span<float> dw, std::span<double> bound) {
-  require_operand_format(op.fdy);
-  require_operand_format(op.fx);
-  expect_size("dY", op.dy.size(), op.M * op.N);
-  expect_size("X", op.x.size(), op.M * op.K);
-  expect_size("C", op.c.size(), op.G * op.N * op.K);
-  expect_size("dW", dw.size(), op.G * op.N * op.K);
-  if (!bound.empty()) expect_size("bound", bound.size(), op.G * op.N * op.K);
-  expect_size("offs", offs.size(), op.G);
-  validate_offsets(offs, op.M, 1);
-  if (op.scaling != Scaling::none && op.scaling != Scaling::tensorwise)
-    fail("wgrad supports scaling none or tensorwise");
-  check_model(model, op.scaling);
-  const bool scaled = op.scaling == Scaling::tensorwise;
-  expect_size("scale_dy", op.scale_dy.size(), scaled ? 1 : 0);
-  expect_size("scale_x", op.scale_x.size(), scaled ? 1 : 0);
-  if (scaled)
-    expect_scale("scale_dy", op.scale_dy, 0, false), expect_scale("scale_x", op.scale_x, 0, false);
-  const ElementScales sc{scaled ? op.scale_dy.data() : &kOne, scaled ? op.scale_x.data() : &kOne,
-                         false};
-  for (std::int64_t g = 0; g < op.G; ++g) {
-    const std::int64_t r0 = g ? offs[std::size_t(g - 1)] : 0, m = offs[std::size_t(g)] - r0;
-    // Columns of dY and X over the group's rows, contiguous.
-    std::vector<std::uint8_t> dyt(std::size_t(op.N * m)), xt(std::size_t(op.K * m));
-    for (std::int64_t i = 0; i < m; ++i) {
-      for (std::int64_t n = 0; n < op.N; ++n)
-        dyt[std::size_t(n * m + i)] = op.dy[std::size_t((r0 + i) * op.N + n)];
-      for (std::int64_t k = 0; k < op.K; ++k)
-        xt[std::size_t(k * m + i)] = op.x[std::size_t((r0 + i) * op.K + k)];
-    }
-    Planes pdy, px;
-    if (m > 0 && steps_on_planes(model.model)) {
-      pdy.decode(op.fdy, dyt.data(), op.N * m);
-      px.decode(op.fx, xt.data(), op.K * m);
-    }
-#pragma omp parallel for schedule(static)
-    for (std::int64_t n = 0; n < op.N; ++n) {
-      for (std::int64_t k = 0; k < op.K; ++k) {
-        const std::size_t i = std::size_t((g * op.N + n) * op.K + k);
-        const float c = op.c[i];
-        const std::uint8_t* u = dyt.data() + n * m;
-        const std::uint8_t* v = xt.data() + k * m;
-        DotRun x{u, v, op.fdy, op.fx};
-        if (!pdy.value.empty()) x.pa = pdy.at(n * m), x.pb = px.at(k * m);
-        double bd = 0.0;
-        if (m == 0) {
-          dw[i] = c;  // empty group: exactly C
-        } else if (model.model == AccumulationModel::exact) {
-          dw[i] = exact_wgrad_element(u, v, m, op.fdy, op.fx, sc, c);
-          bd = f32_rounding_bound(dw[i]);
-        } else {
-          const Bounded z = model_dot(model.model, x, m, sc, model.split(), model.epilogue);
-          dw[i] = c + z.z;
-          bd = z.bound + f32_rounding_bound(dw[i]);
-        }
-        if (!bound.empty()) bound[i] = bd * kBoundSlack;
-      }
-    }
-  }
 }
 
 }  // namespace fp8ref::ref
