@@ -95,7 +95,12 @@ inline void store_exact(const GemmOutput& y, std::size_t i, double z) {
 inline void store_model(const GemmOutput& y, std::size_t i, Bounded m) {
   const std::uint32_t bits = f32_to_out_bits(m.z, y.dtype);
   put_bits(y, i, bits);
-  if (!y.bound.empty()) y.bound[i] = m.bound + std::fabs(out_value(bits, y.dtype) - double(m.z));
+  if (y.bound.empty()) return;
+  const double out = out_value(bits, y.dtype);
+  // A non-finite result has no finite distance to the exact value: +Inf, or NaN for NaN (as
+  // exact_rounding_bound), never the NaN of Inf - Inf.
+  y.bound[i] = std::isfinite(out) ? m.bound + std::fabs(out - double(m.z))
+                                  : std::isnan(out) ? out : INFINITY;
 }
 
 // The wgmma models step on planes (decode_wgmma_planes) decoded once per row of A and per column
