@@ -6,3 +6,4 @@
 #include "numerics/bounded.h"
 #include "numerics/mma_sync_step.h"
 #include "numerics/wgmma_step.h"
+#include "numerics/wgmma_tile.h"

@@ -32,6 +32,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -48,9 +49,11 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define FP8REF_STEP_HAS_AVX2 1
 #define FP8REF_TARGET_AVX2 __attribute__((target("avx2")))
+#define FP8REF_TARGET_AVX512 __attribute__((target("avx2,avx512f,avx512vl,avx512bw,avx512dq")))
 #else
 #define FP8REF_STEP_HAS_AVX2 0
 #define FP8REF_TARGET_AVX2
+#define FP8REF_TARGET_AVX512
 #endif
 #define FP8REF_ALWAYS_INLINE inline __attribute__((always_inline))
 
@@ -247,19 +250,28 @@ inline Bounded hopper_wgmma_chain(const std::uint8_t* a, const std::uint8_t* b, 
   return acc;
 }
 
-// Instruction sets of the planes paths: `baseline` (the compiler's target) everywhere, `avx2` on
-// x86-64 processors that have it. Same bits.
-enum class StepIsa : std::uint8_t { baseline, avx2 };
+// Instruction sets of the planes paths: `baseline` (the compiler's target) everywhere, `avx2` and
+// `avx512` on x86-64 processors that have them. Same bits.
+enum class StepIsa : std::uint8_t { baseline, avx2, avx512 };
+constexpr const char* to_string(StepIsa isa) {
+  return isa == StepIsa::avx512 ? "avx512" : isa == StepIsa::avx2 ? "avx2" : "baseline";
+}
 inline bool step_isa_available(StepIsa isa) {
 #if FP8REF_STEP_HAS_AVX2
   static const bool avx2 = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
-  return isa == StepIsa::baseline || avx2;
+  static const bool avx512 =
+      avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+  return isa == StepIsa::baseline || (isa == StepIsa::avx2 && avx2) ||
+         (isa == StepIsa::avx512 && avx512);
 #else
   return isa == StepIsa::baseline;
 #endif
 }
 inline StepIsa best_step_isa() {
-  return step_isa_available(StepIsa::avx2) ? StepIsa::avx2 : StepIsa::baseline;
+  return step_isa_available(StepIsa::avx512) ? StepIsa::avx512
+         : step_isa_available(StepIsa::avx2) ? StepIsa::avx2
+                                             : StepIsa::baseline;
 }
 
 namespace detail {
@@ -278,31 +290,15 @@ FP8REF_TARGET_AVX2 inline Bounded chain_on_planes_avx2(WgmmaPlanes a, WgmmaPlane
                                                        std::int64_t len, Bounded c) {
   return chain_on_planes(a, b, len, c);
 }
-
-// Rows of A (M, 32) against rows of B (N, 32), decoded: D = A·Bᵀ + C, one step per output.
-FP8REF_ALWAYS_INLINE void tile_on_planes(int M, int N, const float* va, const std::int16_t* ea,
-                                         const float* vb, const std::int16_t* eb, const float* c,
-                                         float* d) {
-  constexpr int K = kHopperWgmmaK;
-  for (int i = 0; i < M; ++i) {
-    const WgmmaPlanes pa{va + std::size_t(i) * K, ea + std::size_t(i) * K};
-    for (int j = 0; j < N; ++j) {
-      const WgmmaPlanes pb{vb + std::size_t(j) * K, eb + std::size_t(j) * K};
-      const std::size_t o = std::size_t(i) * std::size_t(N) + std::size_t(j);
-      d[o] = step_on_planes<false>(pa, pb, K, c[o]).z;
-    }
-  }
-}
-FP8REF_TARGET_AVX2 inline void tile_on_planes_avx2(int M, int N, const float* va,
-                                                   const std::int16_t* ea, const float* vb,
-                                                   const std::int16_t* eb, const float* c,
-                                                   float* d) {
-  tile_on_planes(M, N, va, ea, vb, eb, c, d);
+FP8REF_TARGET_AVX512 inline Bounded chain_on_planes_avx512(WgmmaPlanes a, WgmmaPlanes b,
+                                                           std::int64_t len, Bounded c) {
+  return chain_on_planes(a, b, len, c);
 }
 
 inline void require_isa(StepIsa isa) {
   if (!step_isa_available(isa))
-    throw std::invalid_argument("fp8ref: this processor has no AVX2 for the wgmma step");
+    throw std::invalid_argument(std::string("fp8ref: this processor cannot run the ") +
+                                to_string(isa) + " copy of the wgmma step");
 }
 
 }  // namespace detail
@@ -311,26 +307,12 @@ inline void require_isa(StepIsa isa) {
 inline Bounded hopper_wgmma_chain(WgmmaPlanes a, WgmmaPlanes b, std::int64_t len, Bounded c,
                                   StepIsa isa = best_step_isa()) {
   detail::require_isa(isa);
-  return isa == StepIsa::avx2 ? detail::chain_on_planes_avx2(a, b, len, c)
-                              : detail::chain_on_planes(a, b, len, c);
-}
-
-// One wgmma instruction m{M}n{N}k32: D (M, N) = A (M, 32) · B (N, 32)ᵀ + C (M, N), row-major, each
-// output one step (what MMA-Sim's WGMMA("Hopper", "mMnNk32.f32.<fa>.<fb>") computes; B given as
-// its N columns of 32 codes). Every row of A and of B is decoded to planes once. d may alias c.
-inline void hopper_wgmma_tile(Format fa, Format fb, int M, int N, const std::uint8_t* a,
-                              const std::uint8_t* b, const float* c, float* d,
-                              StepIsa isa = best_step_isa()) {
-  detail::require_isa(isa);
-  constexpr int K = kHopperWgmmaK;
-  std::vector<float> va(std::size_t(M) * K), vb(std::size_t(N) * K);
-  std::vector<std::int16_t> ea(va.size()), eb(vb.size());
-  decode_wgmma_planes(fa, a, std::int64_t(M) * K, va.data(), ea.data());
-  decode_wgmma_planes(fb, b, std::int64_t(N) * K, vb.data(), eb.data());
-  if (isa == StepIsa::avx2)
-    detail::tile_on_planes_avx2(M, N, va.data(), ea.data(), vb.data(), eb.data(), c, d);
-  else
-    detail::tile_on_planes(M, N, va.data(), ea.data(), vb.data(), eb.data(), c, d);
+  switch (isa) {
+    case StepIsa::avx512: return detail::chain_on_planes_avx512(a, b, len, c);
+    case StepIsa::avx2: return detail::chain_on_planes_avx2(a, b, len, c);
+    case StepIsa::baseline: break;
+  }
+  return detail::chain_on_planes(a, b, len, c);
 }
 
 }  // namespace fp8ref

@@ -371,13 +371,15 @@ def speed_tiles(args, WGMMA, workdir):
             print(line, file=sys.stderr)
     bad = int((got_z != ref_z).sum()) if len(got_z) == len(ref_z) else len(ref_z)
     ours_1, ours_p, p = float(kv["seconds_1"]) / count, float(kv["seconds_p"]) / count, int(kv["threads"])
+    cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")),
+               "unknown processor")
     print(f"== speed on the same instruction-level work: {count} wgmma m64n{n}k32 instructions "
-          f"({64 * n} k=32 steps each), e4m3xe4m3 and e5m2xe5m2 ==")
+          f"({64 * n} k=32 steps each), e4m3xe4m3 and e5m2xe5m2; {cpu}, {os.cpu_count()} CPUs ==")
     print(f"{'':44}{'per instruction':>18}{'per step':>12}")
     rows = [(f"mmasim 2.1.1 WGMMA, torch CPU, 1 thread", timings[1]),
             (f"mmasim 2.1.1 WGMMA, torch CPU, {threads_default} threads", timings[threads_default]),
-            ("fp8ref hopper_wgmma_tile, 1 thread", ours_1),
-            (f"fp8ref hopper_wgmma_tile, {p} threads (OpenMP)", ours_p)]
+            (f"fp8ref hopper_wgmma_tile ({kv['isa']}), 1 thread", ours_1),
+            (f"fp8ref hopper_wgmma_tile ({kv['isa']}), {p} threads", ours_p)]
     for name, sec in rows:
         print(f"{name:44}{sec * 1e6:>15.1f} us{sec / (64 * n) * 1e9:>9.2f} ns")
     print(f"ratio, 1 thread each: fp8ref is {timings[1] / ours_1:.0f}x mmasim")

@@ -65,7 +65,7 @@ fi
 echo "built the drivers in $(($(date +%s) - t0)) s ($(nproc) cores, Eigen: ${EIGEN:-none})"
 
 # 3. 7a: the step model against mmasim, and the golden vectors.
-step_args=(--driver "$WORK/step_driver" --workdir "$WORK/step" --emit-golden 3000 --speed-tiles 24
+step_args=(--driver "$WORK/step_driver" --workdir "$WORK/step" --emit-golden 3000 --speed-tiles 64
            --golden-out "$OUT/hopper_wgmma_step.hex" --golden-safetensors "$OUT/hopper_wgmma_step.safetensors")
 [ $QUICK = 1 ] && step_args+=(--cases 8000)
 [ ${#DRY[@]} = 1 ] && step_args+=(--golden-out "$OUT/hopper_wgmma_step.DRYRUN.hex"

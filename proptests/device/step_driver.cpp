@@ -1,5 +1,5 @@
 // Batch evaluator of the tensor-core step model `hopper_wgmma_step` (DESIGN §3.5,
-// numerics/wgmma_step.h) for the cross-check against mmasim and the speed comparison with it
+// numerics/wgmma_step.h, wgmma_tile.h) for the cross-check against mmasim and the speed comparison with it
 // (issue 4 items 5 and 7a; proptests/device/mmasim_step_xcheck.py).
 //
 //   step_driver IN OUT              single steps
@@ -10,8 +10,9 @@
 //     IN:  records: fa, fb, N (u16 LE), A (64, 32) codes, B (N, 32) codes (B's columns), C (64, N)
 //          f32 LE, row-major
 //     OUT: D (64, N) f32 LE per record, from hopper_wgmma_tile
-//     stderr: TILE_TIMING tiles=T steps=S seconds_1=.. threads=P seconds_p=..  (one thread, then
-//             OpenMP over the instructions on P threads; each >= 0.5 s of repeats)
+//     stderr: TILE_TIMING tiles=T steps=S seconds_1=.. threads=P seconds_p=.. isa=..  (one thread,
+//             then OpenMP over the instructions on P threads; each >= 0.5 s of repeats; the
+//             instruction set of the planes paths)
 // Exit 0 on success, 2 on bad input (message on stderr).
 #include <omp.h>
 
@@ -27,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "numerics/wgmma_step.h"
+#include "numerics/wgmma_tile.h"
 
 namespace {
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "numerics/accumulate.h"
@@ -36,14 +37,19 @@ struct Planes {
 // always; the test log says whether AVX2 ran).
 std::vector<StepIsa> available_isas() {
   std::vector<StepIsa> v{StepIsa::baseline};
-  if (step_isa_available(StepIsa::avx2)) v.push_back(StepIsa::avx2);
+  for (StepIsa isa : {StepIsa::avx2, StepIsa::avx512})
+    if (step_isa_available(isa)) v.push_back(isa);
   return v;
 }
 
 TEST(WgmmaStepImplementations, ReportsTheInstructionSets) {
-  std::printf("wgmma planes paths checked on: baseline%s\n",
-              step_isa_available(StepIsa::avx2) ? ", avx2" : " (no AVX2 on this processor)");
-  EXPECT_EQ(best_step_isa() == StepIsa::avx2, step_isa_available(StepIsa::avx2));
+  std::string names;
+  for (StepIsa isa : available_isas())
+    names += std::string(names.empty() ? "" : ", ") + to_string(isa);
+  std::printf("wgmma planes paths checked on: %s (best: %s)\n", names.c_str(),
+              to_string(best_step_isa()));
+  EXPECT_TRUE(step_isa_available(best_step_isa()));
+  EXPECT_TRUE(step_isa_available(StepIsa::baseline));
 }
 
 // The library on codes and on planes, and the integer oracle, agree in bits and bound.
@@ -144,12 +150,17 @@ FP8REF_RC_PROP(WgmmaStepImplementations, ChainOnPlanesEqualsChainOnCodes, 100, (
 // of A, its column of B and its C.
 FP8REF_RC_PROP(WgmmaStepImplementations, TileIsOneStepPerOutput, 30, ()) {
   const Format fa = *test::gen_format(), fb = *test::gen_format();
-  const int M = *rc::gen::inRange(1, 65), N = 8 * *rc::gen::inRange(1, 33);
+  const int M = *rc::gen::inRange(1, 65), N = *rc::gen::inRange(1, 260);
+  // Finite operands and C for the column lanes' main path; with specials for their fallback.
+  const bool finite = *rc::gen::arbitrary<bool>();
+  RC_CLASSIFY(finite, "finite operands and C");
   std::mt19937_64 rng(*rc::gen::arbitrary<std::uint64_t>());
   std::vector<std::uint8_t> a(std::size_t(M) * 32), b(std::size_t(N) * 32);
-  for (auto& x : a) x = draw_code(fa, rng);
-  for (auto& x : b) x = draw_code(fb, rng);
-  const auto c = *rc::gen::container<std::vector<float>>(std::size_t(M) * std::size_t(N), gen_c());
+  for (auto& x : a) x = finite ? test::draw_finite_code(fa, rng) : draw_code(fa, rng);
+  for (auto& x : b) x = finite ? test::draw_finite_code(fb, rng) : draw_code(fb, rng);
+  auto c = *rc::gen::container<std::vector<float>>(std::size_t(M) * std::size_t(N), gen_c());
+  if (finite)
+    for (float& x : c) x = std::isfinite(x) ? x : 1.5f;
   std::vector<float> d(c.size());
   for (StepIsa isa : available_isas()) {
     hopper_wgmma_tile(fa, fb, M, N, a.data(), b.data(), c.data(), d.data(), isa);

@@ -1,0 +1,163 @@
+// One Hopper wgmma FP8 instruction m{M}n{N}k32 under the hopper_wgmma step model (DESIGN §3.5,
+// numerics/wgmma_step.h): the operands decoded once, each output one step, vectorised across
+// consecutive columns in the AVX2 / AVX-512 copies. The like-for-like of MMA-Sim's WGMMA(A, B, C).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "numerics/wgmma_step.h"
+
+namespace fp8ref {
+namespace detail {
+
+// One instruction's operands decoded: the rows of A (M, 32) as planes, and B either as its rows
+// (N, 32) for the per-output path (vb, eb), or transposed, k-major (32, N), with int32 exponents
+// (vbt, ebt) for the column lanes below, whose rare per-output fallback gathers a column.
+struct TilePlanes {
+  int M, N;
+  const float* va;
+  const std::int16_t* ea;
+  const float* vb = nullptr;
+  const std::int16_t* eb = nullptr;
+  const float* vbt = nullptr;
+  const std::int32_t* ebt = nullptr;
+};
+
+// Output (i, j) as one step on its row and column planes (the per-output path).
+FP8REF_ALWAYS_INLINE float tile_output(const TilePlanes& t, int i, int j, float c) {
+  constexpr int K = kHopperWgmmaK;
+  const WgmmaPlanes pa{t.va + std::size_t(i) * K, t.ea + std::size_t(i) * K};
+  if (t.vb != nullptr)
+    return step_on_planes<false>(pa, {t.vb + std::size_t(j) * K, t.eb + std::size_t(j) * K}, K, c)
+        .z;
+  float vb[K];
+  std::int16_t eb[K];
+  for (int k = 0; k < K; ++k) {
+    const std::size_t at = std::size_t(k) * std::size_t(t.N) + std::size_t(j);
+    vb[k] = t.vbt[at], eb[k] = std::int16_t(t.ebt[at]);
+  }
+  return step_on_planes<false>(pa, WgmmaPlanes{vb, eb}, K, c).z;
+}
+
+// W lanes of f32 / int32 (GCC / Clang vector extensions): 8 in the AVX2 copy (one register), 16
+// in the AVX-512 copy. The baseline copy keeps the per-output path: without AVX these vectors
+// lower to slow code. No function takes or returns a lane vector (no vector ABI is involved).
+template <int W>
+struct Lanes {
+  typedef float F __attribute__((vector_size(4 * W)));
+  typedef std::int32_t I __attribute__((vector_size(4 * W)));
+};
+
+// Outputs (i, j0 .. j0 + W) as lanes: the same steps 2-6 as wgmma_step_core, vectorised across
+// the columns instead of across k (no horizontal reductions). Lanes that need a branch of the
+// core (a NaN / Inf product or C, no product term, a result scale below the f32 normal range)
+// send the group to tile_output.
+template <int W>
+FP8REF_ALWAYS_INLINE void tile_lanes(const TilePlanes& t, int i, int j0, const float* c, float* d) {
+  using I = typename Lanes<W>::I;
+  using F = typename Lanes<W>::F;
+  constexpr int K = kHopperWgmmaK, kF = kHopperFp8FractionBits;
+  const float* va = t.va + std::size_t(i) * K;
+  const std::int16_t* ea = t.ea + std::size_t(i) * K;
+  const std::size_t stride = std::size_t(t.N);
+  I e_prod = I{} + 2 * kStepNoTerm, e;
+  for (int k = 0; k < K; ++k) {
+    std::memcpy(&e, t.ebt + std::size_t(k) * stride + j0, sizeof e);
+    e += ea[k];
+    e_prod = e_prod > e ? e_prod : e;
+  }
+  F cv;
+  I cu;
+  std::memcpy(&cv, c, sizeof cv);
+  std::memcpy(&cu, c, sizeof cu);
+  const I field = (cu >> 23) & 0xFF;
+  const I ec = (field > 0 ? field : I{} + 1) - 127;
+  const I e_max = (cu & 0x7FFFFFFF) != 0 ? (e_prod > ec ? e_prod : ec) : e_prod;
+  const I branch = (e_prod > kStepSpecialAbove) | (field == 0xFF) | (e_prod < kStepNoTermBelow) |
+                   (e_max - kF < -126);
+  bool any = false;
+  for (int l = 0; l < W; ++l) any |= branch[l] != 0;
+  if (any) {
+    for (int l = 0; l < W; ++l) d[l] = tile_output(t, i, j0 + l, c[l]);
+    return;
+  }
+  const I scale_bits = (127 + kF - e_max) << 23, out_bits = (e_max - kF + 127) << 23;
+  F scale, vb, out_scale;
+  std::memcpy(&scale, &scale_bits, sizeof scale);
+  std::memcpy(&out_scale, &out_bits, sizeof out_scale);
+  I s = __builtin_convertvector(cv * scale, I);
+  for (int k = 0; k < K; ++k) {
+    std::memcpy(&vb, t.vbt + std::size_t(k) * stride + j0, sizeof vb);
+    const F p = va[k] * vb;
+    s += __builtin_convertvector(p * scale, I);
+  }
+  const F fs = __builtin_convertvector(s, F);
+  I t14;
+  std::memcpy(&t14, &fs, sizeof t14);
+  t14 &= static_cast<std::int32_t>(0xFFFFFC00u);
+  F z;
+  std::memcpy(&z, &t14, sizeof z);
+  z *= out_scale;  // exact: |t14| >= 1 and 2^(E-13) >= 2^-126, or t14 = +0
+  std::memcpy(d, &z, sizeof z);
+}
+
+// W = 1: every output through tile_output (the baseline copy).
+template <int W>
+FP8REF_ALWAYS_INLINE void tile_on_planes(const TilePlanes& t, const float* c, float* d) {
+  for (int i = 0; i < t.M; ++i) {
+    const std::size_t row = std::size_t(i) * std::size_t(t.N);
+    int j = 0;
+    if constexpr (W > 1)
+      for (; j + W <= t.N; j += W) tile_lanes<W>(t, i, j, c + row + j, d + row + j);
+    for (; j < t.N; ++j) d[row + j] = tile_output(t, i, j, c[row + j]);
+  }
+}
+FP8REF_TARGET_AVX2 inline void tile_on_planes_avx2(const TilePlanes& t, const float* c, float* d) {
+  tile_on_planes<8>(t, c, d);
+}
+FP8REF_TARGET_AVX512 inline void tile_on_planes_avx512(const TilePlanes& t, const float* c,
+                                                       float* d) {
+  tile_on_planes<16>(t, c, d);
+}
+
+}  // namespace detail
+
+// One wgmma instruction m{M}n{N}k32: D (M, N) = A (M, 32) · B (N, 32)ᵀ + C (M, N), row-major, each
+// output one step (what MMA-Sim's WGMMA("Hopper", "mMnNk32.f32.<fa>.<fb>") computes; B given as
+// its N columns of 32 codes). Every row of A and of B is decoded to planes once. d may alias c.
+inline void hopper_wgmma_tile(Format fa, Format fb, int M, int N, const std::uint8_t* a,
+                              const std::uint8_t* b, const float* c, float* d,
+                              StepIsa isa = best_step_isa()) {
+  detail::require_isa(isa);
+  constexpr int K = kHopperWgmmaK;
+  std::vector<float> va(std::size_t(M) * K), vb(std::size_t(N) * K);
+  std::vector<std::int16_t> ea(va.size()), eb;
+  std::vector<std::int32_t> ebt;
+  decode_wgmma_planes(fa, a, std::int64_t(M) * K, va.data(), ea.data());
+  detail::TilePlanes t{M, N, va.data(), ea.data()};
+  if (isa == StepIsa::baseline) {
+    eb.resize(vb.size());
+    decode_wgmma_planes(fb, b, std::int64_t(N) * K, vb.data(), eb.data());
+    t.vb = vb.data(), t.eb = eb.data();
+  } else {
+    require_operand_format(fb);
+    ebt.resize(vb.size());
+    const detail::StepCode* tb = detail::step_code_table(fb);
+    for (int j = 0; j < N; ++j)
+      for (int k = 0; k < K; ++k) {
+        const detail::StepCode x = tb[b[std::size_t(j) * K + std::size_t(k)]];
+        const std::size_t at = std::size_t(k) * std::size_t(N) + std::size_t(j);
+        vb[at] = x.value, ebt[at] = x.exp;
+      }
+    t.vbt = vb.data(), t.ebt = ebt.data();
+  }
+  switch (isa) {
+    case StepIsa::avx512: detail::tile_on_planes_avx512(t, c, d); break;
+    case StepIsa::avx2: detail::tile_on_planes_avx2(t, c, d); break;
+    case StepIsa::baseline: detail::tile_on_planes<1>(t, c, d); break;
+  }
+}
+
+}  // namespace fp8ref
