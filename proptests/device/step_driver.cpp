@@ -1,6 +1,6 @@
 // Batch evaluator of the tensor-core step model `hopper_wgmma_step` (DESIGN §3.5,
-// numerics/wgmma_step.h, wgmma_tile.h) for the cross-check against mmasim and the speed comparison with it
-// (issue 4 items 5 and 7a; proptests/device/mmasim_step_xcheck.py).
+// numerics/wgmma_step.h, wgmma_tile.h) for the cross-check against mmasim and the speed comparison
+// with it (issue 4 items 5 and 7a; proptests/device/mmasim_step_xcheck.py).
 //
 //   step_driver IN OUT              single steps
 //     IN:  records of 70 bytes: fa, fb (0 = e4m3, 1 = e5m2), a[32], b[32] (FP8 codes), c (f32, LE)
@@ -156,9 +156,9 @@ int run_tiles(const std::vector<std::uint8_t>& buf, const char* out_path) {
     return 1;
   }
   std::fprintf(stderr,
-               "TILE_TIMING tiles=%lld steps=%zu seconds_1=%.6f threads=%d seconds_p=%.6f\n",
+               "TILE_TIMING tiles=%lld steps=%zu seconds_1=%.6f threads=%d seconds_p=%.6f isa=%s\n",
                static_cast<long long>(count), outputs, seconds_1 / double(passes_1), threads,
-               seconds_p / double(passes_p));
+               seconds_p / double(passes_p), fp8ref::to_string(fp8ref::best_step_isa()));
   std::vector<std::uint32_t> z(outputs);
   for (std::size_t i = 0; i < outputs; ++i) z[i] = std::bit_cast<std::uint32_t>(d[i]);
   return write_u32s(out_path, z) ? 0 : 2;
