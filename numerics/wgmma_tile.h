@@ -75,11 +75,15 @@ FP8REF_ALWAYS_INLINE void tile_lanes(const TilePlanes& t, int i, int j0, const f
   const I field = (cu >> 23) & 0xFF;
   const I ec = (field > 0 ? field : I{} + 1) - 127;
   const I e_max = (cu & 0x7FFFFFFF) != 0 ? (e_prod > ec ? e_prod : ec) : e_prod;
-  const I branch = (e_prod > kStepSpecialAbove) | (field == 0xFF) | (e_prod < kStepNoTermBelow) |
-                   (e_max - kF < -126);
-  bool any = false;
-  for (int l = 0; l < W; ++l) any |= branch[l] != 0;
-  if (any) {
+  // A lane needs the per-output path iff one of these is negative: a NaN / Inf product
+  // (e_prod > 4096), no product term (e_prod < -4096), a NaN / Inf C (field 255), a result scale
+  // 2^(E-13) below 2^-126. Sign bits ORed over the lanes (no vector compare: they lower badly).
+  const I branch = (kStepSpecialAbove - e_prod) | (e_prod - kStepNoTermBelow) | (254 - field) |
+                   (e_max - kF + 126);
+  std::uint64_t words[W / 2], any = 0;
+  std::memcpy(words, &branch, sizeof words);
+  for (int l = 0; l < W / 2; ++l) any |= words[l];
+  if (any & 0x8000000080000000u) {
     for (int l = 0; l < W; ++l) d[l] = tile_output(t, i, j0 + l, c[l]);
     return;
   }
@@ -105,14 +109,15 @@ FP8REF_ALWAYS_INLINE void tile_lanes(const TilePlanes& t, int i, int j0, const f
 
 // W = 1: every output through tile_output (the baseline copy).
 template <int W>
+// Column blocks outside, rows inside: a block's B planes (32 x W) stay in L1 across the rows.
 FP8REF_ALWAYS_INLINE void tile_on_planes(const TilePlanes& t, const float* c, float* d) {
-  for (int i = 0; i < t.M; ++i) {
-    const std::size_t row = std::size_t(i) * std::size_t(t.N);
-    int j = 0;
-    if constexpr (W > 1)
-      for (; j + W <= t.N; j += W) tile_lanes<W>(t, i, j, c + row + j, d + row + j);
-    for (; j < t.N; ++j) d[row + j] = tile_output(t, i, j, c[row + j]);
-  }
+  const std::size_t n = std::size_t(t.N);
+  int j = 0;
+  if constexpr (W > 1)
+    for (; j + W <= t.N; j += W)
+      for (int i = 0; i < t.M; ++i) tile_lanes<W>(t, i, j, c + i * n + j, d + i * n + j);
+  for (; j < t.N; ++j)
+    for (int i = 0; i < t.M; ++i) d[i * n + j] = tile_output(t, i, j, c[i * n + j]);
 }
 FP8REF_TARGET_AVX2 inline void tile_on_planes_avx2(const TilePlanes& t, const float* c, float* d) {
   tile_on_planes<8>(t, c, d);
@@ -145,8 +150,8 @@ inline void hopper_wgmma_tile(Format fa, Format fb, int M, int N, const std::uin
     require_operand_format(fb);
     ebt.resize(vb.size());
     const detail::StepCode* tb = detail::step_code_table(fb);
-    for (int j = 0; j < N; ++j)
-      for (int k = 0; k < K; ++k) {
+    for (int k = 0; k < K; ++k)
+      for (int j = 0; j < N; ++j) {
         const detail::StepCode x = tb[b[std::size_t(j) * K + std::size_t(k)]];
         const std::size_t at = std::size_t(k) * std::size_t(N) + std::size_t(j);
         vb[at] = x.value, ebt[at] = x.exp;
