@@ -1,10 +1,11 @@
-// fp8-check oracle / verify grouped-gemm (oracle_gemm.h). Inputs: A (M, K) and B (G, N, K) `nk`
-// or (G, K, N) `kn` as F8_E4M3 / F8_E5M2, scales as F32 (or F8_E8M0, decoded to 2^(e-127)) in the
-// shapes of reference/grouped_gemm.h, offsets as a 1-D integer tensor of cumulative group ends
-// (torch `offs`; without it B must hold one group covering every row). Rows past the last
-// offset are written as +0 by `oracle` and ignored by `verify` (DESIGN §3.5: don't care).
+// fp8-check oracle / verify grouped-gemm (oracle_gemm.h): run the reference forward on the case
+// gemm_case.h loads and checks (A (M, K), B (G, N, K) `nk` or (G, K, N) `kn`, scales in the shapes
+// of reference/grouped_gemm.h, torch `offs`), then write it or diff a dumped result per group.
+// Rows past the last offset are written as +0 by `oracle` and ignored by `verify` (DESIGN §3.5:
+// don't care).
 #include "cli/oracle_gemm.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "cli/errors.h"
+#include "cli/gemm_case.h"
 #include "numerics/accumulation_models.h"
 #include "reference/group_desc.h"
 #include "reference/grouped_gemm.h"
@@ -24,145 +26,6 @@ namespace fp8ref::cli {
 namespace {
 
 using namespace fp8ref::tensor_io;
-using ref::BLayout;
-using ref::Scaling;
-
-struct GemmOptions {
-  std::string in, a, b, scale_a, scale_b, offs, b_layout = "nk", scaling = "none", model;
-  std::string out_dtype = "f32", out, out_name = "out", got, got_file;
-  int split_k = 1;
-  std::int64_t split_blocks = 0;
-  std::string epilogue = "model";
-  bool bound = false, within_bound = false;
-  std::size_t max_report = 10;
-};
-
-// The case as the reference op takes it (owning storage).
-struct GemmCase {
-  std::int64_t M = 0, N = 0, K = 0, G = 1;
-  Format fa = Format::e4m3, fb = Format::e4m3;
-  BLayout layout = BLayout::nk;
-  Scaling scaling = Scaling::none;
-  std::vector<std::uint8_t> a, b;
-  std::vector<float> sa, sb;
-  std::vector<std::int64_t> offs;
-  ref::GroupedGemmOperands operands() const {
-    return {M, N, K, G, fa, fb, a, b, layout, scaling, sa, sb};
-  }
-};
-
-[[noreturn]] void usage(const std::string& what) { throw UsageError(what); }
-
-TensorFile load_file(const std::string& path) {
-  try {
-    return read_tensor_file(path, {});
-  } catch (const tensor_io::Error& e) {
-    usage(e.what());
-  }
-}
-
-const Tensor& find(const TensorFile& tf, const std::string& file, const std::string& name,
-                   const char* flag) {
-  const Tensor* t = tf.find(name);
-  if (t == nullptr) usage(std::string(flag) + ": " + file + " has no tensor '" + name + "'");
-  return *t;
-}
-
-Format fp8_format(const Tensor& t, const char* flag) {
-  if (t.dtype == DType::F8_E4M3) return Format::e4m3;
-  if (t.dtype == DType::F8_E5M2) return Format::e5m2;
-  usage(std::string(flag) + ": expected F8_E4M3 or F8_E5M2, got " +
-        std::string(dtype_name(t.dtype)));
-}
-
-std::vector<float> load_scales(const TensorFile& tf, const std::string& file,
-                               const std::string& name, const char* flag) {
-  if (name.empty()) return {};
-  const Tensor& t = find(tf, file, name, flag);
-  if (t.dtype != DType::F32 && t.dtype != DType::F8_E8M0)
-    usage(std::string(flag) + ": expected F32 or F8_E8M0 scales, got " +
-          std::string(dtype_name(t.dtype)));
-  std::vector<float> s(t.numel());
-  for (std::uint64_t i = 0; i < t.numel(); ++i) s[i] = float(decode_bits(t.dtype, raw_bits(t, i)));
-  return s;
-}
-
-std::vector<std::int64_t> load_offsets(const TensorFile& tf, const std::string& file,
-                                       const std::string& name) {
-  const Tensor& t = find(tf, file, name, "--offs");
-  if (dtype_is_float(t.dtype) || t.dtype == DType::BOOL || t.shape.size() != 1)
-    usage("--offs: '" + name + "' must be a 1-D integer tensor, got " +
-          std::string(dtype_name(t.dtype)) + " " + shape_string(t.shape));
-  std::vector<std::int64_t> offs(t.numel());
-  for (std::uint64_t i = 0; i < t.numel(); ++i)
-    offs[i] = std::int64_t(decode_bits(t.dtype, raw_bits(t, i)));
-  return offs;
-}
-
-Scaling parse_scaling(const std::string& s) {
-  for (Scaling x :
-       {Scaling::none, Scaling::tensorwise, Scaling::rowwise, Scaling::blockwise, Scaling::mx})
-    if (s == ref::to_string(x)) return x;
-  usage("--scaling: expected none, tensorwise, rowwise, blockwise or mx, got '" + s + "'");
-}
-
-OutDtype parse_out_dtype(const std::string& s) {
-  for (OutDtype d : {OutDtype::f32, OutDtype::bf16, OutDtype::f16})
-    if (s == to_string(d)) return d;
-  usage("--out-dtype: expected f32, bf16 or f16, got '" + s + "'");
-}
-
-ref::ModelChoice parse_model(const GemmOptions& o) {
-  const auto m = accumulation_model_from_string(o.model);
-  if (!m) {
-    std::string names;
-    for (AccumulationModel x : kAllAccumulationModels)
-      names += std::string(names.empty() ? "" : ", ") + to_string(x);
-    usage("--model: unknown model '" + o.model + "'; models: " + names);
-  }
-  const auto ep = epilogue_from_string(o.epilogue);
-  if (!ep) usage("--epilogue: expected model, scale_product, b_then_a or a_then_b, got '" + o.epilogue + "'");
-  return {*m, o.split_k, o.split_blocks, *ep};
-}
-
-GemmCase load_case(const GemmOptions& o) {
-  const TensorFile tf = load_file(o.in);
-  GemmCase c;
-  const Tensor& a = find(tf, o.in, o.a, "--a");
-  const Tensor& b = find(tf, o.in, o.b, "--b");
-  c.fa = fp8_format(a, "--a"), c.fb = fp8_format(b, "--b");
-  if (o.b_layout != "nk" && o.b_layout != "kn")
-    usage("--b-layout: expected nk or kn, got '" + o.b_layout + "'");
-  c.layout = o.b_layout == "nk" ? BLayout::nk : BLayout::kn;
-  if (a.shape.size() != 2) usage("--a: expected a 2-D (M, K) tensor, got " + shape_string(a.shape));
-  if (b.shape.size() != 2 && b.shape.size() != 3)
-    usage("--b: expected (G, N, K) / (G, K, N) or one 2-D group, got " + shape_string(b.shape));
-  const std::size_t o3 = b.shape.size() == 3 ? 1 : 0;
-  c.G = o3 ? b.shape[0] : 1;
-  c.M = a.shape[0], c.K = a.shape[1];
-  c.N = b.shape[o3 + (c.layout == BLayout::nk ? 0 : 1)];
-  const std::int64_t bk = b.shape[o3 + (c.layout == BLayout::nk ? 1 : 0)];
-  if (bk != c.K)
-    usage("--b: K mismatch: A " + shape_string(a.shape) + " and B " + shape_string(b.shape) +
-          " (layout " + o.b_layout + ")");
-  c.a = a.data, c.b = b.data;
-  c.scaling = parse_scaling(o.scaling);
-  if ((c.scaling == Scaling::none) != (o.scale_a.empty() && o.scale_b.empty()))
-    usage(c.scaling == Scaling::none ? "--scale-a / --scale-b given with --scaling none"
-                                     : "--scaling " + o.scaling + " needs --scale-a and --scale-b");
-  c.sa = load_scales(tf, o.in, o.scale_a, "--scale-a");
-  c.sb = load_scales(tf, o.in, o.scale_b, "--scale-b");
-  if (!o.offs.empty())
-    c.offs = load_offsets(tf, o.in, o.offs);
-  else if (c.G == 1)
-    c.offs = {c.M};
-  else
-    usage("--offs is required when B holds " + std::to_string(c.G) + " groups");
-  if (std::int64_t(c.offs.size()) != c.G)
-    usage("--offs: " + std::to_string(c.offs.size()) + " offsets for " + std::to_string(c.G) +
-          " groups of B");
-  return c;
-}
 
 struct OracleRun {
   std::vector<std::uint32_t> bits;  // f32 bits, or bf16 / f16 in the low 16 bits
@@ -184,6 +47,16 @@ DType out_tensor_dtype(OutDtype d) {
   return d == OutDtype::f32 ? DType::F32 : d == OutDtype::bf16 ? DType::BF16 : DType::F16;
 }
 
+// The run in one line, with the canonical model name whatever alias --model used.
+std::string describe(const GemmCase& c, const ref::ModelChoice& m, const GemmOptions& o) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "M=%lld N=%lld K=%lld G=%lld", (long long)c.M, (long long)c.N,
+                (long long)c.K, (long long)c.G);
+  return std::string(to_string(m.model)) + " (split-K " + m.split().str() + ", epilogue " +
+         to_string(m.epilogue) + "), " + o.scaling + " scaling, b-layout " + o.b_layout + ", " +
+         o.out_dtype + ", " + buf;
+}
+
 void run_oracle_command(const GemmOptions& o) {
   const ref::ModelChoice m = parse_model(o);
   const OutDtype d = parse_out_dtype(o.out_dtype);
@@ -203,7 +76,9 @@ void run_oracle_command(const GemmOptions& o) {
   }
   out.metadata = {{"op", "grouped_gemm_forward"},
                   {"model", to_string(m.model)},
-                  {"split_k", std::to_string(m.split_k)}, {"split", m.split().str()}, {"epilogue", to_string(m.epilogue)},
+                  {"split_k", std::to_string(m.split_k)},
+                  {"split", m.split().str()},
+                  {"epilogue", to_string(m.epilogue)},
                   {"scaling", o.scaling},
                   {"b_layout", o.b_layout},
                   {"out_dtype", o.out_dtype},
@@ -213,11 +88,8 @@ void run_oracle_command(const GemmOptions& o) {
   } catch (const tensor_io::Error& e) {
     usage(e.what());
   }
-  std::printf(
-      "fp8-check oracle grouped-gemm: %s (split-K %s), %s scaling, M=%lld N=%lld K=%lld G=%lld -> "
-      "%s:%s (%s)\n",
-      to_string(m.model), m.split().str().c_str(), o.scaling.c_str(), (long long)c.M, (long long)c.N,
-      (long long)c.K, (long long)c.G, o.out.c_str(), o.out_name.c_str(), o.out_dtype.c_str());
+  std::printf("fp8-check oracle grouped-gemm: %s -> %s:%s\n", describe(c, m, o).c_str(),
+              o.out.c_str(), o.out_name.c_str());
 }
 
 struct GroupCount {
@@ -286,22 +158,18 @@ void run_verify_command(const GemmOptions& o) {
   const GemmCase c = load_case(o);
   const std::string got_path = o.got_file.empty() ? o.in : o.got_file;
   const TensorFile gf = load_file(got_path);
-  const Tensor& got = find(gf, got_path, o.got, "--got");
+  const Tensor& got = find_tensor(gf, got_path, o.got, "--got");
   if (got.dtype != out_tensor_dtype(d))
     usage("--got: '" + o.got + "' is " + std::string(dtype_name(got.dtype)) +
           " but --out-dtype is " + o.out_dtype);
   if (got.shape != std::vector<std::int64_t>{c.M, c.N})
     usage("--got: '" + o.got + "' has shape " + shape_string(got.shape) + ", expected (" +
           std::to_string(c.M) + ", " + std::to_string(c.N) + ")");
-  std::printf(
-      "fp8-check verify grouped-gemm: %s (split-K %s), %s scaling, %s, M=%lld N=%lld K=%lld "
-      "G=%lld, %s\n",
-      to_string(m.model), m.split().str().c_str(), o.scaling.c_str(), o.out_dtype.c_str(), (long long)c.M,
-      (long long)c.N, (long long)c.K, (long long)c.G,
-      o.within_bound ? "within the model's bound of exact" : "bitwise");
   const OracleRun r = run_oracle(c, m, d);
   const OracleRun ex =
       o.within_bound ? run_oracle(c, {AccumulationModel::exact, 1}, OutDtype::f32) : OracleRun{};
+  std::printf("fp8-check verify grouped-gemm: %s, %s\n", describe(c, m, o).c_str(),
+              o.within_bound ? "within the model's bound of exact" : "bitwise");
   const VerifyCounts v = compare(c, got, r, ex, d, o);
   std::printf("  group      rows  elements  mismatches  max |got-ref|\n");
   for (std::size_t g = 0; g < v.groups.size(); ++g)
@@ -320,16 +188,23 @@ void add_gemm_options(CLI::App* c, GemmOptions& o) {
       ->required();
   c->add_option("--a", o.a, "A (M, K), F8_E4M3 or F8_E5M2")->required();
   c->add_option("--b", o.b, "B (G, N, K) for nk, (G, K, N) for kn")->required();
-  c->add_option("--scale-a", o.scale_a, "A's decode scales (F32, or F8_E8M0 for mx)");
-  c->add_option("--scale-b", o.scale_b, "B's decode scales (F32, or F8_E8M0 for mx)");
+  c->add_option("--scale-a", o.scale_a,
+                "A's decode scales, F32 or F8_E8M0: () tensorwise, (M) rowwise, (M, ceil(K/128)) "
+                "blockwise, (M, ceil(K/32)) mx");
+  c->add_option("--scale-b", o.scale_b,
+                "B's decode scales, F32 or F8_E8M0: (G) tensorwise, (G, N) rowwise, "
+                "(G, ceil(N/128), ceil(K/128)) blockwise, (G, N, ceil(K/32)) mx");
   c->add_option("--offs", o.offs, "Cumulative group end rows (torch offs), length G");
   c->add_option("--b-layout", o.b_layout, "nk | kn")->capture_default_str();
   c->add_option("--scaling", o.scaling, "none | tensorwise | rowwise | blockwise | mx")
       ->capture_default_str();
-  c->add_option("--model", o.model,
-                "Accumulation model (docs/models.md), e.g. exact, hopper_promoted_blockwise")
+  c->add_option(
+       "--model", o.model,
+       "Accumulation model (docs/models.md), e.g. exact, hopper_promoted_blockwise; aliases "
+       "promoted_blockwise, promoted_tensorwise, promoted_rowwise")
       ->required();
-  c->add_option("--split-k", o.split_k, "Split-K: S equal slices (hopper models)")->capture_default_str();
+  c->add_option("--split-k", o.split_k, "Split-K: S equal slices (hopper models)")
+      ->capture_default_str();
   c->add_option("--split-k-blocks", o.split_blocks,
                 "Split-K: slices of L 128-blocks each (hopper models; instead of --split-k)");
   c->add_option("--epilogue", o.epilogue,

@@ -1,0 +1,227 @@
+// Loading and checking the inputs of `fp8-check oracle|verify grouped-gemm` (gemm_case.h).
+// Shapes are checked in full, not by element count: a scale tensor must have the shape of
+// reference/grouped_gemm.h for its scaling up to size-1 axes (which move no element), so a
+// transposed or column-major dump of the same size is refused instead of being misread.
+#include "cli/gemm_case.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "cli/errors.h"
+#include "reference/group_desc.h"
+#include "tensor_io/element_values.h"
+
+namespace fp8ref::cli {
+
+using namespace fp8ref::tensor_io;
+using ref::BLayout;
+using ref::Scaling;
+
+void usage(const std::string& what) { throw UsageError(what); }
+
+TensorFile load_file(const std::string& path) {
+  try {
+    return read_tensor_file(path, {});
+  } catch (const tensor_io::Error& e) {
+    usage(e.what());
+  }
+}
+
+const Tensor& find_tensor(const TensorFile& tf, const std::string& file, const std::string& name,
+                          const char* flag) {
+  const Tensor* t = tf.find(name);
+  if (t == nullptr) usage(std::string(flag) + ": " + file + " has no tensor '" + name + "'");
+  return *t;
+}
+
+namespace {
+
+Format fp8_format(const Tensor& t, const char* flag) {
+  if (t.dtype == DType::F8_E4M3) return Format::e4m3;
+  if (t.dtype == DType::F8_E5M2) return Format::e5m2;
+  usage(std::string(flag) + ": expected F8_E4M3 or F8_E5M2, got " +
+        std::string(dtype_name(t.dtype)));
+}
+
+std::vector<std::int64_t> without_unit_axes(const std::vector<std::int64_t>& shape) {
+  std::vector<std::int64_t> s;
+  for (const std::int64_t d : shape)
+    if (d != 1) s.push_back(d);
+  return s;
+}
+
+// The scale shapes of reference/grouped_gemm.h, with their recipe named for the message.
+struct ScaleShapes {
+  std::vector<std::int64_t> a, b;
+  const char* a_rule;
+  const char* b_rule;
+};
+ScaleShapes scale_shapes(const GemmCase& c) {
+  const std::int64_t nbk = ceil_div(c.K, kScaleBlockK), nbn = ceil_div(c.N, kScaleBlockK);
+  const std::int64_t nmx = ceil_div(c.K, kMxBlockK);
+  switch (c.scaling) {
+    case Scaling::none: return {{}, {}, "", ""};
+    case Scaling::tensorwise: return {{}, {c.G}, "one scale", "(G) one per group"};
+    case Scaling::rowwise: return {{c.M}, {c.G, c.N}, "(M)", "(G, N)"};
+    case Scaling::blockwise:
+      return {{c.M, nbk},
+              {c.G, nbn, nbk},
+              "1x128: (M, ceil(K/128))",
+              "128x128: (G, ceil(N/128), ceil(K/128))"};
+    case Scaling::mx:
+      return {{c.M, nmx}, {c.G, c.N, nmx}, "1x32: (M, ceil(K/32))", "1x32: (G, N, ceil(K/32))"};
+  }
+  return {{}, {}, "", ""};
+}
+
+// A scale tensor: F32, or F8_E8M0 decoded exactly to 2^(e-127) (0xFF to NaN, which the
+// reference refuses where the scale is read), in `want`'s shape up to size-1 axes.
+std::vector<float> load_scales(const TensorFile& tf, const GemmOptions& o, const std::string& name,
+                               const char* flag, const std::vector<std::int64_t>& want,
+                               const char* rule) {
+  const Tensor& t = find_tensor(tf, o.in, name, flag);
+  if (t.dtype != DType::F32 && t.dtype != DType::F8_E8M0)
+    usage(std::string(flag) + ": expected F32 or F8_E8M0 scales, got " +
+          std::string(dtype_name(t.dtype)));
+  if (without_unit_axes(t.shape) != without_unit_axes(want))
+    usage(std::string(flag) + ": '" + name + "' has shape " + shape_string(t.shape) +
+          ", expected " + shape_string(want) + " for " + o.scaling + " scaling (" + rule +
+          "; size-1 axes may be added or dropped)");
+  std::vector<float> s(t.numel());
+  for (std::uint64_t i = 0; i < t.numel(); ++i) s[i] = float(decode_bits(t.dtype, raw_bits(t, i)));
+  return s;
+}
+
+// torch `offs`: a 1-D integer tensor of G cumulative end rows, validated against M.
+std::vector<std::int64_t> load_offsets(const TensorFile& tf, const GemmOptions& o,
+                                       const GemmCase& c) {
+  const Tensor& t = find_tensor(tf, o.in, o.offs, "--offs");
+  if (dtype_is_float(t.dtype) || t.dtype == DType::BOOL || t.shape.size() != 1)
+    usage("--offs: '" + o.offs + "' must be a 1-D integer tensor, got " +
+          std::string(dtype_name(t.dtype)) + " " + shape_string(t.shape));
+  if (std::int64_t(t.numel()) != c.G)
+    usage("--offs: '" + o.offs + "' has shape " + shape_string(t.shape) + ", expected " +
+          shape_string({c.G}) + " (one end row per group of B)");
+  std::vector<std::int64_t> offs(t.numel());
+  for (std::uint64_t i = 0; i < t.numel(); ++i) {
+    const double v = decode_bits(t.dtype, raw_bits(t, i));
+    if (!(std::fabs(v) <= 0x1p62))
+      usage("--offs: '" + o.offs + "'[" + std::to_string(i) + "] is out of range");
+    offs[i] = std::int64_t(v);
+  }
+  try {
+    ref::validate_offsets(offs, c.M, 1);
+  } catch (const std::invalid_argument& e) {
+    usage("--offs: '" + o.offs + "': " + e.what());
+  }
+  return offs;
+}
+
+// A (M, K) and B (G, N, K) for nk, (G, K, N) for kn, or one 2-D group (N, K) / (K, N).
+void load_operands(const TensorFile& tf, const GemmOptions& o, GemmCase& c) {
+  const Tensor& a = find_tensor(tf, o.in, o.a, "--a");
+  const Tensor& b = find_tensor(tf, o.in, o.b, "--b");
+  c.fa = fp8_format(a, "--a"), c.fb = fp8_format(b, "--b");
+  if (o.b_layout != "nk" && o.b_layout != "kn")
+    usage("--b-layout: expected nk or kn, got '" + o.b_layout + "'");
+  c.layout = o.b_layout == "nk" ? BLayout::nk : BLayout::kn;
+  if (a.shape.size() != 2)
+    usage("--a: '" + o.a + "' has shape " + shape_string(a.shape) + ", expected (M, K)");
+  c.M = a.shape[0], c.K = a.shape[1];
+  const std::string k = "K = " + std::to_string(c.K);
+  const std::string want = c.layout == BLayout::nk ? "(G, N, " + k + ") or (N, " + k + ")"
+                                                   : "(G, " + k + ", N) or (" + k + ", N)";
+  const std::size_t g_axis = b.shape.size() == 3 ? 1 : 0;
+  const bool rank_ok = b.shape.size() == 2 || b.shape.size() == 3;
+  if (!rank_ok || b.shape[g_axis + (c.layout == BLayout::nk ? 1 : 0)] != c.K)
+    usage("--b: '" + o.b + "' has shape " + shape_string(b.shape) + ", expected " + want +
+          " for --b-layout " + o.b_layout + " (K from A " + shape_string(a.shape) + ")");
+  c.G = g_axis ? b.shape[0] : 1;
+  c.N = b.shape[g_axis + (c.layout == BLayout::nk ? 0 : 1)];
+  c.a = a.data, c.b = b.data;
+}
+
+Scaling parse_scaling(const std::string& s) {
+  for (Scaling x :
+       {Scaling::none, Scaling::tensorwise, Scaling::rowwise, Scaling::blockwise, Scaling::mx})
+    if (s == ref::to_string(x)) return x;
+  usage("--scaling: expected none, tensorwise, rowwise, blockwise or mx, got '" + s + "'");
+}
+
+}  // namespace
+
+GemmCase load_case(const GemmOptions& o) {
+  const TensorFile tf = load_file(o.in);
+  GemmCase c;
+  load_operands(tf, o, c);
+  c.scaling = parse_scaling(o.scaling);
+  if (c.scaling == Scaling::none && !(o.scale_a.empty() && o.scale_b.empty()))
+    usage("--scale-a / --scale-b given with --scaling none");
+  if (c.scaling != Scaling::none && (o.scale_a.empty() || o.scale_b.empty()))
+    usage("--scaling " + o.scaling + " needs --scale-a and --scale-b");
+  if (c.scaling != Scaling::none) {
+    const ScaleShapes want = scale_shapes(c);
+    c.sa = load_scales(tf, o, o.scale_a, "--scale-a", want.a, want.a_rule);
+    c.sb = load_scales(tf, o, o.scale_b, "--scale-b", want.b, want.b_rule);
+  }
+  if (!o.offs.empty())
+    c.offs = load_offsets(tf, o, c);
+  else if (c.G == 1)
+    c.offs = {c.M};
+  else
+    usage("--offs is required when B holds " + std::to_string(c.G) + " groups");
+  return c;
+}
+
+namespace {
+
+// DESIGN §3.5 names that map to one model. `hopper_wgmma` names the tensor-core step, which
+// every hopper model chains (fast: one chain over K; promoted: per 128-K block), so it is
+// refused with a pointer to the compositions rather than mapped to one of them.
+struct ModelAlias {
+  std::string_view name;
+  AccumulationModel model;
+};
+constexpr ModelAlias kModelAliases[] = {
+    {"promoted_blockwise", AccumulationModel::hopper_promoted_blockwise},
+    {"promoted_tensorwise", AccumulationModel::hopper_promoted_tensorwise},
+    {"promoted_rowwise", AccumulationModel::hopper_promoted_rowwise},
+};
+
+}  // namespace
+
+std::optional<AccumulationModel> model_from_cli_name(std::string_view name) {
+  if (const auto m = accumulation_model_from_string(name)) return m;
+  for (const ModelAlias& a : kModelAliases)
+    if (name == a.name) return a.model;
+  return std::nullopt;
+}
+
+ref::ModelChoice parse_model(const GemmOptions& o) {
+  if (o.model == "hopper_wgmma")
+    usage(
+        "--model: 'hopper_wgmma' is the tensor-core step, not a composition; use "
+        "hopper_unpromoted (one chain over K, DESIGN \"fast\") or hopper_promoted_blockwise / "
+        "_tensorwise / _rowwise");
+  const auto m = model_from_cli_name(o.model);
+  if (!m) {
+    std::string names;
+    for (AccumulationModel x : kAllAccumulationModels)
+      names += std::string(names.empty() ? "" : ", ") + to_string(x);
+    for (const ModelAlias& a : kModelAliases) names += ", " + std::string(a.name);
+    usage("--model: unknown model '" + o.model + "'; models and aliases: " + names);
+  }
+  const auto ep = epilogue_from_string(o.epilogue);
+  if (!ep)
+    usage("--epilogue: expected model, scale_product, b_then_a or a_then_b, got '" + o.epilogue +
+          "'");
+  return {*m, o.split_k, o.split_blocks, *ep};
+}
+
+OutDtype parse_out_dtype(const std::string& s) {
+  for (OutDtype d : {OutDtype::f32, OutDtype::bf16, OutDtype::f16})
+    if (s == to_string(d)) return d;
+  usage("--out-dtype: expected f32, bf16 or f16, got '" + s + "'");
+}
+
+}  // namespace fp8ref::cli

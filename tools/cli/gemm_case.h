@@ -1,0 +1,62 @@
+// The inputs of `fp8-check oracle|verify grouped-gemm` (oracle_gemm.h; DESIGN §3.5, issue 4
+// item 8): options, the operands read from a tensor file and checked in full against the shapes
+// the scaling and --b-layout require (reference/grouped_gemm.h), and --model parsing with the
+// DESIGN §3.5 names accepted as aliases. Every failure is a cli::UsageError (one line, exit 2).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "numerics/accumulation_models.h"
+#include "reference/grouped_gemm.h"
+#include "tensor_io/tensor_file.h"
+
+namespace fp8ref::cli {
+
+struct GemmOptions {
+  std::string in, a, b, scale_a, scale_b, offs, b_layout = "nk", scaling = "none", model;
+  std::string out_dtype = "f32", out, out_name = "out", got, got_file;
+  int split_k = 1;
+  std::int64_t split_blocks = 0;
+  std::string epilogue = "model";
+  bool bound = false, within_bound = false;
+  std::size_t max_report = 10;
+};
+
+// The case as the reference op takes it (owning storage).
+struct GemmCase {
+  std::int64_t M = 0, N = 0, K = 0, G = 1;
+  Format fa = Format::e4m3, fb = Format::e4m3;
+  ref::BLayout layout = ref::BLayout::nk;
+  ref::Scaling scaling = ref::Scaling::none;
+  std::vector<std::uint8_t> a, b;
+  std::vector<float> sa, sb;
+  std::vector<std::int64_t> offs;
+  ref::GroupedGemmOperands operands() const {
+    return {M, N, K, G, fa, fb, a, b, layout, scaling, sa, sb};
+  }
+};
+
+[[noreturn]] void usage(const std::string& what);
+
+tensor_io::TensorFile load_file(const std::string& path);
+const tensor_io::Tensor& find_tensor(const tensor_io::TensorFile& tf, const std::string& file,
+                                     const std::string& name, const char* flag);
+
+// Reads and checks A, B, the scales and the offsets named by `o` (see oracle_gemm.cpp's header
+// and docs/cli.md for the shape rules).
+GemmCase load_case(const GemmOptions& o);
+
+// A --model name: a canonical model name (to_string(AccumulationModel)) or a DESIGN §3.5 alias
+// (promoted_blockwise, promoted_tensorwise, promoted_rowwise); nullopt for anything else.
+std::optional<AccumulationModel> model_from_cli_name(std::string_view name);
+
+// --model, --split-k / --split-k-blocks and --epilogue.
+ref::ModelChoice parse_model(const GemmOptions& o);
+OutDtype parse_out_dtype(const std::string& s);
+
+}  // namespace fp8ref::cli
