@@ -57,6 +57,13 @@ inline std::vector<Recipe> all_recipes() {
 
 inline rc::Gen<Recipe> gen_recipe() { return rc::gen::elementOf(all_recipes()); }
 
+inline BlockGeometry gen_geometry() {
+  return *rc::gen::elementOf(std::vector<BlockGeometry>{
+      BlockGeometry::tensorwise, BlockGeometry::rowwise, BlockGeometry::per_channel,
+      BlockGeometry::b1x128, BlockGeometry::b128x1, BlockGeometry::b128x128, BlockGeometry::b1x32,
+      BlockGeometry::b32x1});
+}
+
 inline float from_bits(std::uint32_t b) { return std::bit_cast<float>(b); }
 
 // A tensor extent in [1, hi): RapidCheck's size-scaled draw (small extents in early cases) with

@@ -22,6 +22,7 @@ namespace {
 
 using test::amax_class;
 using test::classify_block_amax;
+using test::gen_geometry;
 using test::gen_matrix;
 using test::gen_recipe;
 using test::require;
@@ -29,13 +30,6 @@ using test::ScaleCase;
 
 SourceView2d view(const std::vector<float>& x, std::int64_t m, std::int64_t k) {
   return {x.data(), Source::f32, m, k, k, 1};
-}
-
-BlockGeometry gen_geometry() {
-  return *rc::gen::elementOf(std::vector<BlockGeometry>{
-      BlockGeometry::tensorwise, BlockGeometry::rowwise, BlockGeometry::per_channel,
-      BlockGeometry::b1x128, BlockGeometry::b128x1, BlockGeometry::b128x128, BlockGeometry::b1x32,
-      BlockGeometry::b32x1});
 }
 
 // Spacing of the FP8 format at magnitude v (the binade clamped at the subnormal range).
