@@ -245,7 +245,8 @@ FP8REF_RC_PROP(Quantize, CodesAndScalesMatchPerElementDefinition, 300, ()) {
       *rc::gen::elementOf(std::vector<Source>{Source::f32, Source::bf16, Source::f16});
   RC_PRE(!(src == Source::f16 && is_mx(r.kind) &&
            r.runtime != Runtime::cuda_kernel));  // torchao: bf16 / f32 only
-  const int layout = *rc::gen::inRange(0, 3);    // 0 row-major, 1 transposed storage, 2 padded rows
+  const int layout = *rc::gen::elementOf(
+      std::vector<int>{0, 1, 2});  // 0 row-major, 1 transposed storage, 2 padded rows
   const auto xf = *gen_matrix(m, k, true);
   std::vector<std::uint32_t> bits(std::size_t(m * k));
   if (src == Source::f16) {
