@@ -20,29 +20,16 @@
 namespace fp8ref {
 namespace {
 
+using test::amax_class;
+using test::classify_block_amax;
+using test::gen_geometry;
+using test::gen_matrix;
 using test::gen_recipe;
-using test::gen_tensor;
 using test::require;
 using test::ScaleCase;
 
 SourceView2d view(const std::vector<float>& x, std::int64_t m, std::int64_t k) {
   return {x.data(), Source::f32, m, k, k, 1};
-}
-
-const char* amax_class(float a) {
-  if (std::isnan(a)) return "amax NaN";
-  if (std::isinf(a)) return "amax Inf";
-  if (a == 0.0f) return "amax zero";
-  if (a < std::ldexp(1.0f, -126)) return "amax subnormal";
-  if (std::ldexp(1.0f, std::ilogb(a)) == a) return "amax power of two";
-  return "amax ordinary";
-}
-
-BlockGeometry gen_geometry() {
-  return *rc::gen::elementOf(std::vector<BlockGeometry>{
-      BlockGeometry::tensorwise, BlockGeometry::rowwise, BlockGeometry::per_channel,
-      BlockGeometry::b1x128, BlockGeometry::b128x1, BlockGeometry::b128x128, BlockGeometry::b1x32,
-      BlockGeometry::b32x1});
 }
 
 // Spacing of the FP8 format at magnitude v (the binade clamped at the subnormal range).
@@ -56,33 +43,30 @@ double fp8_ulp(Format f, double v) {
 //            + s * (2^-24 |x m| + 2^-150) (y = RN_f32(x m): f32 rounding incl. subnormals)
 //            + |x| |m s - 1|              (s is not exactly 1/m), evaluated in f64 + 2^-40 rel.
 // Saturated elements (|y| > max finite) are checked for the saturation code instead.
-FP8REF_RC_PROP(Quantize, DequantizeErrorWithinHalfFp8UlpTimesScale, 100, ()) {
+FP8REF_RC_PROP(Quantize, DequantizeErrorWithinHalfFp8UlpTimesScale, 200, ()) {
   const Recipe r = *gen_recipe();
   const BlockGeometry g = gen_geometry();
-  const std::int64_t m = *rc::gen::inRange(1, 140), k = *rc::gen::inRange(1, 140);
-  const auto x = *gen_tensor(m * k, false);
+  const std::int64_t m = *test::gen_extent(160, 1), k = *test::gen_extent(160, 1);
+  const auto x = *gen_matrix(m, k, false);
   const ScaleCase c{"scale_dequantize_error", &x, m, k, r, g};
+  classify_block_amax(x, m, k, g, amax_nan_policy(r));
   const Quantized q = quantize(view(x, m, k), r, g);
   const auto z = dequantize(q);
   const BlockShape b = block_shape(g, m, k);
   const double maxf = r.elem == Format::e4m3 ? 448.0 : 57344.0;
   RC_CLASSIFY(q.scale.size() == 1, "single block");
   RC_CLASSIFY(r.pow2, "pow2");
+  std::vector<float> amax(q.scale.size(), 0.0f);  // per block, over its real elements
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < k; ++j) {
+      float& a = amax[std::size_t((i / b.rows) * q.scale_cols + j / b.cols)];
+      a = amax_fold(amax_nan_policy(r), a, x[std::size_t(i * k + j)]);
+    }
   int saturated = 0;
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < k; ++j) {
-      const BlockScale bs = block_scale(
-          r,
-          [&] {
-            float a = 0.0f;
-            for (std::int64_t ii = i / b.rows * b.rows; ii < std::min(m, (i / b.rows + 1) * b.rows);
-                 ++ii)
-              for (std::int64_t jj = j / b.cols * b.cols;
-                   jj < std::min(k, (j / b.cols + 1) * b.cols); ++jj)
-                a = amax_fold(amax_nan_policy(r), a, x[std::size_t(ii * k + jj)]);
-            return a;
-          }(),
-          Source::f32);
+      const BlockScale bs =
+          block_scale(r, amax[std::size_t((i / b.rows) * q.scale_cols + j / b.cols)], Source::f32);
       const double xv = x[std::size_t(i * k + j)], s = bs.s;
       const double mul = bs.divide ? 1.0 / double(bs.factor) : double(bs.factor);
       const double y = bs.divide ? double(float(xv) / bs.factor) : double(float(xv) * bs.factor);
@@ -111,11 +95,12 @@ FP8REF_RC_PROP(Quantize, DequantizeErrorWithinHalfFp8UlpTimesScale, 100, ()) {
 }
 
 // dgrad identity: 128x128 blocks of W^T are the transposes of W's blocks.
-FP8REF_RC_PROP(Quantize, Block128x128OfTransposeIsTransposeBitwise, 60, ()) {
+FP8REF_RC_PROP(Quantize, Block128x128OfTransposeIsTransposeBitwise, 100, ()) {
   const Recipe r = *gen_recipe();
-  const std::int64_t n = *rc::gen::inRange(1, 300), k = *rc::gen::inRange(1, 300);
-  const auto w = *gen_tensor(n * k, true);
+  const std::int64_t n = *test::gen_extent(300, 6), k = *test::gen_extent(300, 6);
+  const auto w = *gen_matrix(n, k, true);
   const ScaleCase c{"scale_transpose_identity", &w, n, k, r, BlockGeometry::b128x128};
+  classify_block_amax(w, n, k, BlockGeometry::b128x128, amax_nan_policy(r));
   const Quantized a = quantize(view(w, n, k), r, BlockGeometry::b128x128);
   const Quantized t = quantize({w.data(), Source::f32, k, n, 1, k}, r, BlockGeometry::b128x128);
   require(a.scale_rows == t.scale_cols && a.scale_cols == t.scale_rows,
@@ -126,11 +111,13 @@ FP8REF_RC_PROP(Quantize, Block128x128OfTransposeIsTransposeBitwise, 60, ()) {
               c);
   for (std::int64_t i = 0; i < a.scale_rows; ++i)
     for (std::int64_t j = 0; j < a.scale_cols; ++j) {
-      const float sa = a.scale[std::size_t(i * a.scale_cols + j)],
-                  st = t.scale[std::size_t(j * t.scale_cols + i)];
-      require(std::memcmp(&sa, &st, 4) == 0, "scales differ", c);
+      const std::size_t ai = std::size_t(i * a.scale_cols + j),
+                        ti = std::size_t(j * t.scale_cols + i);
+      require(std::memcmp(&a.scale[ai], &t.scale[ti], 4) == 0, "scales differ", c);
+      if (is_mx(r.kind)) require(a.e8m0[ai] == t.e8m0[ti], "E8M0 codes differ", c);
     }
-  require(a.e8m0.size() == t.e8m0.size(), "e8m0 grids differ in size", c);
+  require(a.e8m0.size() == t.e8m0.size() && a.e8m0.size() == (is_mx(r.kind) ? a.scale.size() : 0),
+          "E8M0 grids differ in size", c);
 }
 
 std::vector<std::int64_t> ends_of(const std::vector<std::int64_t>& sizes) {
@@ -157,14 +144,17 @@ FP8REF_RC_PROP(Quantize, PerGroupEqualsGlobalWhenGroupStartsAreBlockAligned, 60,
   sizes.back() += *rc::gen::inRange<std::int64_t>(0, h);  // the last group may be partial
   const auto ends = ends_of(sizes);
   const std::int64_t t = ends.back(), k = *rc::gen::inRange(1, 200);
-  const auto x = *gen_tensor(t * k, true);
+  const auto x = *gen_matrix(t, k, true);
   const ScaleCase c{"scale_per_group_aligned", &x, t, k, r, g};
+  classify_block_amax(x, t, k, g, amax_nan_policy(r));
   RC_CLASSIFY(std::count(sizes.begin(), sizes.end(), 0) > 0, "has empty groups");
   const Quantized a = quantize_grouped_rows(view(x, t, k), r, g, ends),
                   b = quantize(view(x, t, k), r, g);
   require(a.codes == b.codes, "codes differ", c);
   require(a.block_row_start == b.block_row_start, "block rows differ", c);
-  require((a.scale.size() * 4 == 0 || std::memcmp(a.scale.data(), b.scale.data(), a.scale.size() * 4) == 0), "scales differ", c);
+  require((a.scale.size() * 4 == 0 ||
+           std::memcmp(a.scale.data(), b.scale.data(), a.scale.size() * 4) == 0),
+          "scales differ", c);
 }
 
 // Conversely, a group that starts off a block boundary gives a different quantization: a spike in
@@ -189,9 +179,10 @@ FP8REF_RC_PROP(Quantize, PerGroupDiffersFromGlobalWhenAGroupStartIsMisaligned, 1
 FP8REF_RC_PROP(Quantize, ResultIndependentOfThreadCount, 40, ()) {
   const Recipe r = *gen_recipe();
   const BlockGeometry g = gen_geometry();
-  const std::int64_t m = *rc::gen::inRange(1, 300), k = *rc::gen::inRange(1, 300);
-  const auto x = *gen_tensor(m * k, true);
+  const std::int64_t m = *test::gen_extent(300, 1), k = *test::gen_extent(300, 1);
+  const auto x = *gen_matrix(m, k, true);
   const ScaleCase c{"scale_thread_count", &x, m, k, r, g};
+  classify_block_amax(x, m, k, g, amax_nan_policy(r));
   const int saved = omp_get_max_threads();
   omp_set_num_threads(1);
   const Quantized a = quantize(view(x, m, k), r, g);
@@ -199,7 +190,9 @@ FP8REF_RC_PROP(Quantize, ResultIndependentOfThreadCount, 40, ()) {
   const Quantized b = quantize(view(x, m, k), r, g);
   omp_set_num_threads(saved);
   require(a.codes == b.codes && a.e8m0 == b.e8m0, "codes differ", c);
-  require((a.scale.size() * 4 == 0 || std::memcmp(a.scale.data(), b.scale.data(), a.scale.size() * 4) == 0), "scales differ", c);
+  require((a.scale.size() * 4 == 0 ||
+           std::memcmp(a.scale.data(), b.scale.data(), a.scale.size() * 4) == 0),
+          "scales differ", c);
 }
 
 // Amax classes reach every recipe: zero, subnormal, power of two, NaN, Inf. The scale a recipe
@@ -207,7 +200,7 @@ FP8REF_RC_PROP(Quantize, ResultIndependentOfThreadCount, 40, ()) {
 FP8REF_RC_PROP(Quantize, ScaleDependsOnRealElementsOnly, 100, ()) {
   const Recipe r = *gen_recipe();
   const std::int64_t m = *rc::gen::inRange(1, 40), k = *rc::gen::inRange(1, 300);
-  const auto x = *gen_tensor(m * k, true);
+  const auto x = *gen_matrix(m, k, true);
   const ScaleCase c{"scale_real_elements", &x, m, k, r, BlockGeometry::b1x128};
   const Quantized q = quantize(view(x, m, k), r, BlockGeometry::b1x128);
   for (std::int64_t i = 0; i < m; ++i)
@@ -244,16 +237,17 @@ float widen(Source src, std::uint32_t bits) {
 // The fast kernels (reference/encode_f32_rne.h, templated loaders) against the recipe's
 // per-element definition: amax_fold over the block, block_scale, quantize_element — for every
 // source type, a transposed view and a padded row stride.
-FP8REF_RC_PROP(Quantize, CodesAndScalesMatchPerElementDefinition, 150, ()) {
+FP8REF_RC_PROP(Quantize, CodesAndScalesMatchPerElementDefinition, 300, ()) {
   const Recipe r = *gen_recipe();
   const BlockGeometry g = gen_geometry();
-  const std::int64_t m = *rc::gen::inRange(1, 140), k = *rc::gen::inRange(1, 140);
+  const std::int64_t m = *test::gen_extent(160, 1), k = *test::gen_extent(160, 1);
   const Source src =
       *rc::gen::elementOf(std::vector<Source>{Source::f32, Source::bf16, Source::f16});
   RC_PRE(!(src == Source::f16 && is_mx(r.kind) &&
            r.runtime != Runtime::cuda_kernel));  // torchao: bf16 / f32 only
-  const int layout = *rc::gen::inRange(0, 3);    // 0 row-major, 1 transposed storage, 2 padded rows
-  const auto xf = *gen_tensor(m * k, true);
+  const int layout = *rc::gen::elementOf(
+      std::vector<int>{0, 1, 2});  // 0 row-major, 1 transposed storage, 2 padded rows
+  const auto xf = *gen_matrix(m, k, true);
   std::vector<std::uint32_t> bits(std::size_t(m * k));
   if (src == Source::f16) {
     const auto h = gen_f16_bits(m * k);
@@ -265,6 +259,7 @@ FP8REF_RC_PROP(Quantize, CodesAndScalesMatchPerElementDefinition, 150, ()) {
   std::vector<float> logical(bits.size());  // for the failure dump
   for (std::size_t i = 0; i < bits.size(); ++i) logical[i] = widen(src, bits[i]);
   const ScaleCase c{"scale_per_element_definition", &logical, m, k, r, g};
+  classify_block_amax(logical, m, k, g, amax_nan_policy(r));
   // Store element (i, j) at offset i * rs + j * cs.
   const std::int64_t rs = layout == 1 ? 1 : (layout == 2 ? k + 3 : k), cs = layout == 1 ? m : 1;
   const std::size_t storage = std::size_t(layout == 2 ? m * (k + 3) : m * k);
@@ -291,7 +286,8 @@ FP8REF_RC_PROP(Quantize, CodesAndScalesMatchPerElementDefinition, 150, ()) {
   require(reused.codes == q.codes && reused.e8m0 == q.e8m0 &&
               reused.block_row_start == q.block_row_start &&
               reused.scale.size() == q.scale.size() &&
-              (q.scale.size() * 4 == 0 || std::memcmp(reused.scale.data(), q.scale.data(), q.scale.size() * 4) == 0),
+              (q.scale.size() * 4 == 0 ||
+               std::memcmp(reused.scale.data(), q.scale.data(), q.scale.size() * 4) == 0),
           "quantize_into on a reused output differs from quantize", c);
   for (std::int64_t br = 0; br < q.scale_rows; ++br)
     for (std::int64_t bc = 0; bc < q.scale_cols; ++bc) {

@@ -98,7 +98,8 @@ Quantized gather(const std::vector<Quantized>& shards, int dim, std::int64_t m, 
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && (a.size() * 4 == 0 || std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
+  return a.size() == b.size() &&
+         (a.size() * 4 == 0 || std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
 }
 
 // Shard sizes along a dimension: multiples of the block extent (0..2 blocks each), the last one
@@ -117,13 +118,14 @@ std::vector<std::int64_t> gen_aligned_ends(std::int64_t e) {
 
 FP8REF_RC_PROP(ShardedWeights, GatheredShardsEqualWholeWhenShardsStartOnBlockBoundaries, 80, ()) {
   const Recipe r = *test::gen_recipe();
-  const int dim = *rc::gen::inRange(0, 2);
+  const int dim = *rc::gen::elementOf(std::vector<int>{0, 1});
   const BlockGeometry g = gen_shardable(dim, false);
   const auto ends = gen_aligned_ends(extent(g, dim));
-  const std::int64_t other = *rc::gen::inRange(1, 150);
+  const std::int64_t other = *test::gen_extent(150, 1);
   const std::int64_t m = dim == 0 ? ends.back() : other, k = dim == 0 ? other : ends.back();
-  const auto x = *test::gen_tensor(m * k, true);
+  const auto x = *test::gen_matrix(m, k, true);
   const ScaleCase c{"shard_aligned", &x, m, k, r, g};
+  test::classify_block_amax(x, m, k, g, amax_nan_policy(r));
   RC_CLASSIFY(dim == 0, "dim 0");
   RC_CLASSIFY(ends.back() % extent(g, dim) != 0, "last shard partial");
   RC_CLASSIFY(std::adjacent_find(ends.begin(), ends.end()) != ends.end() || ends.front() == 0,
@@ -138,19 +140,21 @@ FP8REF_RC_PROP(ShardedWeights, GatheredShardsEqualWholeWhenShardsStartOnBlockBou
 
 FP8REF_RC_PROP(ShardedWeights, DequantizingGatheredFp8ShardsEqualsDequantizingTheWhole, 60, ()) {
   const Recipe r = *test::gen_recipe();
-  const int dim = *rc::gen::inRange(0, 2);
+  const int dim = *rc::gen::elementOf(std::vector<int>{0, 1});
   const BlockGeometry g = gen_shardable(dim, false);
   const auto ends = gen_aligned_ends(extent(g, dim));
-  const std::int64_t other = *rc::gen::inRange(1, 150);
+  const std::int64_t other = *test::gen_extent(150, 1);
   const std::int64_t m = dim == 0 ? ends.back() : other, k = dim == 0 ? other : ends.back();
-  const auto x = *test::gen_tensor(m * k, true);
+  const auto x = *test::gen_matrix(m, k, true);
   const ScaleCase c{"shard_dequantize", &x, m, k, r, g};
+  test::classify_block_amax(x, m, k, g, amax_nan_policy(r));
   const auto shards = quantize_shards(x, m, k, dim, ends, r, g);
   Quantized gathered = gather(shards, dim, m, k);
   const Quantized whole = quantize({x.data(), Source::f32, m, k, k, 1}, r, g);
   gathered.block_row_start = whole.block_row_start;  // dim 1: the shards' common row blocks
   const auto zg = dequantize(gathered), zw = dequantize(whole);
-  require(zg.size() == zw.size() && (zg.size() * 8 == 0 || std::memcmp(zg.data(), zw.data(), zg.size() * 8) == 0),
+  require(zg.size() == zw.size() &&
+              (zg.size() * 8 == 0 || std::memcmp(zg.data(), zw.data(), zg.size() * 8) == 0),
           "dequantized gather differs from the dequantized whole", c);
   // Gather-then-dequantize == dequantize-then-gather (the bf16 all-gather moves twice the bytes).
   std::vector<double> zs(std::size_t(m * k));
@@ -163,7 +167,8 @@ FP8REF_RC_PROP(ShardedWeights, DequantizingGatheredFp8ShardsEqualsDequantizingTh
             d[std::size_t(i * shards[s].cols + j)];
     b = ends[s];
   }
-  require((zs.size() * 8 == 0 || std::memcmp(zs.data(), zw.data(), zs.size() * 8) == 0), "per-shard dequantize differs", c);
+  require((zs.size() * 8 == 0 || std::memcmp(zs.data(), zw.data(), zs.size() * 8) == 0),
+          "per-shard dequantize differs", c);
 }
 
 // A shard that starts off a block boundary restarts its blocks there: the sharded result is the
@@ -172,7 +177,7 @@ FP8REF_RC_PROP(ShardedWeights, DequantizingGatheredFp8ShardsEqualsDequantizingTh
 // scale of its own amax (real elements only), so it differs wherever that amax does.
 FP8REF_RC_PROP(ShardedWeights, MisalignedShardsRestartBlocksAtTheirStart, 80, ()) {
   const Recipe r = *test::gen_recipe();
-  const int dim = *rc::gen::inRange(0, 2);
+  const int dim = *rc::gen::elementOf(std::vector<int>{0, 1});
   const BlockGeometry g = gen_shardable(dim, true);
   const std::int64_t e = extent(g, dim);
   auto sizes = *rc::gen::container<std::vector<std::int64_t>>(
@@ -184,8 +189,9 @@ FP8REF_RC_PROP(ShardedWeights, MisalignedShardsRestartBlocksAtTheirStart, 80, ()
          std::any_of(ends.begin(), ends.end() - 1, [&](std::int64_t b) { return b % e != 0; }));
   const std::int64_t other = *rc::gen::inRange(1, 100);
   const std::int64_t m = dim == 0 ? n : other, k = dim == 0 ? other : n;
-  const auto x = *test::gen_tensor(m * k, true);
+  const auto x = *test::gen_matrix(m, k, true);
   const ScaleCase c{"shard_misaligned", &x, m, k, r, g};
+  test::classify_block_amax(x, m, k, g, amax_nan_policy(r));
   const auto shards = quantize_shards(x, m, k, dim, ends, r, g);
   const Quantized z = gather(shards, dim, m, k);
   const Quantized whole = quantize({x.data(), Source::f32, m, k, k, 1}, r, g);
