@@ -171,10 +171,26 @@ FailureReport failure_from(const Suite& s, const rc::detail::FailureResult& fr, 
   return f;
 }
 
-void finish_classes(SuiteReport& r, const Suite& s) {
+// The declared classes the run missed; with --require-classes a passed suite that missed a
+// required one fails (rare classes are required from 4× the level-1 case count on).
+void finish_classes(SuiteReport& r, const Suite& s, const CampaignOptions& opt) {
   r.classes_expected = std::int64_t(s.info.classes.size());
+  r.classes_rare = s.info.rare_classes;
   for (const std::string& c : s.info.classes)
     if (!r.class_counts.count(c)) r.classes_missing.push_back(c);
+  if (!opt.require_classes || r.status != "passed") return;
+  r.coverage_required = true;
+  const bool all = r.cases >= 4 * std::int64_t(s.info.ctest_cases);
+  std::string missed;
+  for (const std::string& c : r.classes_missing)
+    if (all || std::find(r.classes_rare.begin(), r.classes_rare.end(), c) == r.classes_rare.end())
+      missed += (missed.empty() ? "" : " ") + c;
+  if (missed.empty()) return;
+  FailureReport f;
+  f.message =
+      "coverage: required classes not hit in " + std::to_string(r.cases) + " cases: " + missed;
+  r.failures.push_back(f);
+  r.status = "failed";
 }
 
 SuiteReport start_report(const Suite& s) {
@@ -193,7 +209,9 @@ SuiteReport run_regressions(const CampaignOptions& opt) {
   std::error_code ec;
   if (opt.golden_dir.empty() || !std::filesystem::is_directory(dir, ec)) {
     r.status = "skipped";
-    r.skip_reason = "no regressions folder under '" + opt.golden_dir + "' (--golden DIR)";
+    r.skip_reason = opt.golden_dir.empty()
+                        ? "no golden/regressions folder found (--golden DIR)"
+                        : "no regressions folder under '" + opt.golden_dir + "' (--golden DIR)";
     return r;
   }
   std::vector<std::filesystem::path> files;
@@ -219,6 +237,10 @@ SuiteReport run_regressions(const CampaignOptions& opt) {
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.status = r.failures.empty() ? "passed" : "failed";
+  if (r.cases == 0) {  // nothing replayed is not a pass
+    r.status = "skipped";
+    r.skip_reason = "no pinned cases naming a suite in " + dir.string();
+  }
   return r;
 }
 
@@ -239,6 +261,11 @@ std::uint64_t fingerprint() { return g_fingerprint; }
 void reset_fingerprint() { g_fingerprint = 0xcbf29ce484222325ull; }
 const std::string& planted() { return g_plant; }
 void set_planted(std::string name) { g_plant = std::move(name); }
+
+TensorFile through_safetensors(const TensorFile& tf) {
+  const std::vector<std::uint8_t> bytes = tensor_io::serialize_safetensors(tf, "case file");
+  return tensor_io::parse_safetensors(bytes, "case file", {});
+}
 
 const std::vector<Suite>& all_suites() {
   static const std::vector<Suite> suites = [] {
@@ -299,19 +326,18 @@ CampaignReport run_campaign(const CampaignOptions& opt, const ProgressFn& progre
   if (opt.batch_cases < 1) throw std::invalid_argument("batch size must be >= 1");
   if (opt.cases && *opt.cases < 0) throw std::invalid_argument("--cases must be >= 0");
   if (opt.seconds && !(*opt.seconds > 0)) throw std::invalid_argument("--seconds must be > 0");
+  if (opt.threads < 1) throw std::invalid_argument("--threads must be >= 1");
   const std::vector<std::string> names = select_suites(opt.suites);
   quiet_rapidcheck_configuration();
   set_planted(opt.plant);
-  // Cases are small: the reference runs single-threaded (OpenMP fork/join and spinning would
-  // cost more than the work); suites that test thread-count invariance set 1 and 2 themselves.
-  const int saved_threads = omp_get_max_threads();
-  omp_set_num_threads(1);
-  struct Restore {
-    int n;
-    ~Restore() { omp_set_num_threads(n); }
-  } restore{saved_threads};
+  // Cases are small: by default the reference runs single-threaded (OpenMP fork/join and spinning
+  // would cost more than the work); --threads N runs it with N (the results must not change:
+  // fuzz.campaign_deterministic compares the fingerprints). Suites that test thread-count
+  // invariance also compare 1 and 2 threads themselves.
+  const ThreadCount threads(opt.threads);
   CampaignReport rep;
   rep.seed = opt.seed, rep.shard_index = opt.shard_index, rep.shard_count = opt.shard_count;
+  rep.threads = opt.threads;
   const auto c0 = std::chrono::steady_clock::now();
   std::size_t runnable = 0;
   for (const std::string& n : names)
@@ -330,7 +356,7 @@ CampaignReport run_campaign(const CampaignOptions& opt, const ProgressFn& progre
     SuiteReport r = start_report(s);
     if (const std::string why = s.unavailable_reason(); !why.empty()) {
       r.status = "skipped", r.skip_reason = why;
-      finish_classes(r, s);
+      finish_classes(r, s, opt);
       r.classes_missing.clear();
       rep.suites.push_back(r);
       continue;
@@ -390,7 +416,7 @@ CampaignReport run_campaign(const CampaignOptions& opt, const ProgressFn& progre
     r.seconds = elapsed();
     r.fingerprint = fingerprint();
     r.status = r.failures.empty() ? "passed" : "failed";
-    finish_classes(r, s);
+    finish_classes(r, s, opt);
     rep.suites.push_back(std::move(r));
   }
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
@@ -412,7 +438,7 @@ SuiteReport replay_token(const std::string& suite, const std::string& token,
   }
   quiet_rapidcheck_configuration();
   set_planted(opt.plant);
-  omp_set_num_threads(1);
+  const ThreadCount threads(std::max(opt.threads, 1));
   SuiteReport r = start_report(s);
   const auto t0 = std::chrono::steady_clock::now();
   rc::detail::TestMetadata md{s.info.name, s.info.name};
@@ -450,6 +476,7 @@ SuiteReport replay_case_file(const std::string& path, const std::string& suite,
   if (const std::string why = s.unavailable_reason(); !why.empty())
     throw std::invalid_argument("suite " + name + " cannot run here: " + why);
   set_planted(opt.plant);
+  const ThreadCount threads(std::max(opt.threads, 1));
   SuiteReport r = start_report(s);
   const auto t0 = std::chrono::steady_clock::now();
   r.cases = 1;

@@ -22,9 +22,13 @@ struct CampaignOptions {
   std::uint64_t seed = 20261122;
   int shard_index = 0, shard_count = 1;
   int batch_cases = 25;
-  std::string failure_dir;            // where failing cases are written
-  std::string golden_dir;             // golden/ root for golden.regressions ("" = skip it)
-  std::string plant;                  // a planted bug for the runner's self-test
+  std::string failure_dir;  // where failing cases are written
+  std::string golden_dir;   // golden/ root for golden.regressions ("" = skip it)
+  std::string plant;        // a planted bug for the runner's self-test
+  int threads = 1;          // OpenMP threads of the code under test
+  // Fail a suite that passed but missed a required coverage class (SuiteInfo::classes, less the
+  // rare ones below 4× the suite's level-1 case count).
+  bool require_classes = false;
   std::string command = "fp8-check";  // how replay lines name the executable
 };
 
@@ -44,7 +48,9 @@ struct SuiteReport {
   double seconds = 0;
   std::map<std::string, std::int64_t> class_counts;  // tag -> cases
   std::vector<std::string> classes_missing;          // declared classes not hit
+  std::vector<std::string> classes_rare;             // declared classes not required at level 1
   std::int64_t classes_expected = 0;
+  bool coverage_required = false;  // --require-classes applied to this suite
   std::uint64_t fingerprint = 0;
   std::vector<FailureReport> failures;
   double cases_per_second() const { return seconds > 0 ? double(cases) / seconds : 0.0; }
@@ -55,6 +61,7 @@ struct CampaignReport {
   double seconds = 0;
   std::uint64_t seed = 0;
   int shard_index = 0, shard_count = 1;
+  int threads = 1;
   bool ok() const;
 };
 

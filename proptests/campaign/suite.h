@@ -4,6 +4,7 @@
 // as a regression that the `golden.regressions` suite replays.
 #pragma once
 
+#include <omp.h>
 #include <rapidcheck.h>
 
 #include <cstdint>
@@ -29,19 +30,35 @@ struct SuiteInfo {
   std::string label;                 // "cpu" or "gpu"
   int ctest_cases = 100;             // cases of the level-1 CTest run
   std::vector<std::string> classes;  // every tag the suite's cases should hit (coverage)
+  // Classes expected fewer than 15 times in the level-1 case count: `--require-classes`
+  // requires them only from 4× that count (level 2) on. docs/fuzz.md lists them.
+  std::vector<std::string> rare_classes;
 };
 
-// What every suite provides. `property` draws a case with RapidCheck and checks it (it calls
-// record_case() before checking, so the runner can capture the shrunk counterexample); `replay`
-// checks a case read back from a tensor file (throws Violation when it fails, std::exception on
-// a malformed file); `available` says whether the suite can run here (GPU suites: a device).
+// What every suite provides. `property` draws a case with RapidCheck and checks it (it stores
+// the case when capture_requested(), so the runner can write the shrunk counterexample);
+// `replay` checks a case read back from a tensor file (throws Violation when it fails,
+// std::invalid_argument on a malformed file); `unavailable_reason` says why the suite cannot run
+// here (GPU suites: no device).
+// `roundtrip` is a property too: a drawn case written as a safetensors file and read back must
+// load as the same case, field by field (a field the file drops would replay another case).
+// Results are fingerprinted: suites fold their output bits in through fold_result() (bitwise
+// determinism across runs and thread counts).
 struct Suite {
   SuiteInfo info;
   std::function<void()> property;
   std::function<void(const TensorFile&)> replay;
   std::function<std::string()> unavailable_reason;  // empty when the suite can run
-  // Fingerprint of the results of the cases run so far (bitwise determinism across runs and
-  // thread counts); suites fold their output bits in through fold_result().
+  std::function<void()> roundtrip;
+};
+
+// Sets the OpenMP thread count for a scope (suites that compare thread counts).
+struct ThreadCount {
+  int saved;
+  explicit ThreadCount(int n) : saved(omp_get_max_threads()) { omp_set_num_threads(n); }
+  ~ThreadCount() { omp_set_num_threads(saved); }
+  ThreadCount(const ThreadCount&) = delete;
+  ThreadCount& operator=(const ThreadCount&) = delete;
 };
 
 // --- the case capture and result fingerprint of the running property (single-threaded runner) ---
@@ -71,7 +88,13 @@ struct CaseSuite {
   std::function<std::vector<std::string>(const Case&)> tags;
   std::function<TensorFile(const Case&)> save;
   std::function<Case(const TensorFile&)> load;
+  // The first field in which two cases differ, "" when none (the case-file round trip).
+  std::function<std::string(const Case&, const Case&)> diff;
 };
+
+// The case file of `tf` written as safetensors bytes and parsed again (what a dump then a replay
+// does, without the file system).
+TensorFile through_safetensors(const TensorFile& tf);
 
 template <class Case>
 Suite make_suite(
@@ -85,8 +108,26 @@ Suite make_suite(
     if (capture_requested()) set_captured(cs.save(c));
     cs.check(c);
   };
-  s.replay = [cs](const TensorFile& tf) { cs.check(cs.load(tf)); };
+  // A malformed file is bad input (std::invalid_argument from load); anything the check throws
+  // for a case that loaded is a failure of the code under test, as in a campaign.
+  s.replay = [cs](const TensorFile& tf) {
+    const Case c = cs.load(tf);
+    try {
+      cs.check(c);
+    } catch (const Violation&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Violation(std::string("the check threw: ") + e.what());
+    }
+  };
   s.unavailable_reason = std::move(unavailable);
+  s.roundtrip = [cs] {
+    const Case c = cs.draw();
+    const Case back = cs.load(through_safetensors(cs.save(c)));
+    const std::string differs = cs.diff(c, back);
+    if (!differs.empty())
+      throw Violation("case file round trip: the case read back differs in its " + differs);
+  };
   return s;
 }
 

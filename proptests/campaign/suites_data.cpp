@@ -2,14 +2,13 @@
 // distributions, and per-group quantization along tokens (K-grouped wgrad operands) against its
 // definition (each group quantized on its own), global blocking when every group is block-
 // aligned, and thread-count invariance.
-#include <omp.h>
-
 #include <algorithm>
 #include <bit>
 #include <cstring>
 #include <random>
 
 #include "proptests/campaign/suite.h"
+#include "proptests/gen/choices.h"
 #include "proptests/gen/group_sizes.h"
 #include "proptests/gen/values.h"
 #include "reference/pad_permute.h"
@@ -25,12 +24,6 @@ std::int64_t round_up(std::int64_t x, std::int64_t a) { return (x + a - 1) / a *
 bool bytes_equal(const void* a, const void* b, std::size_t n) {
   return n == 0 || std::memcmp(a, b, n) == 0;
 }
-
-struct ThreadCount {
-  int saved;
-  explicit ThreadCount(int n) : saved(omp_get_max_threads()) { omp_set_num_threads(n); }
-  ~ThreadCount() { omp_set_num_threads(saved); }
-};
 
 // --- pad / unpad -------------------------------------------------------------------------------
 struct PadCase {
@@ -138,29 +131,6 @@ struct QuantCase {
   std::vector<std::uint32_t> x;  // (total, cols) f32 bits
 };
 
-std::vector<Recipe> recipes() {
-  std::vector<Recipe> out;
-  for (Runtime rt : {Runtime::torch_cpu, Runtime::torch_cuda}) {
-    for (bool p : {false, true}) {
-      out.push_back({RecipeKind::deepgemm, Format::e4m3, rt, p, 0.0f});
-      for (Format f : {Format::e4m3, Format::e5m2})
-        out.push_back({RecipeKind::torchao, f, rt, p, 0.0f});
-    }
-    for (Format f : {Format::e4m3, Format::e5m2})
-      for (RecipeKind k :
-           {RecipeKind::mx_floor, RecipeKind::mx_rceil, RecipeKind::mx_ceil, RecipeKind::mx_even})
-        out.push_back({k, f, rt, false, 0.0f});
-  }
-  for (Format f : {Format::e4m3, Format::e5m2})
-    for (bool p : {false, true}) out.push_back({RecipeKind::te, f, Runtime::cuda_kernel, p, 0.0f});
-  return out;
-}
-
-bool mx_recipe(RecipeKind k) {
-  return k == RecipeKind::mx_floor || k == RecipeKind::mx_rceil || k == RecipeKind::mx_ceil ||
-         k == RecipeKind::mx_even;
-}
-
 std::int64_t block_rows(BlockGeometry g) {
   return g == BlockGeometry::b128x128 || g == BlockGeometry::b128x1 ? 128
          : g == BlockGeometry::b32x1                                ? 32
@@ -169,8 +139,8 @@ std::int64_t block_rows(BlockGeometry g) {
 
 QuantCase draw_quant() {
   QuantCase q;
-  q.recipe = *rc::gen::elementOf(recipes());
-  q.geometry = mx_recipe(q.recipe.kind)
+  q.recipe = *gen::recipe();
+  q.geometry = gen::is_mx_recipe(q.recipe.kind)
                    ? *rc::gen::element(BlockGeometry::b32x1, BlockGeometry::b1x32)
                    : *rc::gen::element(BlockGeometry::b128x128, BlockGeometry::b128x1,
                                        BlockGeometry::b1x128, BlockGeometry::rowwise);
@@ -289,34 +259,68 @@ void check_quant(const QuantCase& q) {
   }
 }
 
+bool same_sizes(const gen::GroupSizes& x, const gen::GroupSizes& y) {
+  return x.sizes == y.sizes && x.dist == y.dist && x.align == y.align && x.tail == y.tail;
+}
+
+std::string pad_diff(const PadCase& x, const PadCase& y) {
+  if (!same_sizes(x.gs, y.gs)) return "group sizes";
+  if (x.empty != y.empty) return "empty-group policy";
+  if (x.row_bytes != y.row_bytes || x.rows != y.rows) return "rows";
+  return "";
+}
+
+std::string quant_diff(const QuantCase& x, const QuantCase& y) {
+  if (!same_sizes(x.gs, y.gs)) return "group sizes";
+  if (x.recipe.kind != y.recipe.kind || x.recipe.elem != y.recipe.elem ||
+      x.recipe.runtime != y.recipe.runtime || x.recipe.pow2 != y.recipe.pow2 ||
+      std::bit_cast<std::uint32_t>(x.recipe.epsilon) !=
+          std::bit_cast<std::uint32_t>(y.recipe.epsilon))
+    return "recipe";
+  if (x.geometry != y.geometry) return "geometry";
+  if (x.values != y.values) return "value class";
+  if (x.cols != y.cols || x.x != y.x) return "source tensor";
+  return "";
+}
+
 }  // namespace
 
 void add_data_suites(std::vector<Suite>& out) {
   {
     std::vector<std::string> classes;
     for (auto d : gen::kSizeDists) classes.push_back(std::string("dist:") + to_string(d));
-    for (const char* a : {"align:16", "align:32", "align:128"}) classes.push_back(a);
+    for (const char* a : {"align:16", "align:32", "align:128", "sizes:edge_128", "sizes:edge_256"})
+      classes.push_back(a);
     out.push_back(make_suite<PadCase>(
-        {"pad.roundtrip", "pad / unpad: plan == definition, padding rows zero, unpad(pad(x)) == x",
-         "cpu", 3000, classes},
+        {"pad.roundtrip",
+         "pad / unpad: plan == definition, padding rows zero, unpad(pad(x)) == x",
+         "cpu",
+         3000,
+         classes,
+         {}},
         {draw_pad, check_pad,
          [](const PadCase& p) {
            auto t = gen::size_tags(p.gs);
            t.push_back("align:" + std::to_string(p.gs.align));
            return t;
          },
-         save_pad, load_pad}));
+         save_pad, load_pad, pad_diff}));
   }
   {
     std::vector<std::string> classes;
     for (auto d : gen::kSizeDists) classes.push_back(std::string("dist:") + to_string(d));
     for (auto v : gen::kValueClasses) classes.push_back(std::string("values:") + gen::to_string(v));
+    classes.push_back("sizes:edge_128");
+    classes.push_back("sizes:edge_256");
     classes.push_back("groups:aligned");
     classes.push_back("groups:unaligned");
     out.push_back(make_suite<QuantCase>(
         {"quantize.grouped",
-         "per-group quantize == each group alone; == global blocking when aligned; threads", "cpu",
-         1000, classes},
+         "per-group quantize == each group alone; == global blocking when aligned; threads",
+         "cpu",
+         1000,
+         classes,
+         {}},
         {draw_quant, check_quant,
          [](const QuantCase& q) {
            auto t = gen::size_tags(q.gs);
@@ -326,7 +330,7 @@ void add_data_suites(std::vector<Suite>& out) {
            t.push_back(aligned ? "groups:aligned" : "groups:unaligned");
            return t;
          },
-         save_quant, load_quant}));
+         save_quant, load_quant, quant_diff}));
   }
 }
 

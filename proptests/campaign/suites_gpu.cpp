@@ -83,8 +83,12 @@ void add_gpu_suites(std::vector<Suite>& out) {
   std::vector<std::string> classes;
   for (auto v : gen::kValueClasses) classes.push_back(std::string("values:") + gen::to_string(v));
   out.push_back(make_suite<CastCase>(
-      {"gpu.cast", "hardware cvt.rn.satfinite f32 -> e4m3/e5m2 == the cuda_satfinite profile",
-       "gpu", 200, classes},
+      {"gpu.cast",
+       "hardware cvt.rn.satfinite f32 -> e4m3/e5m2 == the cuda_satfinite profile",
+       "gpu",
+       200,
+       classes,
+       {}},
       {[] {
          CastCase c;
          c.format = *rc::gen::element(Format::e4m3, Format::e5m2);
@@ -103,6 +107,7 @@ void add_gpu_suites(std::vector<Suite>& out) {
          tf.tensors.push_back({"x_bits", u32_tensor(c.x, {std::int64_t(c.x.size())})});
          tf.metadata["format"] = std::string(to_string(c.format));
          tf.metadata["values"] = gen::to_string(c.values);
+         tf.metadata["scale_exp"] = std::to_string(c.scale_exp);
          return tf;
        },
        [](const TensorFile& tf) {
@@ -111,8 +116,19 @@ void add_gpu_suites(std::vector<Suite>& out) {
          if (f != "e4m3" && f != "e5m2")
            throw std::invalid_argument("case file: format must be e4m3 or e5m2");
          c.format = f == "e4m3" ? Format::e4m3 : Format::e5m2;
+         if (tf.metadata.count("values") &&
+             !gen::value_class_from_string(get_meta(tf, "values"), c.values))
+           throw std::invalid_argument("case file: unknown value class");
+         if (tf.metadata.count("scale_exp")) c.scale_exp = int(get_meta_int(tf, "scale_exp"));
          c.x = get_u32(tf, "x_bits");
          return c;
+       },
+       [](const CastCase& x, const CastCase& y) {
+         return x.format != y.format         ? "format"
+                : x.values != y.values       ? "value class"
+                : x.scale_exp != y.scale_exp ? "scale exponent"
+                : x.x != y.x                 ? "source tensor"
+                                             : "";
        }},
       gpu_unavailable));
 }

@@ -1,8 +1,8 @@
 // A fast independent oracle for grouped-GEMM suites: exact scaled dot products of FP8 codes in
 // fixed point (products of two FP8 values are integers times 2^-32; per scale block they are
 // summed exactly in __int128, blocks are combined exactly in Boost cpp_int), and round-to-nearest-
-// even to f32 / bf16 written from the IEEE definition. Independent of numerics/ and reference/:
-// code fields are decoded here, nothing of the code under test is called.
+// even to f32 / bf16 / f16 written from the IEEE definition. Independent of numerics/ and
+// reference/: code fields are decoded here, nothing of the code under test is called.
 #pragma once
 
 #include <bit>
@@ -148,5 +148,6 @@ inline double round_to_format(const ExactValue& v, int p, int emin, int emax) {
 
 inline double round_f32(const ExactValue& v) { return round_to_format(v, 24, -126, 127); }
 inline double round_bf16(const ExactValue& v) { return round_to_format(v, 8, -126, 127); }
+inline double round_f16(const ExactValue& v) { return round_to_format(v, 11, -14, 15); }
 
 }  // namespace fp8ref::gen

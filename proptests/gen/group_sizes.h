@@ -67,7 +67,8 @@ struct GroupSizes {
 
 struct SizeLimits {
   int max_groups = 256;          // G is drawn in [1, max_groups], mostly small
-  std::int64_t max_total = 256;  // tokens over all groups (cost control of the suite)
+  std::int64_t max_total = 256;  // tokens over all groups (cost control of the suite), except
+                                 // align_edges: at least one group of 2·align + 1 tokens
   std::int64_t max_tail = 8;     // padding rows after the last group
   std::vector<std::int64_t> aligns = {1, 4, 16, 32, 128};
 };
@@ -119,8 +120,10 @@ inline std::vector<std::int64_t> make_sizes(SizeDist dist, std::int64_t G, std::
   return s;
 }
 
-// A GroupSizes draw; the total stays within limits.max_total (sizes are scaled down if needed,
-// except align_edges, whose G is capped instead).
+// A GroupSizes draw; the total stays within limits.max_total (sizes are scaled down if needed),
+// except align_edges: its sizes are the edges themselves (scaling would move them off the edges),
+// so its G is capped instead, and its cap is raised to one group of 2·align + 1 tokens (align 128:
+// 255, 256, 257) when max_total is smaller.
 inline rc::Gen<GroupSizes> group_sizes(SizeLimits lim = {}) {
   return rc::gen::exec([lim] {
     GroupSizes gs;
@@ -131,14 +134,15 @@ inline rc::Gen<GroupSizes> group_sizes(SizeLimits lim = {}) {
         {{6, rc::gen::inRange<std::int64_t>(1, std::min<std::int64_t>(9, lim.max_groups + 1))},
          {2, rc::gen::inRange<std::int64_t>(1, std::min<std::int64_t>(65, lim.max_groups + 1))},
          {1, rc::gen::inRange<std::int64_t>(1, std::int64_t(lim.max_groups) + 1)}});
+    const std::int64_t edge_max = 2 * gs.align + 1;  // largest align_edges size
     if (gs.dist == SizeDist::align_edges)
-      G = std::max<std::int64_t>(1, std::min(G, lim.max_total / (2 * gs.align + 1)));
+      G = std::max<std::int64_t>(1, std::min(G, std::max(lim.max_total, edge_max) / edge_max));
     const std::int64_t total = *rc::gen::inRange<std::int64_t>(0, lim.max_total + 1);
     const auto seed = *rc::gen::arbitrary<std::uint64_t>();
     gs.sizes = make_sizes(gs.dist, G, total, gs.align, seed);
     // Scale down to the limit, keeping the shape of the distribution.
-    std::int64_t t = gs.total();
-    if (t > lim.max_total) {
+    const std::int64_t t = gs.total();
+    if (t > lim.max_total && gs.dist != SizeDist::align_edges) {
       for (auto& x : gs.sizes) x = x * lim.max_total / t;
     }
     gs.tail = gs.dist == SizeDist::zero_total ? 0
@@ -160,6 +164,15 @@ inline std::vector<std::string> size_tags(const GroupSizes& gs) {
         (x % gs.align == 0 || x % gs.align == 1 || x % gs.align == gs.align - 1))
       edge = true;
   if (edge) t.push_back("sizes:align_edge");
+  // The edges of one and two 128-row tiles (127..129, 255..257), drawn around alignment 128:
+  // where grouped kernels switch tiles (nondeterminism at exactly 128 tokens was a real bug).
+  bool edge128 = false, edge256 = false;
+  for (std::int64_t x : gs.sizes) {
+    edge128 = edge128 || (gs.align == 128 && x >= 127 && x <= 129);
+    edge256 = edge256 || (gs.align == 128 && x >= 255 && x <= 257);
+  }
+  if (edge128) t.push_back("sizes:edge_128");
+  if (edge256) t.push_back("sizes:edge_256");
   return t;
 }
 

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -34,7 +35,9 @@ struct FuzzArgs {
   bool json = false, quiet = false, list = false;
   std::string replay, replay_file, plant, failure_dir, golden;
   int batch = 25;
+  int threads = 1;
   bool test_level = false;
+  bool require_classes = false;
 };
 
 // FP8REF_TEST_LEVEL (1..3) as proptests/common reads it: case multiplier 1, 4, 16.
@@ -102,6 +105,8 @@ nlohmann::json suite_json(const fuzz::SuiteReport& s) {
   for (const auto& [k, v] : s.class_counts) j["classes"][k] = v;
   j["classes_expected"] = s.classes_expected;
   j["classes_missing"] = s.classes_missing;
+  j["classes_rare"] = s.classes_rare;
+  j["coverage_required"] = s.coverage_required;
   j["fingerprint"] = hex64(s.fingerprint);
   j["failures"] = nlohmann::json::array();
   for (const auto& f : s.failures)
@@ -151,7 +156,11 @@ void print_table(const fuzz::CampaignReport& rep) {
       std::printf("  %s skipped: %s\n", s.name.c_str(), s.skip_reason.c_str());
     if (!s.classes_missing.empty() && s.status == "passed") {
       std::string m;
-      for (const auto& c : s.classes_missing) m += (m.empty() ? "" : " ") + c;
+      for (const auto& c : s.classes_missing) {
+        const bool rare =
+            std::find(s.classes_rare.begin(), s.classes_rare.end(), c) != s.classes_rare.end();
+        m += (m.empty() ? "" : " ") + c + (rare ? " (rare)" : "");
+      }
       std::printf("  %s: classes not hit in this run: %s\n", s.name.c_str(), m.c_str());
     }
   }
@@ -175,6 +184,12 @@ void run(const FuzzArgs& a) {
   if (a.batch < 1) throw UsageError("--batch must be >= 1");
   opt.batch_cases = a.batch;
   opt.failure_dir = a.failure_dir;
+  if (a.threads < 1) throw UsageError("--threads must be >= 1");
+  opt.threads = a.threads;
+  opt.require_classes = a.require_classes;
+  std::error_code ec;
+  if (!a.golden.empty() && !std::filesystem::is_directory(a.golden + "/regressions", ec))
+    throw UsageError("--golden " + a.golden + ": no regressions/ folder there");
   opt.golden_dir = a.golden.empty() ? default_golden() : a.golden;
   opt.plant = a.plant;
   if (!opt.plant.empty() && opt.plant != "offs_off_by_one")
@@ -237,6 +252,7 @@ void run(const FuzzArgs& a) {
     j["schema"] = "fp8ref.fuzz/1";
     j["seed"] = opt.seed;
     j["shard"] = {{"index", opt.shard_index}, {"count", opt.shard_count}};
+    j["threads"] = opt.threads;
     j["seconds"] = rep.seconds;
     j["ok"] = rep.ok();
     j["suites"] = nlohmann::json::array();
@@ -264,6 +280,11 @@ void add_fuzz_command(CLI::App& app) {
   c->add_option("--shard", a->shard,
                 "i/n: run the i-th of n disjoint slices of the seed space (default 0/1)");
   c->add_option("--batch", a->batch, "Cases per seeded batch (default 25)");
+  c->add_option("--threads", a->threads,
+                "OpenMP threads of the code under test (default 1; results must not change)");
+  c->add_flag("--require-classes", a->require_classes,
+              "Fail a suite that missed a required coverage class (rare ones from 4x the level-1 "
+              "case count)");
   c->add_flag("--test-level", a->test_level,
               "Each suite's CTest case count times the FP8REF_TEST_LEVEL factor (1, 4, 16)");
   c->add_flag("--json", a->json, "Print the report as JSON (schema fp8ref.fuzz/1)");

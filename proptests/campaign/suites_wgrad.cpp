@@ -1,0 +1,238 @@
+// K-grouped wgrad fuzz suite (issue 6 item 2, `gemm.wgrad`): an empty group's dW is exactly C,
+// `exact` equals RN_f32(C + the exact sum) of the fixed-point oracle, every other model is within
+// its bound of it, and 1 and 2 OpenMP threads give the same bits. The case: wgrad_case.h.
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <sstream>
+
+#include "proptests/campaign/gemm_case.h"
+#include "proptests/campaign/wgrad_case.h"
+#include "proptests/gen/choices.h"
+#include "proptests/gen/fixed_oracle.h"
+
+namespace fp8ref::fuzz {
+
+using ref::Scaling;
+
+WgradCase draw_wgrad() {
+  WgradCase w;
+  gen::SizeLimits lim;
+  lim.max_total = 200;
+  lim.max_groups = 24;
+  w.gs = *gen::group_sizes(lim);
+  w.G = w.gs.groups();
+  w.M = w.gs.total() + w.gs.tail;
+  w.N = *rc::gen::inRange<std::int64_t>(1, 9);
+  w.K = *rc::gen::inRange<std::int64_t>(1, 17);
+  w.fdy = *gen::element_format();
+  w.fx = *gen::element_format();
+  w.v = *gen::value_class(false);
+  w.scaling = *rc::gen::element(Scaling::none, Scaling::tensorwise);
+  w.model = *gen::model_for(w.scaling);
+  std::mt19937_64 rng(*rc::gen::arbitrary<std::uint64_t>());
+  w.dy = gen::fill_codes(w.fdy, w.v, w.M * w.N, rng());
+  w.x = gen::fill_codes(w.fx, w.v, w.M * w.K, rng());
+  if (w.scaling == Scaling::tensorwise)
+    w.s_dy = {gen::draw_scale(rng(), false)}, w.s_x = {gen::draw_scale(rng(), false)};
+  w.c.resize(std::size_t(w.G * w.N * w.K));
+  for (auto& v : w.c)
+    v = (rng() % 4 == 0)
+            ? 0.0f
+            : float(std::ldexp(double(std::int64_t(rng() % 2001) - 1000), int(rng() % 9) - 4));
+  return w;
+}
+
+std::vector<std::string> wgrad_tags(const WgradCase& w) {
+  auto t = gen::size_tags(w.gs);
+  t.push_back(std::string("scaling:") + ref::to_string(w.scaling));
+  t.push_back(std::string("values:") + gen::to_string(w.v));
+  t.push_back(std::string("model:") + to_string(w.model.model));
+  if (w.model.split_k > 1) t.push_back("split_k:>1");
+  if (w.model.split_blocks > 0) t.push_back("split_blocks:>0");
+  if (w.model.epilogue != Epilogue::model)
+    t.push_back(std::string("epilogue:") + to_string(w.model.epilogue));
+  return t;
+}
+
+std::vector<std::string> wgrad_classes() {
+  std::vector<std::string> c;
+  for (auto d : gen::kSizeDists) c.push_back(std::string("dist:") + to_string(d));
+  for (const char* s : {"some_empty", "edge_128", "edge_256"})
+    c.push_back(std::string("sizes:") + s);
+  for (const char* s : {"none", "tensorwise"}) c.push_back(std::string("scaling:") + s);
+  for (auto v : gen::kValueClasses)
+    if (v != gen::ValueClass::nan_inf) c.push_back(std::string("values:") + gen::to_string(v));
+  for (AccumulationModel m : kAllAccumulationModels)
+    c.push_back(std::string("model:") + to_string(m));
+  c.push_back("split_k:>1");
+  c.push_back("split_blocks:>0");
+  for (const char* e : {"scale_product", "b_then_a", "a_then_b"})
+    c.push_back(std::string("epilogue:") + e);
+  return c;
+}
+
+TensorFile save_wgrad(const WgradCase& w) {
+  TensorFile tf;
+  tf.tensors.push_back({"dy", u8_tensor(w.dy, {w.M, w.N})});
+  tf.tensors.push_back({"x", u8_tensor(w.x, {w.M, w.K})});
+  tf.tensors.push_back({"scale_dy", f32_tensor(w.s_dy, {std::int64_t(w.s_dy.size())})});
+  tf.tensors.push_back({"scale_x", f32_tensor(w.s_x, {std::int64_t(w.s_x.size())})});
+  tf.tensors.push_back({"c", f32_tensor(w.c, {w.G, w.N, w.K})});
+  tf.tensors.push_back({"group_sizes", i64_tensor(w.gs.sizes)});
+  auto& m = tf.metadata;
+  m["dist"] = to_string(w.gs.dist);
+  m["align"] = std::to_string(w.gs.align);
+  m["tail"] = std::to_string(w.gs.tail);
+  m["N"] = std::to_string(w.N), m["K"] = std::to_string(w.K);
+  m["format_dy"] = to_string(w.fdy), m["format_x"] = to_string(w.fx);
+  m["values"] = gen::to_string(w.v);
+  m["scaling"] = ref::to_string(w.scaling);
+  save_model(w.model, m);
+  return tf;
+}
+
+WgradCase load_wgrad(const TensorFile& tf) {
+  WgradCase w;
+  if (!gen::size_dist_from_string(get_meta(tf, "dist"), w.gs.dist))
+    throw std::invalid_argument("case file: unknown dist '" + get_meta(tf, "dist") + "'");
+  w.gs.align = tf.metadata.count("align") ? get_meta_int(tf, "align") : 1;
+  w.gs.tail = get_meta_int(tf, "tail");
+  w.gs.sizes = get_i64(tf, "group_sizes");
+  for (auto s : w.gs.sizes)
+    if (s < 0) throw std::invalid_argument("case file: negative group size");
+  if (w.gs.sizes.empty() || w.gs.tail < 0 || w.gs.align < 1)
+    throw std::invalid_argument("case file: bad group sizes");
+  w.G = w.gs.groups();
+  w.M = w.gs.total() + w.gs.tail;
+  w.N = get_meta_int(tf, "N"), w.K = get_meta_int(tf, "K");
+  if (w.N < 0 || w.K < 0) throw std::invalid_argument("case file: bad extents");
+  w.fdy = format_from_name(get_meta(tf, "format_dy"));
+  w.fx = format_from_name(get_meta(tf, "format_x"));
+  if (!gen::value_class_from_string(get_meta(tf, "values"), w.v))
+    throw std::invalid_argument("case file: unknown value class");
+  const std::string sc = get_meta(tf, "scaling");
+  if (sc != "none" && sc != "tensorwise")
+    throw std::invalid_argument("case file: wgrad scaling must be none or tensorwise, got '" + sc +
+                                "'");
+  w.scaling = sc == "tensorwise" ? Scaling::tensorwise : Scaling::none;
+  w.model = load_model(tf);
+  w.dy = get_u8(tf, "dy"), w.x = get_u8(tf, "x");
+  w.s_dy = get_f32(tf, "scale_dy"), w.s_x = get_f32(tf, "scale_x");
+  w.c = get_f32(tf, "c");
+  if (std::int64_t(w.dy.size()) != w.M * w.N || std::int64_t(w.x.size()) != w.M * w.K ||
+      std::int64_t(w.c.size()) != w.G * w.N * w.K)
+    throw std::invalid_argument("case file: tensor sizes do not match the case's shape");
+  return w;
+}
+
+std::string wgrad_case_diff(const WgradCase& x, const WgradCase& y) {
+  auto bits = [](const std::vector<float>& v) {
+    std::vector<std::uint32_t> b;
+    for (float f : v) b.push_back(std::bit_cast<std::uint32_t>(f));
+    return b;
+  };
+  const std::pair<const char*, bool> same[] = {
+      {"group sizes", x.gs.sizes == y.gs.sizes && x.gs.dist == y.gs.dist &&
+                          x.gs.align == y.gs.align && x.gs.tail == y.gs.tail},
+      {"extents", x.M == y.M && x.N == y.N && x.K == y.K && x.G == y.G},
+      {"formats", x.fdy == y.fdy && x.fx == y.fx},
+      {"value class", x.v == y.v},
+      {"scaling", x.scaling == y.scaling},
+      {"model", x.model.model == y.model.model && x.model.split_k == y.model.split_k &&
+                    x.model.split_blocks == y.model.split_blocks},
+      {"epilogue", x.model.epilogue == y.model.epilogue},
+      {"operands", x.dy == y.dy && x.x == y.x},
+      {"scales", bits(x.s_dy) == bits(y.s_dy) && bits(x.s_x) == bits(y.s_x)},
+      {"C", bits(x.c) == bits(y.c)},
+  };
+  for (const auto& [what, ok] : same)
+    if (!ok) return what;
+  return "";
+}
+
+namespace {
+
+// The exact value of dW[g](n, k) = C + Σ_{rows of g} dY[r, n]·X[r, k]·s, exactly.
+gen::ExactValue exact_dw(const WgradCase& w, std::int64_t r0, std::int64_t rows, std::int64_t n,
+                         std::int64_t k, float c) {
+  gen::ExactValue x = gen::exact_scaled_dot(
+      w.fdy, w.dy.data() + r0 * w.N + n, w.N, w.fx, w.x.data() + r0 * w.K + k, w.K, rows,
+      w.s_dy.data(), w.s_x.data(), w.scaling == Scaling::tensorwise ? 1 : 0, 1);
+  int ce = 0;
+  const double cf = std::frexp(double(c), &ce);
+  const gen::BigInt cm(std::int64_t(std::ldexp(cf, 53)));
+  const int ec = ce - 53, e = std::min(ec, x.exp);
+  x.mant = (x.mant << (x.exp - e)) + (cm << (ec - e));
+  x.exp = e;
+  return x;
+}
+
+void check_wgrad(const WgradCase& w) {
+  std::vector<std::int64_t> offs;
+  std::int64_t end = 0;
+  for (auto s : w.gs.sizes) offs.push_back(end += s);
+  const ref::WgradOperands op{w.M,  w.N, w.K,       w.G,    w.fdy, w.fx,
+                              w.dy, w.x, w.scaling, w.s_dy, w.s_x, w.c};
+  std::vector<float> dw1(w.c.size()), dw2(w.c.size());
+  std::vector<double> bound(w.c.size());
+  {
+    ThreadCount t(1);
+    ref::grouped_gemm_wgrad(op, offs, w.model, dw1, bound);
+  }
+  {
+    ThreadCount t(2);
+    ref::grouped_gemm_wgrad(op, offs, w.model, dw2, {});
+  }
+  fold_result(dw1.data(), dw1.size() * 4);
+  if (!dw1.empty() && std::memcmp(dw1.data(), dw2.data(), dw1.size() * 4) != 0)
+    throw Violation("wgrad: 1 thread and 2 threads give different bits");
+  std::int64_t r0 = 0;
+  for (std::int64_t g = 0; g < w.G; ++g) {
+    const std::int64_t rows = w.gs.sizes[std::size_t(g)];
+    for (std::int64_t n = 0; n < w.N; ++n)
+      for (std::int64_t k = 0; k < w.K; ++k) {
+        const std::size_t i = std::size_t((g * w.N + n) * w.K + k);
+        const std::string at = "group " + std::to_string(g) + " (" + std::to_string(rows) +
+                               " rows) n " + std::to_string(n) + " k " + std::to_string(k) + " [" +
+                               to_string(w.model.model) + "]";
+        if (rows == 0) {
+          if (std::bit_cast<std::uint32_t>(dw1[i]) != std::bit_cast<std::uint32_t>(w.c[i]))
+            throw Violation("wgrad: an empty group's dW is not exactly C at " + at);
+          continue;
+        }
+        const gen::ExactValue x = exact_dw(w, r0, rows, n, k, w.c[i]);
+        // `exact` rounds once: the value, and the sign of a zero (+0 for an exact zero sum).
+        const double want = gen::round_f32(x);
+        const bool ok = w.model.model == AccumulationModel::exact
+                            ? double(dw1[i]) == want && std::signbit(dw1[i]) == std::signbit(want)
+                            : within(double(dw1[i]), x, bound[i]);
+        if (!ok) {
+          std::ostringstream os;
+          os.precision(17);
+          os << "wgrad: dW " << dw1[i] << " vs exact " << gen::round_to_format(x, 53, -1022, 1023)
+             << " (bound " << bound[i] << ") at " << at;
+          throw Violation(os.str());
+        }
+      }
+    r0 += rows;
+  }
+}
+
+}  // namespace
+
+void add_wgrad_suite(std::vector<Suite>& out) {
+  const CaseSuite<WgradCase> cs{draw_wgrad, check_wgrad, wgrad_tags,
+                                save_wgrad, load_wgrad,  wgrad_case_diff};
+  out.push_back(make_suite<WgradCase>(
+      {"gemm.wgrad",
+       "K-grouped wgrad: empty group == C bitwise, others within the model's bound; threads",
+       "cpu",
+       2000,
+       wgrad_classes(),
+       {}},
+      cs));
+}
+
+}  // namespace fp8ref::fuzz
