@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "tensor_io/safetensors.h"
+#include "tensor_io/tensor_file.h"
 #include "test_util.h"
 
 namespace fp8ref::tensor_io {
@@ -58,6 +59,25 @@ TEST(Safetensors, HeaderIsPaddedToEightBytes) {
   EXPECT_EQ(bytes.size(), 8 + n + 3);
 }
 
+// The header length is any number: one whose first byte is 0x80 (a pickle's PROTO opcode, for
+// the format sniffer) must still read as safetensors. Metadata of growing length walks the
+// (8-aligned) header length over every low byte 0x00..0xF8, 0x80 included.
+TEST(Safetensors, SniffedAsSafetensorsWhateverTheHeaderLength) {
+  int low_0x80 = 0;
+  for (int pad = 0; pad < 300; ++pad) {
+    TensorFile tf;
+    tf.metadata = {{"pad", std::string(std::size_t(pad), 'x')}};
+    tf.tensors.push_back({"w", make_tensor(DType::F32, {2})});
+    const std::vector<std::uint8_t> bytes = serialize_safetensors(tf, "mem");
+    low_0x80 += bytes[0] == 0x80;
+    FileFormat f{};
+    const TensorFile back = parse_tensor_bytes(bytes, "mem", {}, &f);
+    ASSERT_EQ(f, FileFormat::Safetensors) << "pad " << pad;
+    ASSERT_EQ(back.metadata, tf.metadata) << "pad " << pad;
+  }
+  EXPECT_GT(low_0x80, 0);
+}
+
 TEST(Safetensors, AsDTypeReinterpretsU8Views) {
   TensorFile tf;
   tf.tensors.push_back({"w", make_tensor(DType::U8, {2, 8})});
@@ -93,23 +113,36 @@ TEST(Safetensors, MalformedFilesAreRefusedWithAReason) {
   expect_error(longer, "exceeds the file size");
   expect_error(safetensors_raw("{\"a\":", 0), "not valid JSON");
   expect_error(safetensors_raw("[1]", 0), "not a JSON object");
-  expect_error(safetensors_raw(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 4), "beyond the 4-byte buffer");
-  expect_error(safetensors_raw(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8), "needs 12 bytes");
-  expect_error(safetensors_raw(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8), "begin > end");
+  expect_error(safetensors_raw(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 4),
+               "beyond the 4-byte buffer");
+  expect_error(safetensors_raw(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8),
+               "needs 12 bytes");
+  expect_error(safetensors_raw(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8),
+               "begin > end");
   expect_error(safetensors_raw(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},)"
-                               R"("b":{"dtype":"U8","shape":[4],"data_offsets":[2,6]}})", 8), "overlap");
-  expect_error(safetensors_raw(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8), "negative");
-  expect_error(safetensors_raw(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", 8), "2^62");
-  expect_error(safetensors_raw(R"({"a":{"dtype":"Q8","shape":[2],"data_offsets":[0,2]}})", 2), "unknown dtype 'Q8'");
+                               R"("b":{"dtype":"U8","shape":[4],"data_offsets":[2,6]}})",
+                               8),
+               "overlap");
+  expect_error(safetensors_raw(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8),
+               "negative");
+  expect_error(
+      safetensors_raw(
+          R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", 8),
+      "2^62");
+  expect_error(safetensors_raw(R"({"a":{"dtype":"Q8","shape":[2],"data_offsets":[0,2]}})", 2),
+               "unknown dtype 'Q8'");
   expect_error(safetensors_raw(R"({"a":{"dtype":"U8","shape":[2]}})", 2), "lacks 'data_offsets'");
-  expect_error(safetensors_raw(R"({"a":{"dtype":"U8","shape":[2.5],"data_offsets":[0,2]}})", 2), "not a non-negative integer");
+  expect_error(safetensors_raw(R"({"a":{"dtype":"U8","shape":[2.5],"data_offsets":[0,2]}})", 2),
+               "not a non-negative integer");
   expect_error(safetensors_raw(R"({"__metadata__":{"k":1}})", 0), "__metadata__ value");
-  expect_error(safetensors_raw(R"({"a":{"dtype":"F4","shape":[3],"data_offsets":[0,1]}})", 1), "needs 2 bytes");
+  expect_error(safetensors_raw(R"({"a":{"dtype":"F4","shape":[3],"data_offsets":[0,1]}})", 1),
+               "needs 2 bytes");
 }
 
 TEST(Safetensors, ZeroSizedTensorsMayShareAnOffset) {
   const auto bytes = safetensors_raw(R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[0,0]},)"
-                                     R"("b":{"dtype":"F32","shape":[1,0],"data_offsets":[0,0]}})", 0);
+                                     R"("b":{"dtype":"F32","shape":[1,0],"data_offsets":[0,0]}})",
+                                     0);
   const TensorFile tf = parse_safetensors(bytes, "mem", {});
   EXPECT_EQ(tf.tensors.size(), 2u);
 }

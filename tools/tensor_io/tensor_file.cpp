@@ -19,7 +19,8 @@ std::string_view format_name(FileFormat f) {
   return "?";
 }
 
-TensorFile parse_tensor_bytes(Bytes bytes, std::string_view file, const ReadOptions& opts, FileFormat* format) {
+TensorFile parse_tensor_bytes(Bytes bytes, std::string_view file, const ReadOptions& opts,
+                              FileFormat* format) {
   FileFormat f;
   TensorFile tf;
   if (looks_like_npy(bytes)) {
@@ -29,13 +30,17 @@ TensorFile parse_tensor_bytes(Bytes bytes, std::string_view file, const ReadOpti
     const ZipReader zip(bytes, std::string(file), opts.max_bytes);
     f = zip_is_torch(zip) ? FileFormat::TorchZip : FileFormat::Npz;
     tf = f == FileFormat::TorchZip ? parse_torch_zip(zip, opts) : parse_npz(bytes, file, opts);
-  } else if (looks_like_legacy_torch(bytes)) {
-    fail(file, "legacy (pre-1.6, non-zip) torch.save format is not supported; re-save it with torch >= 1.6");
-  } else if (!bytes.empty() && bytes[0] == 0x80) {
-    fail(file, "bare pickle stream is not supported (only torch.save zip archives)");
   } else if (bytes.size() >= 9 && bytes[8] == '{') {
+    // Before the pickle checks: a safetensors header length is any 8-byte number, so its first
+    // byte may be 0x80 (a pickle's PROTO opcode); a pickle never has '{' at offset 8 after it.
     f = FileFormat::Safetensors;
     tf = parse_safetensors(bytes, file, opts);
+  } else if (looks_like_legacy_torch(bytes)) {
+    fail(file,
+         "legacy (pre-1.6, non-zip) torch.save format is not supported; re-save it with torch >= "
+         "1.6");
+  } else if (!bytes.empty() && bytes[0] == 0x80) {
+    fail(file, "bare pickle stream is not supported (only torch.save zip archives)");
   } else {
     fail(file, "unrecognised file format (expected safetensors, npy, npz or a torch.save zip)");
   }
@@ -50,7 +55,8 @@ TensorFile read_tensor_file(const std::string& path, const ReadOptions& opts, Fi
 
 void write_tensor_file(const std::string& path, const TensorFile& tf) {
   auto ends_with = [&](std::string_view ext) {
-    return path.size() >= ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
+    return path.size() >= ext.size() &&
+           path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
   };
   if (ends_with(".safetensors")) {
     write_safetensors(path, tf);
