@@ -27,23 +27,10 @@ Desc desc_from(const std::string& s) {
   throw std::invalid_argument("case file: unknown descriptor '" + s + "'");
 }
 
-OutDtype out_from(const std::string& s) {
-  for (OutDtype d : {OutDtype::f32, OutDtype::bf16, OutDtype::f16})
-    if (s == to_string(d)) return d;
-  throw std::invalid_argument("case file: unknown output dtype '" + s + "'");
-}
-
 ref::BLayout b_layout_from(const std::string& s) {
   if (s == "nk") return ref::BLayout::nk;
   if (s == "kn") return ref::BLayout::kn;
   throw std::invalid_argument("case file: unknown B layout '" + s + "'");
-}
-
-Scaling scaling_from(const std::string& s) {
-  for (Scaling x :
-       {Scaling::none, Scaling::tensorwise, Scaling::rowwise, Scaling::blockwise, Scaling::mx})
-    if (s == ref::to_string(x)) return x;
-  throw std::invalid_argument("case file: unknown scaling '" + s + "'");
 }
 
 // The group sizes, then (K, N): small, or MoE-like for few tokens over up to 16 groups.
@@ -64,6 +51,19 @@ void draw_extents(GemmCase& c) {
 }
 
 }  // namespace
+
+OutDtype out_from(const std::string& s) {
+  for (OutDtype d : {OutDtype::f32, OutDtype::bf16, OutDtype::f16})
+    if (s == to_string(d)) return d;
+  throw std::invalid_argument("case file: unknown output dtype '" + s + "'");
+}
+
+ref::Scaling scaling_from(const std::string& s) {
+  for (ref::Scaling x : {ref::Scaling::none, ref::Scaling::tensorwise, ref::Scaling::rowwise,
+                         ref::Scaling::blockwise, ref::Scaling::mx})
+    if (s == ref::to_string(x)) return x;
+  throw std::invalid_argument("case file: unknown scaling '" + s + "'");
+}
 
 Format format_from_name(const std::string& s) {
   if (s == "e4m3") return Format::e4m3;

@@ -69,8 +69,10 @@ TensorFile save_gemm(const GemmCase& c);
 GemmCase load_gemm(const TensorFile& tf);  // std::invalid_argument on a malformed file
 // A model choice as case-file metadata (model, split_k, split_blocks, epilogue) and back
 // (split_blocks and epilogue optional: files written before they existed).
-// "e4m3" / "e5m2" of a case file (std::invalid_argument otherwise).
+// "e4m3" / "e5m2", an output dtype, a scaling of a case file (std::invalid_argument otherwise).
 Format format_from_name(const std::string& s);
+OutDtype out_from(const std::string& s);
+ref::Scaling scaling_from(const std::string& s);
 void save_model(const ref::ModelChoice& m, std::map<std::string, std::string>& metadata);
 ref::ModelChoice load_model(const TensorFile& tf);
 // The first field in which two cases differ ("" when none; floats compared as bits).

@@ -19,10 +19,14 @@ struct WgradCase {
   std::int64_t M = 0, N = 0, K = 0, G = 0;
   Format fdy = Format::e4m3, fx = Format::e4m3;
   gen::ValueClass v = gen::ValueClass::normal;
-  ref::Scaling scaling = ref::Scaling::none;
+  ref::Scaling scaling = ref::Scaling::none;  // none, tensorwise, blockwise or mx
   ref::ModelChoice model{AccumulationModel::exact, 1};
+  OutDtype out = OutDtype::f32;
   std::vector<std::uint8_t> dy, x;  // (M, N), (M, K)
-  std::vector<float> s_dy, s_x, c;  // tensorwise scales (one each or none), C (G, N, K)
+  // tensorwise: one each; blockwise / mx: (R, N) and (R, K), R token blocks of 128 / 32 that
+  // restart at each group (reference/grouped_gemm.h); C (G, N, K).
+  std::vector<float> s_dy, s_x, c;
+  std::int64_t block_rows() const;  // R (0 unless blockwise / mx)
 };
 
 WgradCase draw_wgrad();  // inside a RapidCheck property
