@@ -12,4 +12,3 @@ target_compile_definitions(proptests_reference_golden_step_test PRIVATE
   FP8REF_GOLDEN_STEP_FILE="${_fp8ref_golden_step}" FP8REF_GOLDEN_STEP_TENSOR_IO)
 add_test(NAME reference.golden_step_test COMMAND proptests_reference_golden_step_test)
 set_tests_properties(reference.golden_step_test PROPERTIES LABELS "cpu;golden" TIMEOUT 60)
-fp8ref_cpu_test_programs(proptests_reference_golden_step_test)
