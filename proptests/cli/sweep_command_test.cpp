@@ -42,9 +42,6 @@ TEST(SweepCommand, Bf16AgainstCudaHostFunctions) {
 }
 
 TEST(SweepCommand, Bf16AgainstTableOracle) {
-#if !FP8REF_CLI_TEST_HAVE_ORACLE
-  GTEST_SKIP() << "no numerics/oracle/table_oracle.h in this build";
-#endif
   for (const char* f : {"e4m3", "e5m2", "e8m0"})
     for (const char* p : {"torch_2_11", "ml_dtypes_0_6", "ocp_sat", "ocp_nosat"})
       expect_clean_sweep(f, p, "oracle");
@@ -52,9 +49,6 @@ TEST(SweepCommand, Bf16AgainstTableOracle) {
 
 // --engine table swaps fp8ref's side for numerics/encode_table.h and says so; f64 is refused.
 TEST(SweepCommand, TableEngineAgainstTableOracle) {
-#if !FP8REF_CLI_TEST_HAVE_ORACLE
-  GTEST_SKIP() << "no numerics/oracle/table_oracle.h in this build";
-#endif
   for (const char* f : {"e4m3", "e5m2", "e8m0"}) {
     expect_clean_sweep(f, "ocp_nosat", "oracle", {"--engine", "table", "--rounding", "rup"});
     const CliRun r =
@@ -72,9 +66,6 @@ TEST(SweepCommand, TableEngineAgainstTableOracle) {
 }
 
 TEST(SweepCommand, JsonReportsCounts) {
-#if !FP8REF_CLI_TEST_HAVE_ORACLE
-  GTEST_SKIP() << "no numerics/oracle/table_oracle.h in this build";
-#endif
   const CliRun r = run_fp8_check({"sweep", "--format", "e4m3", "--profile", "torch_2_11", "--from",
                                   "f16", "--against", "oracle", "--json", "--quiet"});
   EXPECT_EQ(r.status, 0) << r.err;

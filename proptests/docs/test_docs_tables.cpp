@@ -1,5 +1,6 @@
-// docs/numerics.md's edge-class table must be exactly what the codec writes: the table is
-// regenerated here and compared with the text between the edge-table markers.
+// docs/numerics.md's edge-class tables must be exactly what the codec writes: the tables are
+// regenerated here and compared with the text between the edge-table (f32 inputs) and the
+// source-table (f16 / bf16 / f64 inputs) markers.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -17,16 +18,30 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+// The text between <!-- NAME:begin --> and <!-- NAME:end --> (empty when a marker is missing).
+std::string between_markers(const std::string& doc, const std::string& name) {
+  const std::string begin = "<!-- " + name + ":begin -->\n", end = "<!-- " + name + ":end -->";
+  const auto b = doc.find(begin), e = doc.find(end);
+  if (b == std::string::npos || e == std::string::npos || e < b) return {};
+  return doc.substr(b + begin.size(), e - b - begin.size());
+}
+
+constexpr Format kFormats[] = {Format::e4m3, Format::e5m2, Format::e8m0};
+
 TEST(Docs, EdgeClassTableEqualsCodecOutput) {
   const std::string doc = read_file(FP8REF_SOURCE_DIR "/docs/numerics.md");
-  const std::string begin = "<!-- edge-table:begin -->\n", end = "<!-- edge-table:end -->";
-  const auto b = doc.find(begin), e = doc.find(end);
-  ASSERT_NE(b, std::string::npos) << "docs/numerics.md lacks the edge-table markers";
-  ASSERT_NE(e, std::string::npos);
   std::string want;
-  for (Format f : {Format::e4m3, Format::e5m2, Format::e8m0}) want += docs::edge_table(f) + "\n";
-  EXPECT_EQ(doc.substr(b + begin.size(), e - b - begin.size()), want)
-      << "regenerate the table: build and run fp8ref_docs_table_print";
+  for (Format f : kFormats) want += docs::edge_table(f) + "\n";
+  EXPECT_EQ(between_markers(doc, "edge-table"), want)
+      << "regenerate the tables: build and run fp8ref_docs_table_print";
+}
+
+TEST(Docs, NonF32SourceTableEqualsCodecOutput) {
+  const std::string doc = read_file(FP8REF_SOURCE_DIR "/docs/numerics.md");
+  std::string want;
+  for (Format f : kFormats) want += docs::source_table(f) + "\n";
+  EXPECT_EQ(between_markers(doc, "source-table"), want)
+      << "regenerate the tables: build and run fp8ref_docs_table_print";
 }
 
 }  // namespace

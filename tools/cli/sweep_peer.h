@@ -49,10 +49,9 @@ struct StreamOptions {
   std::string device = "cpu";  // torch only
 };
 
-// Availability of the in-process peers in this build (false: built without the CUDA toolkit /
-// without numerics/oracle/table_oracle.h).
+// Whether this build has the `cuda` peer (false: no CUDA toolkit headers were found). The
+// `oracle` peer is always built.
 bool cuda_peer_available();
-bool oracle_peer_available();
 
 // Throw UsageError when the peer cannot check this codec (e.g. cuda with a non-cuda profile).
 std::unique_ptr<InProcessPeer> make_cuda_peer(const ProfileCodec& codec);

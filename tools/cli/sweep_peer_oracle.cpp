@@ -7,17 +7,9 @@
 
 #include "cli/errors.h"
 #include "cli/sweep_peer.h"
-
-#if __has_include("numerics/oracle/table_oracle.h")
 #include "numerics/oracle/table_oracle.h"
-#define FP8REF_CLI_HAVE_TABLE_ORACLE 1
-#endif
-
-namespace fp8ref::oracle {}  // namespace fp8ref::oracle
 
 namespace fp8ref::cli {
-
-#if defined(FP8REF_CLI_HAVE_TABLE_ORACLE)
 namespace {
 
 using namespace fp8ref::oracle;
@@ -45,21 +37,11 @@ class OraclePeer final : public InProcessPeer {
 
 }  // namespace
 
-bool oracle_peer_available() { return true; }
-#else
-bool oracle_peer_available() { return false; }
-#endif
-
 std::unique_ptr<InProcessPeer> make_oracle_peer(const ProfileCodec& c) {
   if (c.rounding == Rounding::sr)
     throw UsageError(
         "--against oracle does not take stochastic rounding (no random bits in a sweep)");
-#if defined(FP8REF_CLI_HAVE_TABLE_ORACLE)
   return std::make_unique<OraclePeer>(c);
-#else
-  throw UsageError(
-      "--against oracle is unavailable: this build has no numerics/oracle/table_oracle.h");
-#endif
 }
 
 }  // namespace fp8ref::cli
