@@ -144,7 +144,7 @@ inline float source_max(Source src) {
 //   sf = ceil_to_ue8m0(sf) if use_ue8m0   (exp = ((bits>>23)&0xFF) + (mantissa != 0),
 //                                          clamp(1, 254), << 23)
 //   q = (x_view * (1.0 / sf)).to(torch.float8_e4m3fn)   (1.0/sf = sf.reciprocal() * 1.0)
-inline BlockScale deepgemm_scale(const Recipe& r, float amax) {
+[[gnu::always_inline]] inline BlockScale deepgemm_scale(const Recipe& r, float amax) {
   float a = std::isnan(amax) ? amax : (amax < 1e-4f ? 1e-4f : amax);  // torch.clamp keeps NaN
   float sf = torch_div_scalar(r.runtime, a, 448.0f);
   if (r.pow2) {
@@ -163,7 +163,7 @@ inline BlockScale deepgemm_scale(const Recipe& r, float amax) {
 //   a scale just below 2^k becomes 2^k, not 2^(k-1)); scales are normal or 0 / Inf / NaN here
 //   q = to_fp8_saturated(x.to(float32) * scale) = clamp(+-max_pos).to(dtype); s =
 //   scale.reciprocal()
-inline BlockScale torchao_scale(const Recipe& r, float amax) {
+[[gnu::always_inline]] inline BlockScale torchao_scale(const Recipe& r, float amax) {
   double a = amax;
   if (!std::isnan(a) && a < 1e-12) a = 1e-12;
   float scale = static_cast<float>((1.0 / a) * static_cast<double>(elem_max(r.elem)));
@@ -178,7 +178,7 @@ inline BlockScale torchao_scale(const Recipe& r, float amax) {
 //   if (force_pow_2_scales) scale_bits &= 0xFF800000;
 // scale_inv = 1.0 / scale (quantize_transpose_{vector,square}_blockwise.cu; f64 then f32 equals
 // the f32 division), q = static_cast<OType>(x * scale) (satfinite).
-inline BlockScale te_scale(const Recipe& r, float amax, Source src) {
+[[gnu::always_inline]] inline BlockScale te_scale(const Recipe& r, float amax, Source src) {
   float a = amax < r.epsilon ? r.epsilon : amax;
   float scale = 1.0f;
   if (!(std::isinf(a) || a == 0.0f || std::isnan(a))) {
@@ -189,8 +189,8 @@ inline BlockScale te_scale(const Recipe& r, float amax, Source src) {
   return {static_cast<float>(1.0 / static_cast<double>(scale)), scale, false, 0};
 }
 
-inline BlockScale mx_scale_torchao(const Recipe& r, float amax, Source src);
-inline BlockScale mx_rceil_scale(const Recipe& r, float amax, Source src);
+[[gnu::always_inline]] inline BlockScale mx_scale_torchao(const Recipe& r, float amax, Source src);
+[[gnu::always_inline]] inline BlockScale mx_rceil_scale(const Recipe& r, float amax, Source src);
 
 }  // namespace detail
 
@@ -203,6 +203,29 @@ inline BlockScale block_scale(const Recipe& r, float amax, Source src) {
     case RecipeKind::te: return detail::te_scale(r, amax, src);
     case RecipeKind::mx_rceil: return detail::mx_rceil_scale(r, amax, src);
     default: return detail::mx_scale_torchao(r, amax, src);
+  }
+}
+
+// block_scale of n amaxes, the recipe dispatched once (the per-block scale functions, always
+// inlined, compile into each loop: 1×32 blocks make this a hot path).
+inline void block_scales(const Recipe& r, const float* amax, std::size_t n, Source src,
+                         BlockScale* out) {
+  switch (r.kind) {
+    case RecipeKind::deepgemm:
+      for (std::size_t i = 0; i < n; ++i) out[i] = detail::deepgemm_scale(r, amax[i]);
+      return;
+    case RecipeKind::torchao:
+      for (std::size_t i = 0; i < n; ++i) out[i] = detail::torchao_scale(r, amax[i]);
+      return;
+    case RecipeKind::te:
+      for (std::size_t i = 0; i < n; ++i) out[i] = detail::te_scale(r, amax[i], src);
+      return;
+    case RecipeKind::mx_rceil:
+      for (std::size_t i = 0; i < n; ++i) out[i] = detail::mx_rceil_scale(r, amax[i], src);
+      return;
+    default:
+      for (std::size_t i = 0; i < n; ++i) out[i] = detail::mx_scale_torchao(r, amax[i], src);
+      return;
   }
 }
 
@@ -255,7 +278,7 @@ namespace detail {
 //   unbiased = clamp(extracted_pow2 - target_max_pow2, -127, 128); biased = unbiased + 127
 //   NaN max_abs -> 255; scale_fp32 = clamp(bits(biased << 23), min=F32_MIN_NORMAL)
 //   data_lp = clamp(data_hp / scale_fp32, +-max_pos).to(elem_dtype)
-inline BlockScale mx_scale_torchao(const Recipe& r, float amax, Source src) {
+[[gnu::always_inline]] inline BlockScale mx_scale_torchao(const Recipe& r, float amax, Source src) {
   if (src == Source::f16 || src == Source::f64)
     throw std::invalid_argument("torchao to_mx takes bf16 or f32 input");
   std::uint32_t bits = bits_of(amax == 0.0f ? f32_from_bits(0x00800000u) : amax);
@@ -282,14 +305,33 @@ inline BlockScale mx_scale_torchao(const Recipe& r, float amax, Source src) {
 //   clamp(ceil(log2(descale)), -127, 127) + 127 (torch_rceil_e8m0_log2, computed here by its
 //   per-binade thresholds: torch_rceil_e8m0_threshold); factor = e == 0xFF ? descale (NaN) :
 //   e == 0xFE ? 2^-127 : e == 0 ? 1.0 : exp2(127 - e); data_lp = clamp(data_hp * factor, +-max_pos)
-inline BlockScale mx_rceil_scale(const Recipe& r, float amax, Source src) {
-  const E8m0Spec ceil_sat{E8m0Rounding::ceil, true, false, false};
+// cvt.rp.satfinite.ue8m0x2.f32 on an f32 pattern, sign ignored: the generic
+// encode_e8m0_bits(x, {ceil, saturate}) read off the f32 fields (a per-block hot path for 1×32
+// blocks; tests compare the two on every exponent field and sticky pattern).
+constexpr std::uint8_t e8m0_ceil_satfinite_f32(std::uint32_t u) {
+  const std::uint32_t a = u & 0x7FFFFFFFu, field = a >> 23, man = a & 0x7FFFFFu;
+  if (a > 0x7F800000u) return E8m0Traits::kNan;
+  if (a == 0x7F800000u) return E8m0Traits::kMaxFinite;
+  if (field == 0) return man > 0x400000u ? 0x01 : 0x00;  // (2^-127, 2^-126) up, (0, 2^-127] to 0x00
+  const std::uint32_t e = field + (man != 0);
+  return static_cast<std::uint8_t>(e > E8m0Traits::kMaxFinite ? E8m0Traits::kMaxFinite : e);
+}
+
+// The f32 value of an E8M0 code: 2^(code - 127) (0x00: the f32 subnormal 2^-127), NaN for 0xFF;
+// decode_f64's value, read off the code.
+constexpr float e8m0_value_f32(std::uint8_t code) {
+  return code == E8m0Traits::kNan ? std::numeric_limits<float>::quiet_NaN()
+         : code == 0              ? std::bit_cast<float>(0x00400000u)
+                                  : std::bit_cast<float>(std::uint32_t(code) << 23);
+}
+
+[[gnu::always_inline]] inline BlockScale mx_rceil_scale(const Recipe& r, float amax, Source src) {
   const float max_pos = elem_max(r.elem);
   std::uint8_t e;
   float factor;
   if (r.runtime == Runtime::cuda_kernel) {
     const float rcp = static_cast<float>(1.0 / static_cast<double>(max_pos));
-    e = encode_e8m0_bits(f32_to_f64_bits(bits_of(amax * rcp)), ceil_sat);
+    e = e8m0_ceil_satfinite_f32(bits_of(amax * rcp));
     factor = e == 0 ? 1.0f : f32_from_bits(std::uint32_t(254 - e) << 23);
   } else {
     if (src == Source::f16 || src == Source::f64)
@@ -301,7 +343,7 @@ inline BlockScale mx_rceil_scale(const Recipe& r, float amax, Source src) {
              : e == 0  ? 1.0f
                        : static_cast<float>(std::bit_cast<double>(std::uint64_t(1150 - e) << 52));
   }
-  return {static_cast<float>(decode_f64(Format::e8m0, e)), factor, false, e};
+  return {e8m0_value_f32(e), factor, false, e};
 }
 
 }  // namespace detail

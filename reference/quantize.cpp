@@ -283,6 +283,8 @@ void quantize_blocks(const SourceView2d& x, const Recipe& r, BlockGeometry g,
     std::vector<std::int32_t> amax(static_cast<std::size_t>(per_task));
     std::vector<float> factor(static_cast<std::size_t>(per_task));
     std::vector<std::uint8_t> may_nan(static_cast<std::size_t>(per_task));
+    std::vector<float> amax_f(static_cast<std::size_t>(per_task));
+    std::vector<BlockScale> scales(static_cast<std::size_t>(per_task));
 #pragma omp for schedule(static)
     for (std::int64_t task = 0; task < ntasks; ++task) {
       const std::int64_t br = task / chunks, bc0 = (task % chunks) * per_task;
@@ -300,9 +302,13 @@ void quantize_blocks(const SourceView2d& x, const Recipe& r, BlockGeometry g,
       }
       for (std::int64_t t = 0; t < nb; ++t) {
         const std::int32_t m = amax[std::size_t(t)];
-        const float a =
+        amax_f[std::size_t(t)] =
             m > kF32InfBits ? std::numeric_limits<float>::quiet_NaN() : std::bit_cast<float>(m);
-        const BlockScale s = block_scale(r, a, x.src);
+      }
+      block_scales(r, amax_f.data(), std::size_t(nb), x.src, scales.data());
+      for (std::int64_t t = 0; t < nb; ++t) {
+        const float a = amax_f[std::size_t(t)];
+        const BlockScale& s = scales[std::size_t(t)];
         const std::size_t blk = std::size_t(br * q.scale_cols + bc0 + t);
         q.scale[blk] = s.s;
         if (is_mx(r.kind)) q.e8m0[blk] = s.e8m0;

@@ -55,6 +55,36 @@ bool same_bits(const BlockScale& a, const BlockScale& b) {
 // max_pos.
 bool in_domain(std::uint32_t b) { return b <= 0x80000000u || b >= 0xFF800000u; }
 
+// mx_rceil cuda_kernel reads its E8M0 code off the f32 fields (e8m0_ceil_satfinite_f32); the
+// generic codec's ceil + saturating E8M0 encode is the reference, on every f32 exponent field and
+// top mantissa bits with the low bits that decide a ceil (zero, one, half, all).
+TEST(RceilKernelScale, CeilSatfiniteOnF32FieldsEqualsGenericEncode) {
+  const E8m0Spec ceil_sat{E8m0Rounding::ceil, true, false, false};
+  std::uint64_t checked = 0;
+  for (std::uint32_t hi = 0; hi < 0x10000u; ++hi)
+    for (std::uint32_t lo : {0x0000u, 0x0001u, 0x3FFFu, 0x4000u, 0x7FFFu, 0x8000u, 0xFFFFu}) {
+      const std::uint32_t u = hi << 16 | lo;
+      const double x = double(std::bit_cast<float>(u));
+      ASSERT_EQ(detail::e8m0_ceil_satfinite_f32(u),
+                encode_e8m0_bits(std::bit_cast<std::uint64_t>(x), ceil_sat))
+          << std::hex << "f32 0x" << u;
+      ++checked;
+    }
+  EXPECT_EQ(checked, 0x10000u * 7);
+}
+
+TEST(RceilKernelScale, E8m0ValueEqualsDecodeOnEveryCode) {
+  for (int c = 0; c < 256; ++c) {
+    const float got = detail::e8m0_value_f32(std::uint8_t(c));
+    const double want = decode_f64(Format::e8m0, std::uint8_t(c));
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got)) << c;
+    } else {
+      EXPECT_EQ(double(got), want) << c;
+    }
+  }
+}
+
 TEST(TorchRceilScale, ThresholdCodeEqualsCeilLog2OnEveryF32Descale) {
   const std::uint64_t n = std::uint64_t{1} << 32;
   const test::SweepLog log =
