@@ -1,6 +1,7 @@
 // One Hopper wgmma FP8 instruction m{M}n{N}k32 under the hopper_wgmma step model (DESIGN §3.5,
 // numerics/wgmma_step.h): the operands decoded once, each output one step, vectorised across
-// consecutive columns in the AVX2 / AVX-512 copies. The like-for-like of MMA-Sim's WGMMA(A, B, C).
+// consecutive columns, four rows at a time, in the AVX2 / AVX-512 copies. The like-for-like of
+// MMA-Sim's WGMMA(A, B, C).
 #pragma once
 
 #include <cstdint>
@@ -50,61 +51,78 @@ struct Lanes {
   typedef std::int32_t I __attribute__((vector_size(4 * W)));
 };
 
-// Outputs (i, j0 .. j0 + W) as lanes: the same steps 2-6 as wgmma_step_core, vectorised across
-// the columns instead of across k (no horizontal reductions). Lanes that need a branch of the
-// core (a NaN / Inf product or C, no product term, a result scale below the f32 normal range)
-// send the group to tile_output.
-template <int W>
+// Outputs (i .. i + R, j0 .. j0 + W) as lanes: the same steps 2-6 as wgmma_step_core, vectorised
+// across the columns instead of across k (no horizontal reductions), R rows at a time so that each
+// load of B's planes serves R independent chains. A row whose lanes need a branch of the core (a
+// NaN / Inf product or C, no product term, a result scale below the f32 normal range) goes to
+// tile_output, lane by lane: a block with such a row is done one row at a time (R = 1), so that
+// every lane computed is one kept (no conversion of a NaN or out-of-range value).
+inline constexpr int kTileRows = 4;
+
+template <int W, int R>
 FP8REF_ALWAYS_INLINE void tile_lanes(const TilePlanes& t, int i, int j0, const float* c, float* d) {
   using I = typename Lanes<W>::I;
   using F = typename Lanes<W>::F;
   constexpr int K = kHopperWgmmaK, kF = kHopperFp8FractionBits;
+  const std::size_t stride = std::size_t(t.N);
   const float* va = t.va + std::size_t(i) * K;
   const std::int16_t* ea = t.ea + std::size_t(i) * K;
-  const std::size_t stride = std::size_t(t.N);
-  I e_prod = I{} + 2 * kStepNoTerm, e;
+  I e_prod[R], e, eb;
+  for (int r = 0; r < R; ++r) e_prod[r] = I{} + 2 * kStepNoTerm;
   for (int k = 0; k < K; ++k) {
-    std::memcpy(&e, t.ebt + std::size_t(k) * stride + j0, sizeof e);
-    e += ea[k];
-    e_prod = e_prod > e ? e_prod : e;
+    std::memcpy(&eb, t.ebt + std::size_t(k) * stride + j0, sizeof eb);
+    for (int r = 0; r < R; ++r) {
+      e = eb + ea[r * K + k];
+      e_prod[r] = e_prod[r] > e ? e_prod[r] : e;
+    }
   }
-  F cv;
-  I cu;
-  std::memcpy(&cv, c, sizeof cv);
-  std::memcpy(&cu, c, sizeof cu);
-  const I field = (cu >> 23) & 0xFF;
-  const I ec = (field > 0 ? field : I{} + 1) - 127;
-  const I e_max = (cu & 0x7FFFFFFF) != 0 ? (e_prod > ec ? e_prod : ec) : e_prod;
-  // A lane needs the per-output path iff one of these is negative: a NaN / Inf product
-  // (e_prod > 4096), no product term (e_prod < -4096), a NaN / Inf C (field 255), a result scale
-  // 2^(E-13) below 2^-126. Sign bits ORed over the lanes (no vector compare: they lower badly).
-  const I branch = (kStepSpecialAbove - e_prod) | (e_prod - kStepNoTermBelow) | (254 - field) |
-                   (e_max - kF + 126);
-  std::uint64_t words[W / 2], any = 0;
-  std::memcpy(words, &branch, sizeof words);
-  for (int l = 0; l < W / 2; ++l) any |= words[l];
-  if (any & 0x8000000080000000u) {
-    for (int l = 0; l < W; ++l) d[l] = tile_output(t, i, j0 + l, c[l]);
+  F cv[R], scale[R], out_scale[R], vb;
+  I s[R];
+  unsigned fallback = 0;
+  for (int r = 0; r < R; ++r) {
+    I cu;
+    std::memcpy(&cv[r], c + r * stride, sizeof cv[r]);
+    std::memcpy(&cu, c + r * stride, sizeof cu);
+    const I field = (cu >> 23) & 0xFF;
+    const I ec = (field > 0 ? field : I{} + 1) - 127;
+    const I e_max = (cu & 0x7FFFFFFF) != 0 ? (e_prod[r] > ec ? e_prod[r] : ec) : e_prod[r];
+    // The row needs the per-output path iff one of these is negative in some lane: a NaN / Inf
+    // product (e_prod > 4096), no product term (e_prod < -4096), a NaN / Inf C (field 255), a
+    // result scale 2^(E-13) below 2^-126. Sign bits ORed over the lanes (no vector compare: they
+    // lower badly).
+    const I branch = (kStepSpecialAbove - e_prod[r]) | (e_prod[r] - kStepNoTermBelow) |
+                     (254 - field) | (e_max - kF + 126);
+    std::uint64_t words[W / 2], any = 0;
+    std::memcpy(words, &branch, sizeof words);
+    for (int l = 0; l < W / 2; ++l) any |= words[l];
+    if (any & 0x8000000080000000u) fallback |= 1u << r;
+    const I scale_bits = (127 + kF - e_max) << 23, out_bits = (e_max - kF + 127) << 23;
+    std::memcpy(&scale[r], &scale_bits, sizeof scale[r]);
+    std::memcpy(&out_scale[r], &out_bits, sizeof out_scale[r]);
+  }
+  if (fallback != 0) {
+    if constexpr (R == 1) {
+      for (int l = 0; l < W; ++l) d[l] = tile_output(t, i, j0 + l, c[l]);
+    } else {
+      for (int r = 0; r < R; ++r) tile_lanes<W, 1>(t, i + r, j0, c + r * stride, d + r * stride);
+    }
     return;
   }
-  const I scale_bits = (127 + kF - e_max) << 23, out_bits = (e_max - kF + 127) << 23;
-  F scale, vb, out_scale;
-  std::memcpy(&scale, &scale_bits, sizeof scale);
-  std::memcpy(&out_scale, &out_bits, sizeof out_scale);
-  I s = __builtin_convertvector(cv * scale, I);
+  for (int r = 0; r < R; ++r) s[r] = __builtin_convertvector(cv[r] * scale[r], I);
   for (int k = 0; k < K; ++k) {
     std::memcpy(&vb, t.vbt + std::size_t(k) * stride + j0, sizeof vb);
-    const F p = va[k] * vb;
-    s += __builtin_convertvector(p * scale, I);
+    for (int r = 0; r < R; ++r) s[r] += __builtin_convertvector(va[r * K + k] * vb * scale[r], I);
   }
-  const F fs = __builtin_convertvector(s, F);
-  I t14;
-  std::memcpy(&t14, &fs, sizeof t14);
-  t14 &= static_cast<std::int32_t>(0xFFFFFC00u);
-  F z;
-  std::memcpy(&z, &t14, sizeof z);
-  z *= out_scale;  // exact: |t14| >= 1 and 2^(E-13) >= 2^-126, or t14 = +0
-  std::memcpy(d, &z, sizeof z);
+  for (int r = 0; r < R; ++r) {
+    const F fs = __builtin_convertvector(s[r], F);
+    I t14;
+    std::memcpy(&t14, &fs, sizeof t14);
+    t14 &= static_cast<std::int32_t>(0xFFFFFC00u);
+    F z;
+    std::memcpy(&z, &t14, sizeof z);
+    z *= out_scale[r];  // exact: |t14| >= 1 and 2^(E-13) >= 2^-126, or t14 = +0
+    std::memcpy(d + r * stride, &z, sizeof z);
+  }
 }
 
 // W = 1: every output through tile_output (the baseline copy).
@@ -114,8 +132,12 @@ FP8REF_ALWAYS_INLINE void tile_on_planes(const TilePlanes& t, const float* c, fl
   const std::size_t n = std::size_t(t.N);
   int j = 0;
   if constexpr (W > 1)
-    for (; j + W <= t.N; j += W)
-      for (int i = 0; i < t.M; ++i) tile_lanes<W>(t, i, j, c + i * n + j, d + i * n + j);
+    for (; j + W <= t.N; j += W) {
+      int i = 0;
+      for (; i + kTileRows <= t.M; i += kTileRows)
+        tile_lanes<W, kTileRows>(t, i, j, c + i * n + j, d + i * n + j);
+      for (; i < t.M; ++i) tile_lanes<W, 1>(t, i, j, c + i * n + j, d + i * n + j);
+    }
   for (; j < t.N; ++j)
     for (int i = 0; i < t.M; ++i) d[i * n + j] = tile_output(t, i, j, c[i * n + j]);
 }

@@ -9,6 +9,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -151,9 +152,15 @@ FP8REF_RC_PROP(WgmmaStepImplementations, ChainOnPlanesEqualsChainOnCodes, 100, (
 FP8REF_RC_PROP(WgmmaStepImplementations, TileIsOneStepPerOutput, 30, ()) {
   const Format fa = *test::gen_format(), fb = *test::gen_format();
   const int M = *rc::gen::inRange(1, 65), N = *rc::gen::inRange(1, 260);
-  // Finite operands and C for the column lanes' main path; with specials for their fallback.
-  const bool finite = *rc::gen::arbitrary<bool>();
-  RC_CLASSIFY(finite, "finite operands and C");
+  // Finite operands and C for the column lanes' main path; with specials for their fallback
+  // (nearly every lane group then falls back); or finite with a few rows of A holding a NaN / Inf
+  // code and a few C entries NaN / Inf, so that the blocks of rows the lanes share mix rows on the
+  // lane path with rows on the fallback.
+  const int mode = *rc::gen::element(0, 1, 2);
+  RC_CLASSIFY(mode == 0, "finite operands and C");
+  RC_CLASSIFY(mode == 1, "specials anywhere");
+  RC_CLASSIFY(mode == 2, "finite, a few poisoned rows and C");
+  const bool finite = mode != 1;
   std::mt19937_64 rng(*rc::gen::arbitrary<std::uint64_t>());
   std::vector<std::uint8_t> a(std::size_t(M) * 32), b(std::size_t(N) * 32);
   for (auto& x : a) x = finite ? test::draw_finite_code(fa, rng) : draw_code(fa, rng);
@@ -161,6 +168,16 @@ FP8REF_RC_PROP(WgmmaStepImplementations, TileIsOneStepPerOutput, 30, ()) {
   auto c = *rc::gen::container<std::vector<float>>(std::size_t(M) * std::size_t(N), gen_c());
   if (finite)
     for (float& x : c) x = std::isfinite(x) ? x : 1.5f;
+  if (mode == 2) {
+    // NaN in both formats; Inf only in e5m2 (e4m3 has none).
+    const std::uint8_t special = fa == Format::e5m2 && rng() % 2 ? 0x7C : 0x7F;
+    for (int i = 0; i < M; ++i)
+      if (rng() % 5 == 0) a[std::size_t(i) * 32 + rng() % 32] = special | (rng() % 2 ? 0x80 : 0);
+    const float c_special[] = {std::numeric_limits<float>::quiet_NaN(),
+                               std::numeric_limits<float>::infinity(),
+                               -std::numeric_limits<float>::infinity()};
+    for (int n = int(rng() % 4); n > 0; --n) c[rng() % c.size()] = c_special[rng() % 3];
+  }
   std::vector<float> d(c.size());
   for (StepIsa isa : available_isas()) {
     hopper_wgmma_tile(fa, fb, M, N, a.data(), b.data(), c.data(), d.data(), isa);
