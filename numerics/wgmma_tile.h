@@ -14,10 +14,12 @@ namespace fp8ref {
 namespace detail {
 
 // One instruction's operands decoded: the rows of A (M, 32) as planes, and B either as its rows
-// (N, 32) for the per-output path (vb, eb), or transposed, k-major (32, N), with int32 exponents
-// (vbt, ebt) for the column lanes below, whose rare per-output fallback gathers a column.
+// (N, 32) for the per-output path (vb, eb), or, for the column lanes below, in blocks of W
+// columns, each block k-major (32, W) and contiguous, with int32 exponents (vbt, ebt): column j,
+// k at ((j / W) * 32 + k) * W + j % W, the last block padded. The lanes' rare per-output fallback
+// gathers a column.
 struct TilePlanes {
-  int M, N;
+  int M, N, W = 1;
   const float* va;
   const std::int16_t* ea;
   const float* vb = nullptr;
@@ -36,7 +38,8 @@ FP8REF_ALWAYS_INLINE float tile_output(const TilePlanes& t, int i, int j, float 
   float vb[K];
   std::int16_t eb[K];
   for (int k = 0; k < K; ++k) {
-    const std::size_t at = std::size_t(k) * std::size_t(t.N) + std::size_t(j);
+    const std::size_t at =
+        (std::size_t(j / t.W) * K + std::size_t(k)) * std::size_t(t.W) + std::size_t(j % t.W);
     vb[k] = t.vbt[at], eb[k] = std::int16_t(t.ebt[at]);
   }
   return step_on_planes<false>(pa, WgmmaPlanes{vb, eb}, K, c).z;
@@ -67,10 +70,12 @@ FP8REF_ALWAYS_INLINE void tile_lanes(const TilePlanes& t, int i, int j0, const f
   const std::size_t stride = std::size_t(t.N);
   const float* va = t.va + std::size_t(i) * K;
   const std::int16_t* ea = t.ea + std::size_t(i) * K;
+  const float* vbt = t.vbt + std::size_t(j0) * K;  // the block of columns j0 .. j0 + W
+  const std::int32_t* ebt = t.ebt + std::size_t(j0) * K;
   I e_prod[R], e, eb;
   for (int r = 0; r < R; ++r) e_prod[r] = I{} + 2 * kStepNoTerm;
   for (int k = 0; k < K; ++k) {
-    std::memcpy(&eb, t.ebt + std::size_t(k) * stride + j0, sizeof eb);
+    std::memcpy(&eb, ebt + k * W, sizeof eb);
     for (int r = 0; r < R; ++r) {
       e = eb + ea[r * K + k];
       e_prod[r] = e_prod[r] > e ? e_prod[r] : e;
@@ -110,7 +115,7 @@ FP8REF_ALWAYS_INLINE void tile_lanes(const TilePlanes& t, int i, int j0, const f
   }
   for (int r = 0; r < R; ++r) s[r] = __builtin_convertvector(cv[r] * scale[r], I);
   for (int k = 0; k < K; ++k) {
-    std::memcpy(&vb, t.vbt + std::size_t(k) * stride + j0, sizeof vb);
+    std::memcpy(&vb, vbt + k * W, sizeof vb);
     for (int r = 0; r < R; ++r) s[r] += __builtin_convertvector(va[r * K + k] * vb * scale[r], I);
   }
   for (int r = 0; r < R; ++r) {
@@ -163,19 +168,25 @@ inline void hopper_wgmma_tile(Format fa, Format fb, int M, int N, const std::uin
   std::vector<std::int16_t> ea(va.size()), eb;
   std::vector<std::int32_t> ebt;
   decode_wgmma_planes(fa, a, std::int64_t(M) * K, va.data(), ea.data());
-  detail::TilePlanes t{M, N, va.data(), ea.data()};
+  detail::TilePlanes t{M, N,
+                       isa == StepIsa::avx512 ? 16
+                       : isa == StepIsa::avx2 ? 8
+                                              : 1,
+                       va.data(), ea.data()};
   if (isa == StepIsa::baseline) {
     eb.resize(vb.size());
     decode_wgmma_planes(fb, b, std::int64_t(N) * K, vb.data(), eb.data());
     t.vb = vb.data(), t.eb = eb.data();
   } else {
     require_operand_format(fb);
-    ebt.resize(vb.size());
+    const std::size_t W = std::size_t(t.W), blocks = (std::size_t(N) + W - 1) / W;
+    vb.assign(blocks * K * W, 0.0f);
+    ebt.assign(vb.size(), 0);
     const detail::StepCode* tb = detail::step_code_table(fb);
-    for (int k = 0; k < K; ++k)
-      for (int j = 0; j < N; ++j) {
-        const detail::StepCode x = tb[b[std::size_t(j) * K + std::size_t(k)]];
-        const std::size_t at = std::size_t(k) * std::size_t(N) + std::size_t(j);
+    for (std::size_t j = 0; j < std::size_t(N); ++j)
+      for (std::size_t k = 0; k < std::size_t(K); ++k) {
+        const detail::StepCode x = tb[b[j * K + k]];
+        const std::size_t at = (j / W * K + k) * W + j % W;
         vb[at] = x.value, ebt[at] = x.exp;
       }
     t.vbt = vb.data(), t.ebt = ebt.data();
