@@ -9,8 +9,10 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "numerics/format.h"
@@ -139,6 +141,11 @@ constexpr int out_min_exp(OutDtype d) {
 constexpr int out_max_exp(OutDtype d) { return d == OutDtype::f16 ? 15 : 127; }
 constexpr const char* to_string(OutDtype d) {
   return d == OutDtype::f32 ? "f32" : d == OutDtype::bf16 ? "bf16" : "f16";
+}
+constexpr std::optional<OutDtype> parse_out_dtype(std::string_view s) {
+  for (OutDtype d : {OutDtype::f32, OutDtype::bf16, OutDtype::f16})
+    if (std::string_view(to_string(d)) == s) return d;
+  return std::nullopt;
 }
 
 namespace detail {

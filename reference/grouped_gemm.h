@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string_view>
 
 #include "numerics/accumulation_models.h"
 #include "numerics/format.h"
@@ -24,6 +26,12 @@ constexpr const char* to_string(Scaling s) {
     case Scaling::mx: return "mx";
   }
   return "?";
+}
+constexpr std::optional<Scaling> parse_scaling(std::string_view s) {
+  for (Scaling x :
+       {Scaling::none, Scaling::tensorwise, Scaling::rowwise, Scaling::blockwise, Scaling::mx})
+    if (std::string_view(to_string(x)) == s) return x;
+  return std::nullopt;
 }
 enum class RowPolicy : std::uint8_t {
   untouched,  // rows of no group are not written

@@ -53,21 +53,17 @@ void draw_extents(GemmCase& c) {
 }  // namespace
 
 OutDtype out_from(const std::string& s) {
-  for (OutDtype d : {OutDtype::f32, OutDtype::bf16, OutDtype::f16})
-    if (s == to_string(d)) return d;
+  if (const auto d = parse_out_dtype(s)) return *d;
   throw std::invalid_argument("case file: unknown output dtype '" + s + "'");
 }
 
 ref::Scaling scaling_from(const std::string& s) {
-  for (ref::Scaling x : {ref::Scaling::none, ref::Scaling::tensorwise, ref::Scaling::rowwise,
-                         ref::Scaling::blockwise, ref::Scaling::mx})
-    if (s == ref::to_string(x)) return x;
+  if (const auto x = ref::parse_scaling(s)) return *x;
   throw std::invalid_argument("case file: unknown scaling '" + s + "'");
 }
 
 Format format_from_name(const std::string& s) {
-  if (s == "e4m3") return Format::e4m3;
-  if (s == "e5m2") return Format::e5m2;
+  if (const auto f = parse_format(s); f && *f != Format::e8m0) return *f;
   throw std::invalid_argument("case file: unknown element format '" + s + "'");
 }
 
@@ -201,12 +197,9 @@ TensorFile save_gemm(const GemmCase& c) {
                                                 : std::vector<std::int64_t>{c.G, c.K, c.N})});
   tf.tensors.push_back({"scale_a", f32_tensor(c.sa, {std::int64_t(c.sa.size())})});
   tf.tensors.push_back({"scale_b", f32_tensor(c.sb, {std::int64_t(c.sb.size())})});
-  tf.tensors.push_back({"group_sizes", i64_tensor(c.gs.sizes)});
   tf.tensors.push_back({"row_group", i32_tensor(c.group_of)});
+  save_group_sizes(c.gs, tf);
   auto& m = tf.metadata;
-  m["dist"] = to_string(c.gs.dist);
-  m["align"] = std::to_string(c.gs.align);
-  m["tail"] = std::to_string(c.gs.tail);
   m["desc"] = to_string(c.desc);
   m["m_max"] = std::to_string(c.m_max);
   m["N"] = std::to_string(c.N);
@@ -247,18 +240,14 @@ ref::ModelChoice load_model(const TensorFile& tf) {
 
 GemmCase load_gemm(const TensorFile& tf) {
   GemmCase c;
-  if (!gen::size_dist_from_string(get_meta(tf, "dist"), c.gs.dist))
-    throw std::invalid_argument("case file: unknown dist '" + get_meta(tf, "dist") + "'");
-  c.gs.align = get_meta_int(tf, "align");
-  c.gs.tail = get_meta_int(tf, "tail");
-  c.gs.sizes = get_i64(tf, "group_sizes");
+  c.gs = load_group_sizes(tf);
   c.desc = desc_from(get_meta(tf, "desc"));
   c.m_max = get_meta_int(tf, "m_max");
   c.N = get_meta_int(tf, "N"), c.K = get_meta_int(tf, "K");
-  if (c.gs.sizes.empty() || c.gs.align < 1 || c.gs.tail < 0 || c.N < 0 || c.K < 0 || c.m_max < 0)
+  if (c.gs.sizes.empty() || c.N < 0 || c.K < 0 || c.m_max < 0)
     throw std::invalid_argument("case file: bad sizes / extents");
   for (auto s : c.gs.sizes)
-    if (s < 0 || (c.desc == Desc::masked && s > c.m_max))
+    if (c.desc == Desc::masked && s > c.m_max)
       throw std::invalid_argument("case file: bad group size");
   c.G = c.gs.groups();
   c.group_of = rows_of(c.gs, c.desc, c.m_max, c.M);
@@ -283,14 +272,8 @@ GemmCase load_gemm(const TensorFile& tf) {
 }
 
 std::string gemm_case_diff(const GemmCase& x, const GemmCase& y) {
-  auto bits = [](const std::vector<float>& v) {
-    std::vector<std::uint32_t> b;
-    for (float f : v) b.push_back(std::bit_cast<std::uint32_t>(f));
-    return b;
-  };
-  const std::pair<const char*, bool> same[] = {
-      {"group sizes", x.gs.sizes == y.gs.sizes && x.gs.dist == y.gs.dist &&
-                          x.gs.align == y.gs.align && x.gs.tail == y.gs.tail},
+  return first_difference({
+      {"group sizes", x.gs == y.gs},
       {"descriptor", x.desc == y.desc && x.m_max == y.m_max},
       {"extents", x.M == y.M && x.N == y.N && x.K == y.K && x.G == y.G},
       {"shape class", x.moe_shape == y.moe_shape},
@@ -303,12 +286,9 @@ std::string gemm_case_diff(const GemmCase& x, const GemmCase& y) {
                     x.model.split_blocks == y.model.split_blocks},
       {"epilogue", x.model.epilogue == y.model.epilogue},
       {"operands", x.a == y.a && x.b == y.b},
-      {"scales", bits(x.sa) == bits(y.sa) && bits(x.sb) == bits(y.sb)},
+      {"scales", same_bits(x.sa, y.sa) && same_bits(x.sb, y.sb)},
       {"row map", x.group_of == y.group_of},
-  };
-  for (const auto& [what, ok] : same)
-    if (!ok) return what;
-  return "";
+  });
 }
 
 ExactValue oracle(const GemmCase& c, std::int64_t r, std::int64_t n) {

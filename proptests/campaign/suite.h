@@ -9,10 +9,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "proptests/gen/group_sizes.h"
 #include "tensor_io/tensor.h"
 
 namespace fp8ref::fuzz {
@@ -152,5 +155,13 @@ std::vector<std::int32_t> get_i32(const TensorFile& tf, const std::string& name)
 std::vector<std::uint32_t> get_u32(const TensorFile& tf, const std::string& name);
 const std::string& get_meta(const TensorFile& tf, const std::string& key);
 std::int64_t get_meta_int(const TensorFile& tf, const std::string& key);
+// The "group_sizes" tensor and the dist / align / tail metadata. Loading throws on an unknown
+// dist, a negative size, align < 1 or tail < 0; align and tail default to 1 and 0 when absent.
+void save_group_sizes(const gen::GroupSizes& gs, TensorFile& tf);
+gen::GroupSizes load_group_sizes(const TensorFile& tf);
+// Equal as bit patterns (the sign of zero and NaN payloads count).
+bool same_bits(const std::vector<float>& x, const std::vector<float>& y);
+// The name of the first field that differs ("" when none): the *_case_diff functions.
+std::string first_difference(std::initializer_list<std::pair<const char*, bool>> same);
 
 }  // namespace fp8ref::fuzz

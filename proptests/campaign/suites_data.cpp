@@ -51,9 +51,7 @@ PadCase draw_pad() {
 TensorFile save_pad(const PadCase& p) {
   TensorFile tf;
   tf.tensors.push_back({"rows", u8_tensor(p.rows, {p.gs.total(), p.row_bytes})});
-  tf.tensors.push_back({"group_sizes", i64_tensor(p.gs.sizes)});
-  tf.metadata["dist"] = to_string(p.gs.dist);
-  tf.metadata["align"] = std::to_string(p.gs.align);
+  save_group_sizes(p.gs, tf);
   tf.metadata["empty"] = p.empty == ref::EmptyGroupPolicy::keep_empty ? "keep_empty" : "one_block";
   tf.metadata["row_bytes"] = std::to_string(p.row_bytes);
   return tf;
@@ -61,17 +59,12 @@ TensorFile save_pad(const PadCase& p) {
 
 PadCase load_pad(const TensorFile& tf) {
   PadCase p;
-  gen::size_dist_from_string(get_meta(tf, "dist"), p.gs.dist);
-  p.gs.align = get_meta_int(tf, "align");
+  p.gs = load_group_sizes(tf);
   p.empty = get_meta(tf, "empty") == "one_block" ? ref::EmptyGroupPolicy::one_block
                                                  : ref::EmptyGroupPolicy::keep_empty;
   p.row_bytes = get_meta_int(tf, "row_bytes");
-  p.gs.sizes = get_i64(tf, "group_sizes");
   p.rows = get_u8(tf, "rows");
-  for (auto s : p.gs.sizes)
-    if (s < 0) throw std::invalid_argument("case file: negative group size");
-  if (p.row_bytes < 1 || p.gs.align < 1 ||
-      std::int64_t(p.rows.size()) != p.gs.total() * p.row_bytes)
+  if (p.row_bytes < 1 || std::int64_t(p.rows.size()) != p.gs.total() * p.row_bytes)
     throw std::invalid_argument("case file: rows do not match the group sizes");
   return p;
 }
@@ -161,10 +154,8 @@ QuantCase draw_quant() {
 TensorFile save_quant(const QuantCase& q) {
   TensorFile tf;
   tf.tensors.push_back({"x_bits", u32_tensor(q.x, {q.gs.total(), q.cols})});
-  tf.tensors.push_back({"group_sizes", i64_tensor(q.gs.sizes)});
+  save_group_sizes(q.gs, tf);
   auto& m = tf.metadata;
-  m["dist"] = to_string(q.gs.dist);
-  m["align"] = std::to_string(q.gs.align);
   m["recipe_kind"] = std::to_string(int(q.recipe.kind));
   m["recipe"] = std::string(to_string(q.recipe.kind));
   m["elem"] = std::to_string(int(q.recipe.elem));
@@ -179,9 +170,7 @@ TensorFile save_quant(const QuantCase& q) {
 
 QuantCase load_quant(const TensorFile& tf) {
   QuantCase q;
-  gen::size_dist_from_string(get_meta(tf, "dist"), q.gs.dist);
-  q.gs.align = get_meta_int(tf, "align");
-  q.gs.sizes = get_i64(tf, "group_sizes");
+  q.gs = load_group_sizes(tf);
   const auto kind = get_meta_int(tf, "recipe_kind"), elem = get_meta_int(tf, "elem"),
              rt = get_meta_int(tf, "runtime"), geo = get_meta_int(tf, "geometry");
   if (kind < 0 || kind > 6 || elem < 0 || elem > 1 || rt < 0 || rt > 2 || geo < 0 || geo > 7)
@@ -191,8 +180,6 @@ QuantCase load_quant(const TensorFile& tf) {
   q.cols = get_meta_int(tf, "cols");
   gen::value_class_from_string(get_meta(tf, "values"), q.values);
   q.x = get_u32(tf, "x_bits");
-  for (auto s : q.gs.sizes)
-    if (s < 0) throw std::invalid_argument("case file: negative group size");
   if (q.cols < 1 || std::int64_t(q.x.size()) != q.gs.total() * q.cols)
     throw std::invalid_argument("case file: x does not match the group sizes");
   validate(q.recipe);

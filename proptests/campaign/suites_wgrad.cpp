@@ -116,11 +116,8 @@ TensorFile save_wgrad(const WgradCase& w) {
                                                             : std::vector<std::int64_t>{
                                                                   std::int64_t(w.s_x.size())})});
   tf.tensors.push_back({"c", f32_tensor(w.c, {w.G, w.N, w.K})});
-  tf.tensors.push_back({"group_sizes", i64_tensor(w.gs.sizes)});
+  save_group_sizes(w.gs, tf);
   auto& m = tf.metadata;
-  m["dist"] = to_string(w.gs.dist);
-  m["align"] = std::to_string(w.gs.align);
-  m["tail"] = std::to_string(w.gs.tail);
   m["N"] = std::to_string(w.N), m["K"] = std::to_string(w.K);
   m["format_dy"] = to_string(w.fdy), m["format_x"] = to_string(w.fx);
   m["values"] = gen::to_string(w.v);
@@ -132,15 +129,8 @@ TensorFile save_wgrad(const WgradCase& w) {
 
 WgradCase load_wgrad(const TensorFile& tf) {
   WgradCase w;
-  if (!gen::size_dist_from_string(get_meta(tf, "dist"), w.gs.dist))
-    throw std::invalid_argument("case file: unknown dist '" + get_meta(tf, "dist") + "'");
-  w.gs.align = tf.metadata.count("align") ? get_meta_int(tf, "align") : 1;
-  w.gs.tail = get_meta_int(tf, "tail");
-  w.gs.sizes = get_i64(tf, "group_sizes");
-  for (auto s : w.gs.sizes)
-    if (s < 0) throw std::invalid_argument("case file: negative group size");
-  if (w.gs.sizes.empty() || w.gs.tail < 0 || w.gs.align < 1)
-    throw std::invalid_argument("case file: bad group sizes");
+  w.gs = load_group_sizes(tf);
+  if (w.gs.sizes.empty()) throw std::invalid_argument("case file: bad group sizes");
   w.G = w.gs.groups();
   w.M = w.gs.total() + w.gs.tail;
   w.N = get_meta_int(tf, "N"), w.K = get_meta_int(tf, "K");
@@ -168,14 +158,8 @@ WgradCase load_wgrad(const TensorFile& tf) {
 }
 
 std::string wgrad_case_diff(const WgradCase& x, const WgradCase& y) {
-  auto bits = [](const std::vector<float>& v) {
-    std::vector<std::uint32_t> b;
-    for (float f : v) b.push_back(std::bit_cast<std::uint32_t>(f));
-    return b;
-  };
-  const std::pair<const char*, bool> same[] = {
-      {"group sizes", x.gs.sizes == y.gs.sizes && x.gs.dist == y.gs.dist &&
-                          x.gs.align == y.gs.align && x.gs.tail == y.gs.tail},
+  return first_difference({
+      {"group sizes", x.gs == y.gs},
       {"extents", x.M == y.M && x.N == y.N && x.K == y.K && x.G == y.G},
       {"formats", x.fdy == y.fdy && x.fx == y.fx},
       {"value class", x.v == y.v},
@@ -185,12 +169,9 @@ std::string wgrad_case_diff(const WgradCase& x, const WgradCase& y) {
                     x.model.split_blocks == y.model.split_blocks},
       {"epilogue", x.model.epilogue == y.model.epilogue},
       {"operands", x.dy == y.dy && x.x == y.x},
-      {"scales", bits(x.s_dy) == bits(y.s_dy) && bits(x.s_x) == bits(y.s_x)},
-      {"C", bits(x.c) == bits(y.c)},
-  };
-  for (const auto& [what, ok] : same)
-    if (!ok) return what;
-  return "";
+      {"scales", same_bits(x.s_dy, y.s_dy) && same_bits(x.s_x, y.s_x)},
+      {"C", same_bits(x.c, y.c)},
+  });
 }
 
 namespace {

@@ -3,15 +3,7 @@
 # are reported as such and not required below 4× the level-1 count; golden.regressions reports
 # "skipped", not "passed", with no pinned case, and a missing --golden folder is an error (exit 2).
 # The human-readable table is what these checks read.
-file(REMOVE_RECURSE ${WORK})
-file(MAKE_DIRECTORY ${WORK})
-
-function(run_fp8 out_var rc_var)
-  execute_process(COMMAND ${EXE} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
-                  WORKING_DIRECTORY ${WORK})
-  set(${out_var} "${out}${err}" PARENT_SCOPE)
-  set(${rc_var} ${rc} PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/run_fp8.cmake)
 
 function(expect rc want out what)
   if(NOT rc EQUAL want)

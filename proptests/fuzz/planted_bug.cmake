@@ -2,15 +2,7 @@
 # test) is caught by the campaign, shrunk, written as a case file, and replayed by the printed
 # one-line command; the case file opens in fp8-check, replays without the bug, and once pinned
 # with `golden accept` the golden.regressions suite replays it (and catches the bug again).
-file(REMOVE_RECURSE ${WORK})
-file(MAKE_DIRECTORY ${WORK})
-
-function(run_fp8 out_var rc_var)
-  execute_process(COMMAND ${EXE} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
-                  WORKING_DIRECTORY ${WORK})
-  set(${out_var} "${out}${err}" PARENT_SCOPE)
-  set(${rc_var} ${rc} PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/run_fp8.cmake)
 
 # 1. The campaign catches it.
 run_fp8(out rc fuzz --suite gemm.forward --plant offs_off_by_one --cases 500 --seed 7 --quiet --json

@@ -116,7 +116,9 @@ inline float draw_scale(std::uint64_t r, bool pow2) {
 }
 
 // Every scale recipe of DESIGN §3.3 in each runtime whose arithmetic it reproduces (deepgemm and
-// torchao with and without power-of-two scales, TE's kernel, the four MX rules), both elements.
+// torchao with and without power-of-two scales, TE's kernel, the four MX rules), both elements,
+// that takes any shape: TE's MXFP8 kernel (mx_rceil cuda_kernel) is left to the scale suites
+// (proptests/scale/scale_gen.h adds it and TE's epsilon).
 inline std::vector<Recipe> all_recipes() {
   std::vector<Recipe> out;
   for (Runtime rt : {Runtime::torch_cpu, Runtime::torch_cuda}) {

@@ -56,6 +56,7 @@ struct GroupSizes {
   std::int64_t align = 1;           // the alignment the sizes were drawn around
   std::vector<std::int64_t> sizes;  // tokens per group, G = sizes.size() >= 1
   std::int64_t tail = 0;            // padding rows after the last group
+  bool operator==(const GroupSizes&) const = default;
   std::int64_t total() const {
     return std::accumulate(sizes.begin(), sizes.end(), std::int64_t(0));
   }

@@ -142,9 +142,7 @@ void load_operands(const TensorFile& tf, const GemmOptions& o, GemmCase& c) {
 }
 
 Scaling parse_scaling(const std::string& s) {
-  for (Scaling x :
-       {Scaling::none, Scaling::tensorwise, Scaling::rowwise, Scaling::blockwise, Scaling::mx})
-    if (s == ref::to_string(x)) return x;
+  if (const auto x = ref::parse_scaling(s)) return *x;
   usage("--scaling: expected none, tensorwise, rowwise, blockwise or mx, got '" + s + "'");
 }
 
@@ -219,8 +217,7 @@ ref::ModelChoice parse_model(const GemmOptions& o) {
 }
 
 OutDtype parse_out_dtype(const std::string& s) {
-  for (OutDtype d : {OutDtype::f32, OutDtype::bf16, OutDtype::f16})
-    if (s == to_string(d)) return d;
+  if (const auto d = fp8ref::parse_out_dtype(s)) return *d;
   usage("--out-dtype: expected f32, bf16 or f16, got '" + s + "'");
 }
 
