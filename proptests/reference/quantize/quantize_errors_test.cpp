@@ -1,0 +1,208 @@
+// The library's bad-input errors (issue 3, "Bad input"; docs/recipes.md "Shapes" and "NaN
+// input"): each is a std::invalid_argument whose message names the problem. Which shapes each
+// library rejects is restated here from docs/recipes.md and compared on every recipe, geometry
+// and a grid of shapes; NaN rejection names the first NaN of a strided view of each source type.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "proptests/common/test_level.h"
+#include "proptests/reference/quantize/scale_gen.h"
+#include "reference/quantize.h"
+
+namespace fp8ref {
+namespace {
+
+// Runs f; expects std::invalid_argument whose message contains every one of `parts`.
+void expect_invalid(const std::function<void()>& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no exception; expected one naming '" << parts.front() << "'";
+  } catch (const std::invalid_argument& e) {
+    for (const std::string& p : parts)
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
+          << "message '" << e.what() << "' does not name '" << p << "'";
+  }
+}
+
+constexpr BlockGeometry kGeometries[] = {BlockGeometry::tensorwise,  BlockGeometry::rowwise,
+                                         BlockGeometry::per_channel, BlockGeometry::b1x128,
+                                         BlockGeometry::b128x1,      BlockGeometry::b128x128,
+                                         BlockGeometry::b1x32,       BlockGeometry::b32x1};
+
+// docs/recipes.md "Shapes", restated: (rejects?, a word of the reason).
+std::pair<bool, std::string> documented_rule(const Recipe& r, BlockGeometry g, std::int64_t m,
+                                             std::int64_t k) {
+  // Block extents that must divide the dimension (0: none, the extent is 1 or the whole dimension).
+  const std::string t(to_string(g));
+  const std::int64_t br = t == "128x1" || t == "128x128" ? 128 : (t == "32x1" ? 32 : 0);
+  const std::int64_t bc = t == "1x128" || t == "128x128" ? 128 : (t == "1x32" ? 32 : 0);
+  if (r.kind == RecipeKind::te) return {false, ""};
+  if (r.kind == RecipeKind::deepgemm)  // per_channel_cast_to_fp8: 128x1 / 32x1 need rows % block
+    return {bc == 0 && br > 0 && m % br != 0, "per_channel_cast_to_fp8"};
+  if (r.kind == RecipeKind::mx_rceil && r.runtime == Runtime::cuda_kernel)
+    return {m % 32 != 0 || k % 32 != 0, "divisible by 32"};
+  return {(br > 0 && m % br != 0) || (bc > 0 && k % bc != 0), "divide"};  // torchao
+}
+
+TEST(QuantizeErrors, LibraryShapeRulesAsDocumented) {
+  const std::int64_t sizes[] = {1, 31, 32, 33, 64, 96, 127, 128, 129, 256, 384};
+  int rejected = 0, accepted = 0;
+  for (const Recipe& r : test::all_recipes())
+    for (const BlockGeometry g : kGeometries)
+      for (const std::int64_t m : sizes)
+        for (const std::int64_t k : sizes) {
+          const auto [rejects, reason] = documented_rule(r, g, m, k);
+          const std::string why = library_shape_violation(r, g, m, k);
+          const std::string where =
+              std::string(to_string(r.kind)) + " " + std::string(to_string(r.runtime)) + " " +
+              std::string(to_string(g)) + " (" + std::to_string(m) + ", " + std::to_string(k) + ")";
+          ASSERT_EQ(!why.empty(), rejects) << where << ": " << why;
+          if (!rejects) {
+            EXPECT_NO_THROW(require_library_shape(r, g, m, k)) << where;
+            ++accepted;
+            continue;
+          }
+          ++rejected;
+          expect_invalid([&] { require_library_shape(r, g, m, k); },
+                         {why, std::string("recipe ") + std::string(to_string(r.kind)),
+                          "block " + std::string(to_string(g)),
+                          "shape (" + std::to_string(m) + ", " + std::to_string(k) + ")", reason});
+        }
+  EXPECT_GT(rejected, 0);
+  EXPECT_GT(accepted, 0);
+}
+
+// NaN patterns of each source type (quiet and signalling, both signs) and an Inf, which is not NaN.
+std::vector<std::uint32_t> nan_patterns(Source s) {
+  if (s == Source::f32) return {0x7FC00000u, 0xFF800001u, 0x7F800001u, 0xFFFFFFFFu};
+  if (s == Source::bf16) return {0x7FC0u, 0xFF81u, 0x7F81u, 0xFFFFu};
+  return {0x7E00u, 0xFC01u, 0x7C01u, 0xFFFFu};
+}
+std::uint32_t inf_pattern(Source s) {
+  return s == Source::f32 ? 0xFF800000u : (s == Source::bf16 ? 0xFF80u : 0xFC00u);
+}
+
+// A strided view (row-major, transposed or padded storage; padding holds NaN) with 0..3 NaN and
+// some Inf elements: `reject` names the first NaN in row-major (i, j) order, `propagate` passes,
+// and a view with only Inf passes both.
+FP8REF_RC_PROP(QuantizeErrors, RejectNamesTheFirstNanOfTheView, 200, ()) {
+  const Source src =
+      *rc::gen::elementOf(std::vector<Source>{Source::f32, Source::bf16, Source::f16});
+  const std::int64_t m = *rc::gen::inRange(1, 40), k = *rc::gen::inRange(1, 40);
+  const int layout = *rc::gen::elementOf(std::vector<int>{0, 1, 2});
+  const std::int64_t rs = layout == 1 ? 1 : (layout == 2 ? k + 2 : k), cs = layout == 1 ? m : 1;
+  const std::size_t storage = std::size_t((m - 1) * rs + (k - 1) * cs + 1);
+  std::vector<std::uint32_t> logical(std::size_t(m * k),
+                                     src == Source::f32 ? 0x3F800000u : 0x3C00u);
+  for (int t = *rc::gen::elementOf(std::vector<int>{0, 1, 3}); t > 0; --t)
+    logical[*rc::gen::inRange<std::size_t>(0, logical.size())] = inf_pattern(src);
+  const auto nans = *rc::gen::container<std::vector<std::size_t>>(
+      *rc::gen::elementOf(std::vector<std::size_t>{0, 1, 1, 2, 3}),
+      rc::gen::inRange<std::size_t>(0, logical.size()));
+  for (const std::size_t at : nans) logical[at] = *rc::gen::elementOf(nan_patterns(src));
+  std::vector<std::uint32_t> s32(src == Source::f32 ? storage : 0, 0x7FC00000u);
+  std::vector<std::uint16_t> s16(src == Source::f32 ? 0 : storage, 0x7E00u);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < k; ++j) {
+      const std::uint32_t b = logical[std::size_t(i * k + j)];
+      if (src == Source::f32)
+        s32[std::size_t(i * rs + j * cs)] = b;
+      else
+        s16[std::size_t(i * rs + j * cs)] = std::uint16_t(b);
+    }
+  const SourceView2d v{
+      src == Source::f32 ? static_cast<const void*>(s32.data()) : s16.data(), src, m, k, rs, cs};
+  RC_CLASSIFY(nans.empty(), "no NaN");
+  RC_CLASSIFY(layout == 2, "padded (padding is NaN)");
+  check_nan_input(v, NanInput::propagate);  // never throws
+  if (nans.empty()) {
+    check_nan_input(v, NanInput::reject);
+    return;
+  }
+  const std::size_t first = *std::min_element(nans.begin(), nans.end());
+  const std::string at = "NaN at (" + std::to_string(first / std::size_t(k)) + ", " +
+                         std::to_string(first % std::size_t(k)) + ")";
+  try {
+    check_nan_input(v, NanInput::reject);
+    RC_FAIL("no exception; expected " + at);
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    RC_ASSERT(what.find(at) != std::string::npos && what.find("reject") != std::string::npos);
+  }
+}
+
+TEST(QuantizeErrors, BadViewsRecipesAndGroupsThrowWithTheirReason) {
+  const std::vector<float> x(64, 1.0f);
+  const Recipe te{RecipeKind::te, Format::e4m3, Runtime::cuda_kernel, false, 0.0f};
+  const auto q = [&](SourceView2d v, Recipe r) { quantize(v, r, BlockGeometry::b1x32); };
+  const SourceView2d ok{x.data(), Source::f32, 8, 8, 8, 1};
+  expect_invalid(
+      [&] {
+        q({x.data(), Source::f64, 8, 8, 8, 1}, te);
+      },
+      {"source must be f32, bf16 or f16"});
+  expect_invalid([&] { q({x.data(), Source::f32, -1, 8, 8, 1}, te); }, {"negative shape"});
+  expect_invalid([&] { q({x.data(), Source::f32, 8, 8, 8, -1}, te); }, {"stride"});
+  expect_invalid([&] { q({nullptr, Source::f32, 8, 8, 8, 1}, te); }, {"null data"});
+  expect_invalid(
+      [&] {
+        check_nan_input({nullptr, Source::f32, 8, 8, 8, 1}, NanInput::reject);
+      },
+      {"null data"});
+  expect_invalid(
+      [&] {
+        q(ok, {RecipeKind::deepgemm, Format::e5m2, Runtime::torch_cuda, false, 0});
+      },
+      {"deepgemm", "e4m3 only"});
+  expect_invalid(
+      [&] {
+        q(ok, {RecipeKind::te, Format::e4m3, Runtime::torch_cpu, false, 0});
+      },
+      {"te", "cuda_kernel"});
+  expect_invalid(
+      [&] {
+        q(ok, {RecipeKind::mx_floor, Format::e4m3, Runtime::cuda_kernel, false, 0});
+      },
+      {"mx_floor", "torch_cpu or torch_cuda"});
+  expect_invalid(
+      [&] {
+        q(ok, {RecipeKind::torchao, Format::e4m3, Runtime::torch_cpu, false, 1});
+      },
+      {"torchao", "epsilon is a te parameter"});
+  expect_invalid(
+      [&] {
+        q(ok, {RecipeKind::mx_ceil, Format::e4m3, Runtime::torch_cpu, true, 0});
+      },
+      {"mx_ceil", "pow2 must be false"});
+  for (const float eps :
+       {-1.0f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()})
+    expect_invalid(
+        [&] {
+          q(ok, {RecipeKind::te, Format::e4m3, Runtime::cuda_kernel, false, eps});
+        },
+        {"epsilon must be finite and >= 0"});
+  const std::vector<std::uint16_t> h(64, 0x3C00);
+  for (const RecipeKind kind : {RecipeKind::mx_floor, RecipeKind::mx_rceil})
+    expect_invalid(
+        [&] {
+          q({h.data(), Source::f16, 8, 8, 8, 1},
+            {kind, Format::e4m3, Runtime::torch_cuda, false, 0});
+        },
+        {"to_mx takes bf16 or f32"});
+  const auto grouped = [&](std::vector<std::int64_t> ends) {
+    quantize_grouped_rows(ok, te, BlockGeometry::b32x1, ends);
+  };
+  expect_invalid([&] { grouped({}); }, {"last group end must equal rows (8)"});
+  expect_invalid([&] { grouped({4, 7}); }, {"last group end must equal rows (8)"});
+  expect_invalid([&] { grouped({5, 3, 8}); }, {"group ends decrease"});
+  expect_invalid([&] { grouped({-1, 8}); }, {"group ends decrease"});
+}
+
+}  // namespace
+}  // namespace fp8ref
