@@ -1,6 +1,7 @@
-// Named profiles: each pins the FP8 / E8M0 cast behaviour of one implementation, bit for bit
-// (DESIGN §3.2). A profile covers e4m3, e5m2 and e8m0 and every source type it accepts; the
-// sources of each rule are in docs/numerics.md. A ProfileCodec is the resolved, explicit policy.
+// Named profiles: each pins the cast behaviour of one implementation, bit for bit (DESIGN §3.2).
+// A profile covers the formats and source types its implementation has (e4m3, e5m2, e8m0; FP6 /
+// FP4 for ocp_* and ml_dtypes_0_6; ue4m3 for ocp_* and cuda_*); the sources of each rule are in
+// docs/numerics.md. A ProfileCodec is the resolved, explicit policy.
 #pragma once
 
 #include <array>
@@ -61,12 +62,8 @@ struct ProfileCodec {
   constexpr std::uint8_t encode(std::uint64_t source_bits, std::uint32_t rand = 0) const {
     std::uint64_t d = source_to_f64_bits(source, source_bits);
     if (via_f32) d = f32_to_f64_bits(f64_to_f32_bits_rne(d));
-    switch (format) {
-      case Format::e4m3: return encode_fp8_bits<E4m3Traits>(d, fp8, rand);
-      case Format::e5m2: return encode_fp8_bits<E5m2Traits>(d, fp8, rand);
-      case Format::e8m0: return encode_e8m0_bits(d, e8m0);
-    }
-    return 0;
+    if (format == Format::e8m0) return encode_e8m0_bits(d, e8m0);
+    return encode_minifloat_bits(format, d, fp8, rand);
   }
 };
 
@@ -117,9 +114,23 @@ constexpr Rounding natural_rounding(Profile p, Format f) {
   return Rounding::rtz;
 }
 
+// Whether profile p has a cast to format f at all (any source, any rounding): FP6 / FP4 exist in
+// ocp_* and ml_dtypes_0_6 (float4_e2m1fn, float6_e2m3fn, float6_e3m2fn); torch 2.11 has no cast
+// to them (float4_e2m1fn_x2 is a storage type), cuda_fp6.h / cuda_fp4.h are not modelled; ue4m3
+// is E4M3 on |x| in ocp_* and cuda_* (the NVFP4 scale cast of cuBLAS / TE kernels).
+constexpr bool profile_has_format(Profile p, Format f) {
+  if (is_mx_element_format(f))
+    return p == Profile::ocp_sat || p == Profile::ocp_nosat || p == Profile::ml_dtypes_0_6;
+  if (f == Format::ue4m3) return !detail::is_library(p);
+  return true;
+}
+
 // Resolve (profile, format, source, rounding) into an explicit codec. Throws
 // std::invalid_argument for combinations the profile's implementation does not have.
 inline ProfileCodec make_codec(Profile p, Format f, Source s, Rounding r) {
+  if (!profile_has_format(p, f))
+    throw std::invalid_argument("profile " + std::string(to_string(p)) + " has no cast to " +
+                                std::string(to_string(f)));
   bool ok = true;
   if (detail::is_library(p)) ok = r == Rounding::rne;
   if (detail::is_cuda(p)) {

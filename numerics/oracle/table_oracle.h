@@ -1,7 +1,7 @@
-// A second, fast FP8 / E8M0 oracle (DESIGN §4 "Codecs"), independent of numerics/codec.h and of
-// the rational oracle: a sorted table of a format's non-negative finite values and the midpoints
-// between neighbours (all exact doubles), a binary search, and every rounding as a choice between
-// the two neighbours. Fast enough to sweep all 2^32 f32 inputs (fp8-check sweep --against oracle).
+// A second, fast FP8 / FP6 / FP4 / UE4M3 / E8M0 oracle (DESIGN §4 "Codecs"), independent of
+// numerics/codec.h and of the rational oracle: a sorted table of a format's non-negative finite
+// values and the midpoints between neighbours (all exact doubles), a binary search, and every
+// rounding as a choice between the two neighbours. Fast enough to sweep all 2^32 f32 inputs.
 #pragma once
 
 #include <bit>
@@ -41,13 +41,30 @@ constexpr double fp8_formula(int code, int man_bits, int bias) {
                 : double((1 << man_bits) + m) * exp2i(e - bias - man_bits);
 }
 
+// Field layout of a format, from OCP FP8 v1.0 and OCP MX v1.0 §5.3: mantissa bits, bias, the
+// last finite non-negative code, the sign bit (0: unsigned), the code an unsaturated overflow
+// takes (0: the format has neither Inf nor NaN, so overflow saturates).
+struct Layout {
+  int man_bits, bias, last;
+  std::uint8_t sign, overflow_nonsat;
+};
+constexpr Layout layout(Format f) {
+  switch (f) {
+    case Format::e4m3: return {3, 7, 0x7E, 0x80, 0x7F};   // S.1111.111 is NaN
+    case Format::e5m2: return {2, 15, 0x7B, 0x80, 0x7C};  // exponent field 31: Inf / NaN
+    case Format::e2m1: return {1, 1, 0x7, 0x8, 0};        // 6
+    case Format::e2m3: return {3, 1, 0x1F, 0x20, 0};      // 7.5
+    case Format::e3m2: return {2, 3, 0x1F, 0x20, 0};      // 28
+    case Format::ue4m3: return {3, 7, 0x7E, 0, 0x7F};     // no sign bit
+    case Format::e8m0: return {0, 127, 0xFE, 0, 0xFF};
+  }
+  return {0, 0, 0, 0, 0};
+}
+
 constexpr MagnitudeTable make_table(Format f) {
   MagnitudeTable t{};
-  const int man_bits = f == Format::e4m3 ? 3 : 2;
-  const int bias = f == Format::e4m3 ? 7 : 15;
-  // last finite non-negative code: e4m3fn S.1111.110 (only S.1111.111 is NaN); e5m2 S.11110.11
-  // (exponent field 31 is Inf / NaN); e8m0 0xFE
-  const int last = f == Format::e4m3 ? 0x7E : f == Format::e5m2 ? 0x7B : 0xFE;
+  const Layout l = layout(f);
+  const int man_bits = l.man_bits, bias = l.bias, last = l.last;
   for (int c = 0; c <= last + 1; ++c) {
     t.value[c] = f == Format::e8m0 ? exp2i(c - 127) : fp8_formula(c, man_bits, bias);
     t.code[c] = std::uint8_t(c);
@@ -63,6 +80,19 @@ constexpr MagnitudeTable make_table(Format f) {
 inline constexpr MagnitudeTable kE4m3Table = make_table(Format::e4m3);
 inline constexpr MagnitudeTable kE5m2Table = make_table(Format::e5m2);
 inline constexpr MagnitudeTable kE8m0Table = make_table(Format::e8m0);
+inline constexpr MagnitudeTable kE2m1Table = make_table(Format::e2m1);
+inline constexpr MagnitudeTable kE2m3Table = make_table(Format::e2m3);
+inline constexpr MagnitudeTable kE3m2Table = make_table(Format::e3m2);
+
+inline const MagnitudeTable& table_of(Format f) {
+  switch (f) {
+    case Format::e5m2: return kE5m2Table;
+    case Format::e2m1: return kE2m1Table;
+    case Format::e2m3: return kE2m3Table;
+    case Format::e3m2: return kE3m2Table;
+    default: return kE4m3Table;  // e4m3, ue4m3
+  }
+}
 
 // Index of the largest value[i] <= a, for value[0] <= a < value[count] (binary search; a sweep's
 // neighbouring inputs take the same branches, so they predict well).
@@ -88,22 +118,29 @@ inline Placement place(const MagnitudeTable& t, double a) {
 
 }  // namespace table_detail
 
-// e4m3 / e5m2 (E8M0: table_oracle_encode_e8m0) encode of an f64 bit pattern under an explicit
-// EncodeSpec (any rounding; `rand` feeds Rounding::sr: round away iff
-// floor(frac * 2^R) + (rand mod 2^R) >= 2^R).
+// Minifloat (e4m3, e5m2, e2m1, e2m3, e3m2, ue4m3; E8M0: table_oracle_encode_e8m0) encode of an
+// f64 bit pattern under an explicit EncodeSpec (any rounding; `rand` feeds Rounding::sr: round
+// away iff floor(frac * 2^R) + (rand mod 2^R) >= 2^R). ue4m3 encodes |x|. FP6 / FP4 have no Inf
+// or NaN: overflow and Inf give ±max; a NaN gives ±max (quiet_signed, double_payload), +max
+// (positive_all_ones) or, as ml_dtypes 0.6 does, a zero of the opposite sign.
 inline std::uint8_t table_oracle_encode(Format f, std::uint64_t bits, const EncodeSpec& spec,
                                         std::uint32_t rand = 0) {
   using namespace table_detail;
-  const MagnitudeTable& t = f == Format::e4m3 ? kE4m3Table : kE5m2Table;
-  const bool negative = (bits >> 63) != 0;
-  const std::uint8_t s = negative ? 0x80 : 0x00;
+  const MagnitudeTable& t = table_of(f);
+  const Layout l = layout(f);
+  const bool negative = l.sign != 0 && (bits >> 63) != 0;
+  const std::uint8_t s = negative ? l.sign : 0x00;
   const std::uint8_t max_code = t.code[t.count - 1];
-  const std::uint8_t overflow_nonsat = f == Format::e5m2 ? 0x7C : 0x7F;  // Inf / NaN
+  const std::uint8_t overflow_nonsat = l.overflow_nonsat ? l.overflow_nonsat : max_code;
   const std::uint8_t overflow = spec.overflow == Overflow::sat ? max_code : overflow_nonsat;
   const std::uint64_t abs_bits = bits & ~(std::uint64_t{1} << 63);
   const double a = std::bit_cast<double>(abs_bits);
   // rule table: NaN (by NanEncoding), Inf (exact: max only under satfinite), zero
   if (abs_bits > kInfBits) {
+    if (l.overflow_nonsat == 0) {  // no NaN in the format
+      if (spec.nan == NanEncoding::ml_dtypes) return (bits >> 63) ? 0x00 : l.sign;
+      return std::uint8_t(spec.nan == NanEncoding::positive_all_ones ? max_code : max_code | s);
+    }
     if (spec.nan == NanEncoding::positive_all_ones) return 0x7F;
     if (f == Format::e5m2 && spec.nan == NanEncoding::ml_dtypes) return std::uint8_t(0x7E | s);
     if (f == Format::e5m2 && spec.nan == NanEncoding::double_payload)

@@ -38,6 +38,10 @@ void exponent_range(Format f, int& lo, int& hi) {
     case Format::e4m3: lo = -13, hi = 10; break;
     case Format::e5m2: lo = -20, hi = 17; break;
     case Format::e8m0: lo = -152, hi = 129; break;  // down to f32 subnormals, up past 2^127
+    case Format::e2m1: lo = -4, hi = 5; break;      // 0.5 .. 6
+    case Format::e2m3: lo = -6, hi = 5; break;      // 2^-3 .. 7.5
+    case Format::e3m2: lo = -7, hi = 7; break;      // 2^-4 .. 28
+    case Format::ue4m3: lo = -13, hi = 10; break;
   }
 }
 
@@ -48,6 +52,10 @@ std::uint8_t max_code(Format f) {
     case Format::e4m3: return E4m3Traits::kMaxFinite;
     case Format::e5m2: return E5m2Traits::kMaxFinite;
     case Format::e8m0: return E8m0Traits::kMaxFinite;
+    case Format::e2m1: return E2m1Traits::kMaxFinite;
+    case Format::e2m3: return E2m3Traits::kMaxFinite;
+    case Format::e3m2: return E3m2Traits::kMaxFinite;
+    case Format::ue4m3: return Ue4m3Traits::kMaxFinite;
   }
   return 0;
 }

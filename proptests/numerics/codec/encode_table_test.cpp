@@ -29,7 +29,7 @@ struct Casts {
 Casts every_cast(Source s) {
   Casts c;
   for (Profile p : kAllProfiles)
-    for (Format f : {Format::e4m3, Format::e5m2, Format::e8m0})
+    for (Format f : kAllFormats)
       for (Rounding r : {Rounding::rne, Rounding::rtz, Rounding::rup, Rounding::rdn}) {
         try {
           c.codecs.push_back(make_codec(p, f, s, r));

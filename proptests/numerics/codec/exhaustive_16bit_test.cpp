@@ -33,7 +33,7 @@ void sweep_16bit(Source s) {
   std::vector<ProfileCodec> codecs;
   std::vector<std::string> names;
   for (Profile p : kAllProfiles)
-    for (Format f : {Format::e4m3, Format::e5m2, Format::e8m0})
+    for (Format f : kAllFormats)
       for (Rounding r : {Rounding::rne, Rounding::rtz, Rounding::rup, Rounding::rdn}) {
         try {
           codecs.push_back(make_codec(p, f, s, r));

@@ -158,12 +158,11 @@ inline std::uint64_t draw_magnitude(const oracle::table_detail::MagnitudeTable& 
 }
 
 inline std::uint64_t draw_input(Format f, InputClass c, SplitMix64& r) {
-  using oracle::table_detail::kE4m3Table;
-  using oracle::table_detail::kE5m2Table;
-  using oracle::table_detail::kE8m0Table;
-  const auto& t = f == Format::e4m3 ? kE4m3Table : f == Format::e5m2 ? kE5m2Table : kE8m0Table;
+  namespace td = oracle::table_detail;
+  const auto& t = f == Format::e8m0 ? td::kE8m0Table : td::table_of(f);
   const std::uint64_t sign = r.below(2) ? input_detail::kSign : 0;
-  const int first_normal = f == Format::e4m3 ? 8 : f == Format::e5m2 ? 4 : 1;
+  // index of the smallest normal: 2^mantissa bits (e8m0: 1, f32's 2^-126)
+  const int first_normal = f == Format::e8m0 ? 1 : 1 << td::layout(f).man_bits;
   return sign | draw_magnitude(t, f == Format::e8m0, first_normal, c, r);
 }
 
