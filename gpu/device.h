@@ -1,4 +1,4 @@
-// Device discovery and CUDA error handling for the host launchers (DESIGN §2: gpu/).
+// Device discovery and CUDA error handling for the host launchers (docs/design.md §3: gpu/).
 // Every CUDA call in gpu/ goes through FP8REF_CUDA_CHECK, which throws with the call and reason.
 #pragma once
 

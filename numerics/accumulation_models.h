@@ -1,5 +1,5 @@
 // The named accumulation models of one output element y = sum_kb sa_kb·sb_kb·sum_{k in kb} a_k·b_k
-// (DESIGN §3.5 "Accumulation models"), each returning its f32 result with a rigorous error bound
+// (docs/design.md §10), each returning its f32 result with a rigorous error bound
 // against the exact value, plus `exact` (the real value rounded once). docs/models.md has the
 // definitions, sources and bound derivations.
 #pragma once

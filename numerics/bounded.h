@@ -1,6 +1,6 @@
 // A model's f32 result with its error bound, and what the tensor-core step models share: FP8
 // values, the special-value result of a step, truncating shifts, and the f32 -> bf16 / f16
-// output conversions (DESIGN §3.5).
+// output conversions (docs/design.md §10).
 #pragma once
 
 #include <algorithm>

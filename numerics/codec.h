@@ -1,6 +1,6 @@
 // The generic FP8 / E8M0 codec: every encode funnels into one rounding routine per format
 // family, written as numbered steps, with rounding, overflow, NaN and Inf handling as explicit
-// policy arguments (DESIGN §3.2). Sources (f32, bf16, f16) are widened exactly to f64 first,
+// policy arguments (docs/design.md §5). Sources (f32, bf16, f16) are widened exactly to f64 first,
 // so any encode here rounds once; profiles (profile.h) add the double roundings libraries do.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Exact accumulation of FP8 x FP8 products and of scaled block partials, and the single
-// rounding of an exact value to f32 / bf16 (DESIGN §3.5: "exactness fact to build on", model
+// rounding of an exact value to f32 / bf16 (docs/design.md §9 "the exactness fact", §10 model
 // `exact`). No floating-point arithmetic touches a value here until the final rounding.
 #pragma once
 

@@ -1,5 +1,5 @@
 // FP8 and E8M0 formats: one traits struct per format, strong value types, policy enums.
-// Implements DESIGN §3.1 (formats) and names the policy tokens of §3.2 (rounding, overflow).
+// Implements docs/design.md §4 (formats) and names the policy tokens of §5 (rounding, overflow).
 // Bit layouts follow the OCP 8-bit Floating Point Specification v1.0 and OCP MX v1.0 (E8M0).
 #pragma once
 

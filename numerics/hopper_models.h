@@ -1,6 +1,6 @@
-// The Hopper tensor-core accumulation models of one output element (DESIGN §3.5): wgmma or
-// mma.sync chains per promotion block or over all of K, split-K slices, the scale epilogues, each
-// with a rigorous error bound against the exact value. docs/models.md has the derivations.
+// The Hopper tensor-core accumulation models of one output element (docs/design.md §10-12): wgmma
+// or mma.sync chains per promotion block or over all of K, split-K slices, the scale epilogues,
+// each with a rigorous error bound against the exact value. docs/models.md has the derivations.
 #pragma once
 
 #include <algorithm>
@@ -16,7 +16,7 @@ namespace fp8ref {
 
 // ---- Hopper tensor-core models --------------------------------------------------------------
 
-// The tensor-core step a model chains: wgmma (DESIGN "hopper_wgmma") or emulated mma.sync.
+// The tensor-core step a model chains: wgmma (the `hopper_wgmma` step) or emulated mma.sync.
 enum class TensorCoreStep : std::uint8_t { wgmma, mma_sync };
 
 // The two FP8 operand runs of one output element: codes and formats, and optionally the wgmma

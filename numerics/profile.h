@@ -1,5 +1,5 @@
 // Named profiles: each pins the FP8 / E8M0 cast behaviour of one implementation, bit for bit
-// (DESIGN §3.2). A profile covers e4m3, e5m2 and e8m0 and every source type it accepts; the
+// (docs/design.md §5). A profile covers e4m3, e5m2 and e8m0 and every source type it accepts; the
 // sources of each rule are in docs/numerics.md. A ProfileCodec is the resolved, explicit policy.
 #pragma once
 

@@ -1,5 +1,5 @@
-// The Hopper wgmma FP8 step model `hopper_wgmma_step` and its chains (DESIGN §3.5), on codes and
-// on decoded planes, each with a running per-element error bound against the exact result.
+// The Hopper wgmma FP8 step model `hopper_wgmma_step` and its chains (docs/design.md §10), on codes
+// and on decoded planes, each with a running per-element error bound against the exact result.
 // Source of the model: MMA-Sim (Microsoft, github.com/microsoft/MMA-Sim, mmasim/simulator:
 // WGMMASim with n_accum_fractional_bits = 13 and output "f32_e8m13" for FP8 inputs).
 //

@@ -1,5 +1,5 @@
-// One Hopper wgmma FP8 instruction m{M}n{N}k32 under the hopper_wgmma step model (DESIGN §3.5,
-// numerics/wgmma_step.h): the operands decoded once, each output one step, vectorised across
+// One Hopper wgmma FP8 instruction m{M}n{N}k32 under the hopper_wgmma step model
+// (docs/design.md §10, numerics/wgmma_step.h): the operands decoded once, each output one step, vectorised across
 // consecutive columns, four rows at a time, in the AVX2 / AVX-512 copies. The like-for-like of
 // MMA-Sim's WGMMA(A, B, C).
 #pragma once

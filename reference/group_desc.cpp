@@ -1,4 +1,4 @@
-// Group descriptors: validation and conversions (DESIGN §3.5). See group_desc.h.
+// Group descriptors: validation and conversions (docs/design.md §8). See group_desc.h.
 #include "reference/group_desc.h"
 
 #include <algorithm>

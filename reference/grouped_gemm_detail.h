@@ -1,7 +1,7 @@
 // Internal to the reference library: what the grouped GEMM ops (grouped_gemm.cpp) and the
-// K-grouped wgrad (grouped_wgrad.cpp) share (DESIGN §3.5): argument checks with clear messages,
-// the model / scaling compatibility check, the wgmma planes of a run of codes, and the stores of
-// an exact value or of a model's f32 result into a GemmOutput with its bound.
+// K-grouped wgrad (grouped_wgrad.cpp) share (docs/design.md §9-10): argument checks with clear
+// messages, the model / scaling compatibility check, the wgmma planes of a run of codes, and the
+// stores of an exact value or of a model's f32 result into a GemmOutput with its bound.
 #pragma once
 
 #include <cmath>

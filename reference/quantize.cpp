@@ -1,4 +1,5 @@
-// Quantize / dequantize under a recipe and block geometry (reference/quantize.h, DESIGN §3.3).
+// Quantize / dequantize under a recipe and block geometry (reference/quantize.h,
+// docs/design.md §6).
 // Each block is reduced and cast on its own and writes only its own outputs, so the OpenMP
 // schedule cannot change a bit. The hot loops are templates over the source type and the cast
 // policy, chosen once per call, computing exactly block_scale / quantize_element of

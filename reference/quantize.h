@@ -1,6 +1,7 @@
 // Quantize / dequantize of strided 2-D and (G, ., .) 3-D tensors under a named scale recipe and
-// block geometry (DESIGN §3.3; issue 3). Blocks are independent, so results do not depend on the
-// OpenMP thread count. Per-group quantization restarts row blocks at each group boundary.
+// block geometry (docs/design.md §6, docs/recipes.md). Blocks are independent, so results do not
+// depend on the OpenMP thread count. Per-group quantization restarts row blocks at each group
+// boundary.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The M-grouped GEMM case of the fuzz suites (issue 6 items 1-3, docs/fuzz.md "Adding a GPU
+// The M-grouped GEMM case of the fuzz suites (docs/fuzz.md "Adding a GPU
 // suite"): the case struct, its draw from the shared generators of proptests/gen/, its case file
 // (save / load), coverage tags, and the independent fixed-point oracle of one output element.
 // The CPU suites (suites_gemm.cpp) hold the reference to it; GPU GEMM suites reuse it with the

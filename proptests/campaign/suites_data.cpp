@@ -1,7 +1,7 @@
-// Data-movement and quantizer fuzz suites (issue 6 item 2): pad / unpad over the tokens-per-group
-// distributions, and per-group quantization along tokens (K-grouped wgrad operands) against its
-// definition (each group quantized on its own), global blocking when every group is block-
-// aligned, and thread-count invariance.
+// Data-movement and quantizer fuzz suites (docs/fuzz.md "The suites"): pad / unpad over the
+// tokens-per-group distributions, and per-group quantization along tokens (K-grouped wgrad
+// operands) against its definition (each group quantized on its own), global blocking when every
+// group is block-aligned, and thread-count invariance.
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -72,7 +72,7 @@ PadCase load_pad(const TensorFile& tf) {
 void check_pad(const PadCase& p) {
   const std::int64_t T = p.gs.total(), G = p.gs.groups(), A = p.gs.align, W = p.row_bytes;
   const ref::PadPlan plan = ref::plan_padding(p.gs.sizes, A, p.empty);
-  // The plan against the definition (DESIGN §3.6).
+  // The plan against the definition (docs/design.md §13).
   std::int64_t start = 0;
   for (std::int64_t g = 0; g < G; ++g) {
     const std::int64_t s = p.gs.sizes[std::size_t(g)];

@@ -1,5 +1,5 @@
 // Predicts dumped library GEMM outputs (torch _scaled_mm / cuBLASLt, _scaled_grouped_mm) bitwise
-// with the reference accumulation models and split-K S (issue 4 item 7b; DESIGN §3.5). Written for
+// with the reference accumulation models and split-K S (docs/design.md §10-12). Written for
 // proptests/device/scaled_mm_predict.py, which dumps the cases (format: gemm_case.h).
 //
 //   gemm_driver --case FILE --models M[,M..] --splits S|LN[,..] [--epilogues ref|all]   (LN: slices of N 128-blocks)

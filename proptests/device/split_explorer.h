@@ -1,8 +1,7 @@
 // Diagnostics for library outputs that no reference model with equal split-K slices predicts
-// (issue 4 item 7b, DESIGN §3.5 "Open: cuBLASLt fast-accumulation on small-M shapes"): other ways of
-// cutting K that a kernel may use, evaluated per element from the step model of
-// numerics/accumulate.h. A hypothesis generator, not an oracle: a family that explains every
-// explored element is a lead to turn into a named model, nothing more.
+// (part 7b of run_fidelity.sh): other ways of cutting K that a kernel may use, evaluated per
+// element from the step model of numerics/wgmma_step.h. A hypothesis generator, not an oracle: a
+// family that explains every explored element is a lead to turn into a named model, nothing more.
 // Families (u = K granularity of the cut, S = number of accumulators):
 //   contiguous u S        S equal slices (ceil) of u-wide units, each from +0, added in order
 //   slice_len L           slices of L 128-blocks each (the last one shorter), added in order: a

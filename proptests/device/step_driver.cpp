@@ -1,6 +1,6 @@
-// Batch evaluator of the tensor-core step model `hopper_wgmma_step` (DESIGN §3.5,
+// Batch evaluator of the tensor-core step model `hopper_wgmma_step` (docs/design.md §10,
 // numerics/wgmma_step.h, wgmma_tile.h) for the cross-check against mmasim and the speed comparison
-// with it (issue 4 items 5 and 7a; proptests/device/mmasim_step_xcheck.py).
+// with it (part 7a of run_fidelity.sh; proptests/device/mmasim_step_xcheck.py).
 //
 //   step_driver IN OUT              single steps
 //     IN:  records of 70 bytes: fa, fb (0 = e4m3, 1 = e5m2), a[32], b[32] (FP8 codes), c (f32, LE)

@@ -1,6 +1,6 @@
 // GPU cast kernels vs the numerics oracle: the hardware cvt.rn.satfinite instructions must give
 // the cuda_satfinite profile's byte for every f32 and f16 input, and the hardware decode the
-// exact value of every code (DESIGN §3.2, §4 "GPU kernels").
+// exact value of every code (docs/design.md §5, §14).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,4 +1,5 @@
-// Golden vectors of one Hopper wgmma FP8 step (DESIGN §3.5 `hopper_wgmma`, issue 4 item 7a):
+// Golden vectors of one Hopper wgmma FP8 step (docs/design.md §10, docs/models.md `hopper_wgmma`
+// step):
 // outputs of mmasim's Hopper FP8 wgmma model (an independent implementation, run on the GPU machine
 // by proptests/device/mmasim_step_xcheck.py). Every vector must be reproduced bitwise by
 // numerics/accumulate.h `hopper_wgmma_step`. Two encodings of the same vectors:

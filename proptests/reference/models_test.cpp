@@ -1,6 +1,6 @@
-// Accumulation models of one output element (DESIGN §3.5): `exact` equals a Boost cpp_rational
-// dot product rounded once; every other model lies within its documented bound of it; and the
-// identities between models that follow from their definitions.
+// Accumulation models of one output element (docs/design.md §10): `exact` equals a Boost
+// cpp_rational dot product rounded once; every other model lies within its documented bound of it;
+// and the identities between models that follow from their definitions.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 

@@ -1,7 +1,7 @@
-// A second implementation of the hopper_wgmma step (DESIGN §3.5), written on integer significands
-// and shifts as the model's definition reads (numerics/accumulate.h steps 1-6), where the library
-// scales f32 products and truncates them by conversion. Test oracle only: the library never calls
-// it.
+// A second implementation of the hopper_wgmma step (docs/design.md §10), written on integer
+// significands and shifts as the model's definition reads (numerics/accumulate.h steps 1-6), where
+// the library scales f32 products and truncates them by conversion. Test oracle only: the library
+// never calls it.
 #pragma once
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// The library's bad-input errors (issue 3, "Bad input"; docs/recipes.md "Shapes" and "NaN
+// The library's bad-input errors (docs/design.md §16; docs/recipes.md "Shapes" and "NaN
 // input"): each is a std::invalid_argument whose message names the problem. Which shapes each
 // library rejects is restated here from docs/recipes.md and compared on every recipe, geometry
 // and a grid of shapes; NaN rejection names the first NaN of a strided view of each source type.

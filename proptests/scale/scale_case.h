@@ -1,4 +1,4 @@
-// A failing scale property writes its input as a safetensors file (STYLE "Tests"): tensor x
+// A failing scale property writes its input as a safetensors file (docs/design.md §20): tensor x
 // (F32 bit patterns, rows x cols flattened; `fp8-check inspect` opens it) with the recipe, the
 // geometry and the replay command as metadata. RapidCheck re-runs failing cases while it
 // shrinks, so the file left behind is the minimal counterexample.

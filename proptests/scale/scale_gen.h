@@ -1,6 +1,6 @@
 // Generators for the scale suites: every valid recipe, and class-weighted f32 tensors with one
 // magnitude class per row (ordinary, power of two, next to a recipe threshold, subnormal, huge,
-// zero) and a few NaN / Inf elements, plus the per-block amax classification (DESIGN §4).
+// zero) and a few NaN / Inf elements, plus the per-block amax classification (docs/design.md §14).
 #pragma once
 
 #include <rapidcheck.h>

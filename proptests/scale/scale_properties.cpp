@@ -1,4 +1,4 @@
-// Properties of quantize / dequantize (issue 3 §5): the per-element definition on every source
+// Properties of quantize / dequantize (docs/recipes.md): the per-element definition on every source
 // type and stride, the derived error bound, the dgrad transpose identity, per-group vs global
 // blocking, thread-count invariance. Case counts scale with FP8REF_TEST_LEVEL.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Sharded weights (issue 3 item 7; docs/recipes.md "Sharded weights"): FSDP-style all-gather of
+// Sharded weights (docs/recipes.md "Sharded weights"): FSDP-style all-gather of
 // quantized shards equals quantizing the whole bitwise when every shard starts on a block
 // boundary; otherwise each shard's blocks restart at its start (the per-group blocking of the
 // whole) and shifted blocks take their own amax; dequantizing gathered shards = the whole's.

@@ -1,4 +1,4 @@
-// CPU quantize throughput per recipe as a ratio to memcpy (issue 3 item 9; DESIGN §6): a
+// CPU quantize throughput per recipe as a ratio to memcpy (docs/benchmarks.md): a
 // program that prints ratios, not a timed test. Target: ratio >= 0.3 on 2 cores.
 // Usage: fp8ref_quantize_bench [M K [REPS]]
 #include <omp.h>

@@ -1,6 +1,6 @@
 // Per-element views of a Tensor for inspect/diff: raw bit pattern, decoded value (double), value
 // class (finite / NaN / +Inf / -Inf) and the format-ULP ordinal. Decoding follows the format
-// definitions (DESIGN §3.1): e4m3fn bias 7, no Inf, S.1111.111 NaN; e5m2 bias 15 IEEE-like;
+// definitions (docs/design.md §4): e4m3fn bias 7, no Inf, S.1111.111 NaN; e5m2 bias 15 IEEE-like;
 // e8m0 2^(e-127), 0xFF NaN; *fnuz: 0x80 the only NaN, bias 8/16; e2m1 bias 1, finite only.
 #pragma once
 

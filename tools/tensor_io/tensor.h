@@ -1,5 +1,5 @@
 // Tensor value type of the fp8-check file I/O: dtype, logical shape, raw little-endian bytes.
-// DESIGN §5 (fp8-check reads every dtype incl. FP8 and packed FP4); issue 5 item 1.
+// fp8-check reads every dtype incl. FP8 and packed FP4 (docs/cli.md "File formats").
 // All I/O failures are reported as tensor_io::Error with a one-line reason naming the file.
 #pragma once
 
