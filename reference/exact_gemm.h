@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <span>
 
-#include "numerics/accumulation_models.h"
+#include "numerics/models.h"
 #include "numerics/format.h"
 
 namespace fp8ref::ref::detail {

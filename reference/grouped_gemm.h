@@ -10,7 +10,7 @@
 #include <span>
 #include <string_view>
 
-#include "numerics/accumulation_models.h"
+#include "numerics/models.h"
 #include "numerics/format.h"
 
 namespace fp8ref::ref {

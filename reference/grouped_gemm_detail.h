@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "numerics/accumulation_models.h"
+#include "numerics/models.h"
 #include "reference/grouped_gemm.h"
 
 namespace fp8ref::ref::detail {

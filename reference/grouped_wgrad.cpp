@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "numerics/exact_sum.h"
+#include "numerics/models.h"
 #include "reference/group_desc.h"
 #include "reference/grouped_gemm.h"
 #include "reference/grouped_gemm_detail.h"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """fp8ref's single-step tensor-core model `hopper_wgmma_step` (docs/design.md §10,
-numerics/wgmma_step.h)
+numerics/models/wgmma_step.h)
 against mmasim's Hopper FP8 wgmma model (mmasim 2.1.1: nv_ptx.WGMMA("Hopper",
 "m64nNk32.f32.<a>.<b>"), arithmetic MMA_T_FDPA with F=13, rho=RZ-E8M13) on random single k=32 steps
 (part 7a of run_fidelity.sh). Bitwise compare; exit 1 on any mismatch, 2 on a setup error.

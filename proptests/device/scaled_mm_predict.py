@@ -39,7 +39,7 @@ SPLITS = [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 24, 32, 48, 64, 128]
 # fixed-length slices (24 blocks was seen for K = 8192 and 16384).
 SLICE_LENGTHS = [8, 12, 16, 20, 24, 28, 32, 40, 48, 56, 64]
 SCALING_ID = {"none": 0, "tensorwise": 1, "rowwise": 2, "blockwise": 3}
-# Candidate models per scaling (names of numerics/accumulation_models.h; unknown names are skipped).
+# Candidate models per scaling (names of numerics/models/model_types.h; unknown names are skipped).
 TENSORWISE_MODELS = "hopper_promoted_tensorwise,hopper_unpromoted,hopper_mma_sync"
 ROWWISE_MODELS = "hopper_promoted_rowwise,hopper_promoted_tensorwise,hopper_unpromoted"
 BLOCK_MODELS = "hopper_promoted_blockwise,hopper_mma_sync"

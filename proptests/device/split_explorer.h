@@ -1,6 +1,6 @@
 // Diagnostics for library outputs that no reference model with equal split-K slices predicts
 // (part 7b of run_fidelity.sh): other ways of cutting K that a kernel may use, evaluated per
-// element from the step model of numerics/wgmma_step.h. A hypothesis generator, not an oracle: a
+// element from the step model of numerics/models/wgmma_step.h. A hypothesis generator, not an oracle: a
 // family that explains every explored element is a lead to turn into a named model, nothing more.
 // Families (u = K granularity of the cut, S = number of accumulators):
 //   contiguous u S        S equal slices (ceil) of u-wide units, each from +0, added in order
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "numerics/accumulation_models.h"
+#include "numerics/models.h"
 #include "proptests/device/gemm_case.h"
 
 namespace fp8ref::device {

@@ -1,5 +1,5 @@
 // Batch evaluator of the tensor-core step model `hopper_wgmma_step` (docs/design.md §10,
-// numerics/wgmma_step.h, wgmma_tile.h) for the cross-check against mmasim and the speed comparison
+// numerics/models/wgmma_step.h, wgmma_tile.h) for the cross-check against mmasim and the speed comparison
 // with it (part 7a of run_fidelity.sh; proptests/device/mmasim_step_xcheck.py).
 //
 //   step_driver IN OUT              single steps
@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "numerics/wgmma_tile.h"
+#include "numerics/models.h"
 
 namespace {
 

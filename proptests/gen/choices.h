@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "numerics/accumulation_models.h"
+#include "numerics/models.h"
 #include "numerics/format.h"
 #include "numerics/scale_recipe.h"
 #include "reference/grouped_gemm.h"

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <vector>
 
-#include "numerics/accumulate.h"
+#include "numerics/models.h"
 #include "proptests/common/test_level.h"
 #include "proptests/reference/oracle.h"
 

@@ -1,4 +1,4 @@
-// Properties of the hopper_mma_sync step model (docs/design.md §10, numerics/mma_sync_step.h):
+// Properties of the hopper_mma_sync step model (docs/design.md §10, numerics/models/mma_sync_step.h):
 // agreement with a rational transcription of the written interpretation (a second implementation:
 // exact rationals and f64 exponents instead of integer shifts), and properties that follow from the
 // interpretation alone: the k mod 4 split, C added last in RN, zero products give C, order
@@ -11,7 +11,7 @@
 #include <cmath>
 #include <vector>
 
-#include "numerics/accumulate.h"
+#include "numerics/models.h"
 #include "numerics/codec.h"
 #include "proptests/common/test_level.h"
 #include "proptests/reference/oracle.h"

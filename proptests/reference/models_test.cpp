@@ -7,7 +7,7 @@
 #include <bit>
 #include <vector>
 
-#include "numerics/accumulation_models.h"
+#include "numerics/models.h"
 #include "proptests/common/test_level.h"
 #include "proptests/reference/oracle.h"
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "numerics/accumulate.h"
+#include "numerics/models.h"
 #include "proptests/common/test_level.h"
 #include "proptests/reference/gemm_problem.h"
 #include "proptests/reference/wgmma_step_integer.h"

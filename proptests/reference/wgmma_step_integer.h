@@ -1,5 +1,5 @@
 // A second implementation of the hopper_wgmma step (docs/design.md §10), written on integer
-// significands and shifts as the model's definition reads (numerics/accumulate.h steps 1-6), where
+// significands and shifts as the model's definition reads (numerics/models/wgmma_step.h steps 1-6), where
 // the library scales f32 products and truncates them by conversion. Test oracle only: the library
 // never calls it.
 #pragma once
@@ -10,9 +10,8 @@
 #include <cstdint>
 #include <limits>
 
-#include "numerics/accumulate.h"
+#include "numerics/models.h"
 #include "numerics/codec.h"
-#include "numerics/exact_sum.h"
 
 namespace fp8ref::test {
 

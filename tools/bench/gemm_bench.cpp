@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "numerics/accumulation_models.h"
+#include "numerics/models.h"
 #include "numerics/codec.h"
 #include "reference/group_desc.h"
 #include "reference/grouped_gemm.h"

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "numerics/accumulation_models.h"
+#include "numerics/models.h"
 #include "reference/grouped_gemm.h"
 #include "tensor_io/tensor_file.h"
 

@@ -16,7 +16,7 @@
 
 #include "cli/errors.h"
 #include "cli/gemm_case.h"
-#include "numerics/accumulation_models.h"
+#include "numerics/models.h"
 #include "reference/group_desc.h"
 #include "reference/grouped_gemm.h"
 #include "tensor_io/element_values.h"

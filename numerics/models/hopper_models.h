@@ -1,6 +1,7 @@
 // The Hopper tensor-core accumulation models of one output element (docs/design.md §10-12): wgmma
 // or mma.sync chains per promotion block or over all of K, split-K slices, the scale epilogues,
-// each with a rigorous error bound against the exact value. docs/models.md has the derivations.
+// each with a rigorous error bound against the exact value. docs/models.md has the derivations;
+// numerics/models.h is the entry point.
 #pragma once
 
 #include <algorithm>
@@ -9,8 +10,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "numerics/accumulate.h"
-#include "numerics/model_types.h"
+#include "numerics/models/bounded.h"
+#include "numerics/models/mma_sync_step.h"
+#include "numerics/models/model_types.h"
+#include "numerics/models/wgmma_step.h"
 
 namespace fp8ref {
 

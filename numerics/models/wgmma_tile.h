@@ -1,14 +1,15 @@
 // One Hopper wgmma FP8 instruction m{M}n{N}k32 under the hopper_wgmma step model
-// (docs/design.md §10, numerics/wgmma_step.h): the operands decoded once, each output one step, vectorised across
-// consecutive columns, four rows at a time, in the AVX2 / AVX-512 copies. The like-for-like of
-// MMA-Sim's WGMMA(A, B, C).
+// (docs/design.md §10, numerics/models/wgmma_step.h): the operands decoded once, each output one
+// step, vectorised across consecutive columns, four rows at a time, in the AVX2 / AVX-512 copies.
+// The like-for-like of MMA-Sim's WGMMA(A, B, C). Part of the accumulation models
+// (numerics/models.h).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
-#include "numerics/wgmma_step.h"
+#include "numerics/models/wgmma_step.h"
 
 namespace fp8ref {
 namespace detail {

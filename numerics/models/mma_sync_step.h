@@ -1,5 +1,6 @@
 // The Hopper mma.sync FP8 step model `hopper_mma_sync_step` and its chain (docs/design.md §10),
-// with a running per-element error bound against the exact result.
+// with a running per-element error bound against the exact result. Part of the accumulation
+// models (numerics/models.h).
 #pragma once
 
 #include <algorithm>
@@ -9,10 +10,10 @@
 #include <cstdint>
 #include <limits>
 
-#include "numerics/bounded.h"
 #include "numerics/codec.h"
-#include "numerics/exact_sum.h"
 #include "numerics/format.h"
+#include "numerics/models/bounded.h"
+#include "numerics/models/exact_sum.h"
 
 namespace fp8ref {
 
