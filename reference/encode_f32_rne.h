@@ -19,7 +19,7 @@
 #define FP8REF_ALWAYS_INLINE inline
 #endif
 
-namespace fp8ref {
+namespace fp8ref::ref {
 
 // kSat: Overflow::sat (finite overflow and +-Inf -> +-max) else nonsat (-> Inf / NaN).
 // kNanPositive: NanEncoding::positive_all_ones (0x7F) else quiet_signed (0x7F | sign).
@@ -56,4 +56,4 @@ FP8REF_ALWAYS_INLINE std::uint8_t encode_f32_rne(std::uint32_t bits) {
   return std::uint8_t(a > kInf ? (0x7F | (s & kNanSignMask)) : (code | s));
 }
 
-}  // namespace fp8ref
+}  // namespace fp8ref::ref

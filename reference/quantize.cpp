@@ -18,7 +18,7 @@
 #include "numerics/source.h"
 #include "reference/encode_f32_rne.h"
 
-namespace fp8ref {
+namespace fp8ref::ref {
 namespace {
 
 constexpr std::int32_t kF32InfBits = 0x7F800000;
@@ -484,4 +484,4 @@ void check_nan_input(const SourceView2d& x, NanInput policy) {
     }
 }
 
-}  // namespace fp8ref
+}  // namespace fp8ref::ref

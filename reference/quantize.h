@@ -12,7 +12,7 @@
 
 #include "numerics/scale_recipe.h"
 
-namespace fp8ref {
+namespace fp8ref::ref {
 
 enum class BlockGeometry : std::uint8_t {
   tensorwise,   // one block: (M, K)
@@ -102,4 +102,4 @@ enum class NanInput : std::uint8_t {
 };
 void check_nan_input(const SourceView2d& x, NanInput policy);
 
-}  // namespace fp8ref
+}  // namespace fp8ref::ref

@@ -16,7 +16,7 @@
 #include "proptests/scale/scale_gen.h"
 #include "reference/quantize.h"
 
-namespace fp8ref {
+namespace fp8ref::ref {
 namespace {
 
 using test::require;
@@ -115,4 +115,4 @@ TEST(Quantize3d, BadGroupsThrowNamingQuantize3d) {
 }
 
 }  // namespace
-}  // namespace fp8ref
+}  // namespace fp8ref::ref

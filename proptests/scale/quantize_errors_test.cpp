@@ -15,7 +15,7 @@
 #include "proptests/scale/scale_gen.h"
 #include "reference/quantize.h"
 
-namespace fp8ref {
+namespace fp8ref::ref {
 namespace {
 
 // Runs f; expects std::invalid_argument whose message contains every one of `parts`.
@@ -205,4 +205,4 @@ TEST(QuantizeErrors, BadViewsRecipesAndGroupsThrowWithTheirReason) {
 }
 
 }  // namespace
-}  // namespace fp8ref
+}  // namespace fp8ref::ref

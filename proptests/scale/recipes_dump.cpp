@@ -27,6 +27,7 @@
 namespace {
 
 using namespace fp8ref;
+using namespace fp8ref::ref;
 
 std::uint64_t g_state = 0x9E3779B97F4A7C15ULL;
 std::uint32_t next_u32() {

@@ -16,9 +16,9 @@
 #include "proptests/common/test_level.h"
 #include "reference/quantize.h"
 
-namespace fp8ref {
+namespace fp8ref::ref {
 inline std::ostream& operator<<(std::ostream& os, BlockGeometry g) { return os << to_string(g); }
-}  // namespace fp8ref
+}  // namespace fp8ref::ref
 
 namespace fp8ref::test {
 
@@ -27,7 +27,7 @@ struct ScaleCase {
   const std::vector<float>* x;
   std::int64_t rows, cols;
   Recipe recipe;
-  BlockGeometry geometry;
+  ref::BlockGeometry geometry;
 };
 
 inline std::string dump_scale_case(const ScaleCase& c) {

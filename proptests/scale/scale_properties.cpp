@@ -17,7 +17,7 @@
 #include "proptests/scale/scale_gen.h"
 #include "reference/quantize.h"
 
-namespace fp8ref {
+namespace fp8ref::ref {
 namespace {
 
 using test::amax_class;
@@ -311,4 +311,4 @@ FP8REF_RC_PROP(Quantize, CodesAndScalesMatchPerElementDefinition, 300, ()) {
 }
 
 }  // namespace
-}  // namespace fp8ref
+}  // namespace fp8ref::ref

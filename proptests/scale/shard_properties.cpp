@@ -14,7 +14,7 @@
 #include "proptests/scale/scale_gen.h"
 #include "reference/quantize.h"
 
-namespace fp8ref {
+namespace fp8ref::ref {
 namespace {
 
 using test::require;
@@ -257,4 +257,4 @@ TEST(ShardedWeights, MisalignedShardChangesCodesOfShiftedBlocks) {
 }
 
 }  // namespace
-}  // namespace fp8ref
+}  // namespace fp8ref::ref

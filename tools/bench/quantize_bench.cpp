@@ -24,6 +24,7 @@
 namespace {
 
 using namespace fp8ref;
+using namespace fp8ref::ref;
 using Clock = std::chrono::steady_clock;
 
 template <class F>
