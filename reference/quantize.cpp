@@ -427,6 +427,32 @@ BlockShape fixed_extent(BlockGeometry g) {
   return {0, 0};
 }
 
+// The rule of r's library that an (rows, cols) tensor with fixed block extents e breaks, if any.
+ShapeRule broken_shape_rule(const Recipe& r, BlockShape e, std::int64_t rows, std::int64_t cols) {
+  const auto divides = [](std::int64_t b, std::int64_t n) { return b <= 1 || n % b == 0; };
+  if (r.kind == RecipeKind::te) return ShapeRule::accepted;
+  if (r.kind == RecipeKind::deepgemm)
+    return e.cols == 1 && !divides(e.rows, rows) ? ShapeRule::deepgemm_channel_rows
+                                                 : ShapeRule::accepted;
+  if (r.kind == RecipeKind::mx_rceil && r.runtime == Runtime::cuda_kernel)
+    return rows % 32 != 0 || cols % 32 != 0 ? ShapeRule::te_mxfp8_dims : ShapeRule::accepted;
+  return !divides(e.rows, rows) || !divides(e.cols, cols) ? ShapeRule::torchao_extent_divides
+                                                          : ShapeRule::accepted;
+}
+
+std::string shape_rule_text(ShapeRule rule, BlockShape e) {
+  switch (rule) {
+    case ShapeRule::deepgemm_channel_rows:
+      return "DeepGEMM per_channel_cast_to_fp8 needs rows % " + std::to_string(e.rows) + " == 0";
+    case ShapeRule::te_mxfp8_dims:
+      return "Transformer Engine MXFP8 needs both dimensions divisible by 32";
+    case ShapeRule::torchao_extent_divides:
+      return "torchao needs every block extent to divide its dimension";
+    case ShapeRule::accepted: break;
+  }
+  return {};
+}
+
 }  // namespace
 
 // Sources in docs/recipes.md "Shapes": DeepGEMM pads K (per_token / per_block casts) but
@@ -434,36 +460,20 @@ BlockShape fixed_extent(BlockGeometry g) {
 // that the block divides the dimension; TE's MXFP8 quantizer needs both dims % 32 (it makes the
 // rowwise and columnwise copies together); TE's other casts and torchao's tensorwise / rowwise
 // casts take any shape.
-std::string library_shape_violation(const Recipe& r, BlockGeometry g, std::int64_t rows,
-                                    std::int64_t cols) {
+ShapeCheck library_shape_check(const Recipe& r, BlockGeometry g, std::int64_t rows,
+                               std::int64_t cols) {
   const BlockShape e = fixed_extent(g);
-  const std::string where = "recipe " + std::string(to_string(r.kind)) + " (" +
-                            std::string(to_string(r.runtime)) + "), block " +
-                            std::string(to_string(g)) + ", shape (" + std::to_string(rows) + ", " +
-                            std::to_string(cols) + "): ";
-  const auto divides = [](std::int64_t b, std::int64_t n) { return b <= 1 || n % b == 0; };
-  switch (r.kind) {
-    case RecipeKind::te: return {};
-    case RecipeKind::deepgemm:
-      if (e.cols == 1 && !divides(e.rows, rows))
-        return where + "DeepGEMM per_channel_cast_to_fp8 needs rows % " + std::to_string(e.rows) +
-               " == 0";
-      return {};
-    default: break;
-  }
-  if (r.kind == RecipeKind::mx_rceil && r.runtime == Runtime::cuda_kernel) {
-    if (rows % 32 != 0 || cols % 32 != 0)
-      return where + "Transformer Engine MXFP8 needs both dimensions divisible by 32";
-    return {};
-  }
-  if (!divides(e.rows, rows) || !divides(e.cols, cols))
-    return where + "torchao needs every block extent to divide its dimension";
-  return {};
+  const ShapeRule rule = broken_shape_rule(r, e, rows, cols);
+  if (rule == ShapeRule::accepted) return {rule, {}};
+  return {rule, "recipe " + std::string(to_string(r.kind)) + " (" +
+                    std::string(to_string(r.runtime)) + "), block " + std::string(to_string(g)) +
+                    ", shape (" + std::to_string(rows) + ", " + std::to_string(cols) +
+                    "): " + shape_rule_text(rule, e)};
 }
 
 void require_library_shape(const Recipe& r, BlockGeometry g, std::int64_t rows, std::int64_t cols) {
-  const std::string why = library_shape_violation(r, g, rows, cols);
-  if (!why.empty()) throw std::invalid_argument(why);
+  const ShapeCheck c = library_shape_check(r, g, rows, cols);
+  if (c.rule != ShapeRule::accepted) throw std::invalid_argument(c.reason);
 }
 
 void check_nan_input(const SourceView2d& x, NanInput policy) {

@@ -35,19 +35,25 @@ constexpr BlockGeometry kGeometries[] = {BlockGeometry::tensorwise,  BlockGeomet
                                          BlockGeometry::b128x1,      BlockGeometry::b128x128,
                                          BlockGeometry::b1x32,       BlockGeometry::b32x1};
 
-// docs/recipes.md "Shapes", restated: (rejects?, a word of the reason).
-std::pair<bool, std::string> documented_rule(const Recipe& r, BlockGeometry g, std::int64_t m,
-                                             std::int64_t k) {
+// docs/recipes.md "Shapes", restated: the rule broken (accepted if none) and a word of its reason.
+std::pair<ShapeRule, std::string> documented_rule(const Recipe& r, BlockGeometry g, std::int64_t m,
+                                                  std::int64_t k) {
   // Block extents that must divide the dimension (0: none, the extent is 1 or the whole dimension).
   const std::string t(to_string(g));
   const std::int64_t br = t == "128x1" || t == "128x128" ? 128 : (t == "32x1" ? 32 : 0);
   const std::int64_t bc = t == "1x128" || t == "128x128" ? 128 : (t == "1x32" ? 32 : 0);
-  if (r.kind == RecipeKind::te) return {false, ""};
+  const auto rule = [](bool rejects, ShapeRule broken) {
+    return rejects ? broken : ShapeRule::accepted;
+  };
+  if (r.kind == RecipeKind::te) return {ShapeRule::accepted, ""};
   if (r.kind == RecipeKind::deepgemm)  // per_channel_cast_to_fp8: 128x1 / 32x1 need rows % block
-    return {bc == 0 && br > 0 && m % br != 0, "per_channel_cast_to_fp8"};
+    return {rule(bc == 0 && br > 0 && m % br != 0, ShapeRule::deepgemm_channel_rows),
+            "per_channel_cast_to_fp8"};
   if (r.kind == RecipeKind::mx_rceil && r.runtime == Runtime::cuda_kernel)
-    return {m % 32 != 0 || k % 32 != 0, "divisible by 32"};
-  return {(br > 0 && m % br != 0) || (bc > 0 && k % bc != 0), "divide"};  // torchao
+    return {rule(m % 32 != 0 || k % 32 != 0, ShapeRule::te_mxfp8_dims), "divisible by 32"};
+  return {rule((br > 0 && m % br != 0) || (bc > 0 && k % bc != 0),  // torchao
+               ShapeRule::torchao_extent_divides),
+          "divide"};
 }
 
 TEST(QuantizeErrors, LibraryShapeRulesAsDocumented) {
@@ -57,11 +63,14 @@ TEST(QuantizeErrors, LibraryShapeRulesAsDocumented) {
     for (const BlockGeometry g : kGeometries)
       for (const std::int64_t m : sizes)
         for (const std::int64_t k : sizes) {
-          const auto [rejects, reason] = documented_rule(r, g, m, k);
-          const std::string why = library_shape_violation(r, g, m, k);
+          const auto [want_rule, reason] = documented_rule(r, g, m, k);
+          const bool rejects = want_rule != ShapeRule::accepted;
+          const ShapeCheck got = library_shape_check(r, g, m, k);
+          const std::string& why = got.reason;
           const std::string where =
               std::string(to_string(r.kind)) + " " + std::string(to_string(r.runtime)) + " " +
               std::string(to_string(g)) + " (" + std::to_string(m) + ", " + std::to_string(k) + ")";
+          ASSERT_EQ(got.rule, want_rule) << where << ": " << why;
           ASSERT_EQ(!why.empty(), rejects) << where << ": " << why;
           if (!rejects) {
             EXPECT_NO_THROW(require_library_shape(r, g, m, k)) << where;
