@@ -1,7 +1,7 @@
 // The E8M0 exponent of torchao's RCEIL scale under torch (torchao 0.18 _to_mx_rceil, eager):
 // e = clamp(ceil(log2(descale)), -127, 127) + 127 with torch's f32 log2 (docs/recipes.md), as the
 // log2 definition and as a per-binade threshold table built from it, equal on every f32 descale
-// (proptests/scale/rceil_exponent_test.cpp sweeps all 2^32 patterns).
+// (proptests/numerics/scale/rceil_exponent_test.cpp sweeps all 2^32 patterns).
 #pragma once
 
 #include <array>

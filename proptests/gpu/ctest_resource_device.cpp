@@ -1,7 +1,7 @@
 // CTest resource allocation for the GPU gtests (docs/fuzz.md "Several GPUs with CTest resource
 // specs"): when `ctest --resource-spec-file` gave this test a GPU (CTEST_RESOURCE_GROUP_0_GPUS =
 // "id:3,slots:1"), the process sees only that one, as CUDA_VISIBLE_DEVICES=3, set before the
-// CUDA runtime initialises (lazily, at the first CUDA call). proptests/fuzz/gpu_suite.cmake does
+// CUDA runtime initialises (lazily, at the first CUDA call). proptests/campaign/gpu_suite.cmake does
 // the same for the campaign's GPU suites.
 #include <cstdio>
 #include <cstdlib>

@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "proptests/reference/oracle.h"
+#include "proptests/common/oracle.h"
 #include "reference/grouped_gemm.h"
 
 namespace fp8ref::test {

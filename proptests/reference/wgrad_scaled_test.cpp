@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "proptests/common/test_level.h"
-#include "proptests/reference/oracle.h"
+#include "proptests/common/oracle.h"
 #include "reference/grouped_gemm.h"
 #include "reference/quantize.h"
 

@@ -3,7 +3,7 @@
 // the same shape, and of the bit-level Hopper models as ratios to an Eigen f32 GEMM of the shape
 // they run on (a row subset: they simulate every tensor-core step). One run, ratios printed; also
 // checks that sampled `exact` outputs equal exact_dot's bits. A program, not a test. The ratio to
-// mmasim on the same instruction-level work needs torch: proptests/device/mmasim_step_xcheck.py
+// mmasim on the same instruction-level work needs torch: proptests/fidelity/mmasim_step_xcheck.py
 // --speed-tiles N on the GPU machine (docs/benchmarks.md).
 // Usage: fp8ref_gemm_bench [--groups 8] [--m 4096] [--n 512] [--k 1024] [--model-rows 256]
 //                          [--repeat 3] [--seed 1]     (--model-rows 0 skips the bit-level models)

@@ -1,5 +1,5 @@
 // `fp8-check fuzz` (fuzz.h): option parsing, progress and the summary; the campaign itself is
-// proptests/campaign/runner.h.
+// tools/campaign/runner.h.
 #include "cli/fuzz.h"
 
 #include <unistd.h>
@@ -15,8 +15,8 @@
 #include <sstream>
 
 #include "cli/errors.h"
-#include "proptests/campaign/runner.h"
-#include "proptests/campaign/suite.h"
+#include "campaign/runner.h"
+#include "campaign/suite.h"
 
 #ifndef FP8REF_SOURCE_DIR
 #define FP8REF_SOURCE_DIR ""

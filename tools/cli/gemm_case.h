@@ -1,8 +1,8 @@
 // The inputs of `fp8-check oracle|verify grouped-gemm` (oracle_gemm.h;
-// docs/design.md §9-12): options, the operands read from a tensor file and checked in full against the shapes
-// the scaling and --b-layout require (reference/grouped_gemm.h), and --model parsing with the
-// short model names (docs/design.md §10) accepted as aliases. Every failure is a cli::UsageError
-// (one line, exit 2).
+// docs/design.md §9-12): options, the operands read from a tensor file and checked in full against
+// the shapes the scaling and --b-layout require (reference/grouped_gemm.h), and --model parsing
+// with the short model names (docs/design.md §10) accepted as aliases. Every failure is a
+// cli::UsageError (one line, exit 2).
 #pragma once
 
 #include <cstddef>

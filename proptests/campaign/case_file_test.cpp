@@ -1,0 +1,120 @@
+// Case files of the fuzz campaign (docs/fuzz.md): a drawn case written as
+// safetensors and read back is the same case, field by field, for every suite (a dropped field
+// replays another case than the one that failed, as wgrad's epilogue once did); and the
+// align_edges distribution keeps its edge sizes (align 128: 127..129 and 255..257).
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "campaign/suite.h"
+#include "campaign/wgrad_case.h"
+#include "proptests/common/test_level.h"
+#include "campaign/gen/group_sizes.h"
+#include "campaign/gen/values.h"
+#include "tensor_io/safetensors.h"
+#include "tensor_io/tensor_file.h"
+
+namespace fp8ref::fuzz {
+namespace {
+
+FP8REF_RC_PROP(CaseFiles, EverySuitesCaseReadsBackAsTheSameCase, 300, ()) {
+  const std::vector<Suite>& suites = all_suites();
+  const Suite& s = suites[*rc::gen::inRange<std::size_t>(0, suites.size())];
+  RC_TAG(s.info.name);
+  try {
+    s.roundtrip();
+  } catch (const Violation& e) {
+    RC_FAIL(s.info.name + ": " + e.what());
+  }
+}
+
+// A wgrad case whose epilogue changes dW: hopper_promoted_rowwise with tensorwise scales of
+// arbitrary significands, scales applied A-then-B instead of the model's own order.
+WgradCase epilogue_case(std::uint64_t seed) {
+  WgradCase w;
+  w.gs.dist = gen::SizeDist::uniform;
+  w.gs.sizes = {37, 0, 90};
+  w.gs.tail = 2;
+  w.G = 3, w.M = 37 + 90 + 2, w.N = 5, w.K = 7;
+  w.v = gen::ValueClass::normal;
+  w.scaling = ref::Scaling::tensorwise;
+  w.model = {AccumulationModel::hopper_promoted_rowwise, 1, 0, Epilogue::a_then_b};
+  std::mt19937_64 rng(seed);
+  w.dy = gen::fill_codes(w.fdy, w.v, w.M * w.N, rng());
+  w.x = gen::fill_codes(w.fx, w.v, w.M * w.K, rng());
+  w.s_dy = {std::bit_cast<float>(std::uint32_t(0x3E99999Au))};  // 0.3
+  w.s_x = {std::bit_cast<float>(std::uint32_t(0x3FD9999Au))};   // 1.7
+  w.c.assign(std::size_t(w.G * w.N * w.K), 0.0f);
+  return w;
+}
+
+std::vector<std::uint32_t> dw_bits(const WgradCase& w) {
+  std::vector<std::int64_t> offs;
+  std::int64_t end = 0;
+  for (auto s : w.gs.sizes) offs.push_back(end += s);
+  std::vector<float> dw(w.c.size());
+  ref::grouped_gemm_wgrad(
+      {w.M, w.N, w.K, w.G, w.fdy, w.fx, w.dy, w.x, w.scaling, w.s_dy, w.s_x, w.c}, offs, w.model,
+      dw, {});
+  std::vector<std::uint32_t> bits(dw.size());
+  if (!dw.empty()) std::memcpy(bits.data(), dw.data(), dw.size() * 4);
+  return bits;
+}
+
+TEST(WgradCaseFile, NonDefaultEpilogueReadsBackAndReplaysTheSameModel) {
+  const WgradCase w = epilogue_case(20261122);
+  WgradCase model_order = w;
+  model_order.model.epilogue = Epilogue::model;
+  // The epilogue matters for this case: the model's own order gives other bits.
+  ASSERT_NE(dw_bits(w), dw_bits(model_order));
+
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() /
+      ("fp8ref_wgrad_epilogue_" + std::to_string(::getpid()) + ".safetensors");
+  tensor_io::write_safetensors(file.string(), save_wgrad(w));
+  const WgradCase back = load_wgrad(tensor_io::read_tensor_file(file.string(), {}));
+  std::filesystem::remove(file);
+  EXPECT_EQ(back.model.epilogue, Epilogue::a_then_b);
+  EXPECT_EQ(wgrad_case_diff(w, back), "");
+  EXPECT_EQ(dw_bits(back), dw_bits(w));
+}
+
+TEST(WgradCaseFile, FileWithoutEpilogueKeyReadsAsTheModelsOrder) {
+  TensorFile tf = save_wgrad(epilogue_case(7));
+  tf.metadata.erase("epilogue");
+  EXPECT_EQ(load_wgrad(through_safetensors(tf)).model.epilogue, Epilogue::model);
+  tf.metadata["epilogue"] = "sideways";
+  EXPECT_THROW(load_wgrad(tf), std::invalid_argument);
+}
+
+// Every align_edges draw at the GEMM suites' token cap (160) is made of edges k·align - 1,
+// k·align, k·align + 1 (k = 1, 2), and at align 128 both 127..129 and 255..257 occur.
+TEST(GroupSizes, AlignEdgesKeepTheirEdgeSizes) {
+  gen::SizeLimits lim;
+  lim.max_total = 160;
+  const auto g = gen::group_sizes(lim);
+  int seen128 = 0, seen256 = 0, drawn = 0;
+  for (std::uint64_t seed = 1; seed <= 20000; ++seed) {
+    const gen::GroupSizes gs = g(rc::Random(seed), 100).value();
+    if (gs.dist != gen::SizeDist::align_edges) continue;
+    ++drawn;
+    for (std::int64_t x : gs.sizes) {
+      const std::int64_t a = gs.align;
+      const bool edge = (x >= a - 1 && x <= a + 1) || (x >= 2 * a - 1 && x <= 2 * a + 1);
+      ASSERT_TRUE(edge) << "size " << x << " at align " << a << " (seed " << seed << ")";
+      if (a == 128) seen128 += x >= 127 && x <= 129, seen256 += x >= 255 && x <= 257;
+    }
+  }
+  EXPECT_GT(drawn, 1000);
+  EXPECT_GT(seen128, 0);
+  EXPECT_GT(seen256, 0);
+}
+
+}  // namespace
+}  // namespace fp8ref::fuzz

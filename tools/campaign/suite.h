@@ -1,0 +1,167 @@
+// Fuzz suites (docs/fuzz.md "The suites"): a property over a generated case, run by the campaign
+// runner (`fp8-check fuzz`, runner.h) and by CTest. A suite's case can be written as a tensor file
+// and read back, so a shrunk failure becomes a file that `fp8-check` opens and `golden accept` pins
+// as a regression that the `golden.regressions` suite replays.
+#pragma once
+
+#include <omp.h>
+#include <rapidcheck.h>
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "campaign/gen/group_sizes.h"
+#include "tensor_io/tensor.h"
+
+namespace fp8ref::fuzz {
+
+using tensor_io::TensorFile;
+
+// A property violation: what differs, where (thrown by checks; RapidCheck reports it).
+struct Violation : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct SuiteInfo {
+  std::string name;                  // "gemm.forward"
+  std::string summary;               // one line
+  std::string label;                 // "cpu" or "gpu"
+  int ctest_cases = 100;             // cases of the level-1 CTest run
+  std::vector<std::string> classes;  // every tag the suite's cases should hit (coverage)
+  // Classes expected fewer than 15 times in the level-1 case count: `--require-classes`
+  // requires them only from 4× that count (level 2) on. docs/fuzz.md lists them.
+  std::vector<std::string> rare_classes;
+};
+
+// What every suite provides. `property` draws a case with RapidCheck and checks it (it stores
+// the case when capture_requested(), so the runner can write the shrunk counterexample);
+// `replay` checks a case read back from a tensor file (throws Violation when it fails,
+// std::invalid_argument on a malformed file); `unavailable_reason` says why the suite cannot run
+// here (GPU suites: no device).
+// `roundtrip` is a property too: a drawn case written as a safetensors file and read back must
+// load as the same case, field by field (a field the file drops would replay another case).
+// Results are fingerprinted: suites fold their output bits in through fold_result() (bitwise
+// determinism across runs and thread counts).
+struct Suite {
+  SuiteInfo info;
+  std::function<void()> property;
+  std::function<void(const TensorFile&)> replay;
+  std::function<std::string()> unavailable_reason;  // empty when the suite can run
+  std::function<void()> roundtrip;
+};
+
+// Sets the OpenMP thread count for a scope (suites that compare thread counts).
+struct ThreadCount {
+  int saved;
+  explicit ThreadCount(int n) : saved(omp_get_max_threads()) { omp_set_num_threads(n); }
+  ~ThreadCount() { omp_set_num_threads(saved); }
+  ThreadCount(const ThreadCount&) = delete;
+  ThreadCount& operator=(const ThreadCount&) = delete;
+};
+
+// --- the case capture and result fingerprint of the running property (single-threaded runner) ---
+
+// Whether the runner wants the current case written (the one replay of a shrunk failure).
+bool capture_requested();
+void request_capture(bool on);
+// Stores the current case for the runner (call only when capture_requested()).
+void set_captured(TensorFile tf);
+TensorFile take_captured();
+
+// Folds result bits into the running fingerprint (FNV-1a over the bytes).
+void fold_result(const void* data, std::size_t bytes);
+std::uint64_t fingerprint();
+void reset_fingerprint();
+
+// A deliberately planted bug for the runner's self-test (`--plant NAME`): suites that support
+// a plant consult it; empty in normal runs.
+const std::string& planted();
+void set_planted(std::string name);
+
+// A typed suite: draw / check / tags / save / load of one Case type.
+template <class Case>
+struct CaseSuite {
+  std::function<Case()> draw;  // uses *gen inside a RapidCheck property
+  std::function<void(const Case&)> check;
+  std::function<std::vector<std::string>(const Case&)> tags;
+  std::function<TensorFile(const Case&)> save;
+  std::function<Case(const TensorFile&)> load;
+  // The first field in which two cases differ, "" when none (the case-file round trip).
+  std::function<std::string(const Case&, const Case&)> diff;
+};
+
+// The case file of `tf` written as safetensors bytes and parsed again (what a dump then a replay
+// does, without the file system).
+TensorFile through_safetensors(const TensorFile& tf);
+
+template <class Case>
+Suite make_suite(
+    SuiteInfo info, CaseSuite<Case> cs,
+    std::function<std::string()> unavailable = [] { return std::string(); }) {
+  Suite s;
+  s.info = std::move(info);
+  s.property = [cs] {
+    const Case c = cs.draw();
+    for (const std::string& t : cs.tags(c)) RC_TAG(t);
+    if (capture_requested()) set_captured(cs.save(c));
+    cs.check(c);
+  };
+  // A malformed file is bad input (std::invalid_argument from load); anything the check throws
+  // for a case that loaded is a failure of the code under test, as in a campaign.
+  s.replay = [cs](const TensorFile& tf) {
+    const Case c = cs.load(tf);
+    try {
+      cs.check(c);
+    } catch (const Violation&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Violation(std::string("the check threw: ") + e.what());
+    }
+  };
+  s.unavailable_reason = std::move(unavailable);
+  s.roundtrip = [cs] {
+    const Case c = cs.draw();
+    const Case back = cs.load(through_safetensors(cs.save(c)));
+    const std::string differs = cs.diff(c, back);
+    if (!differs.empty())
+      throw Violation("case file round trip: the case read back differs in its " + differs);
+  };
+  return s;
+}
+
+// Every suite, in campaign order.
+const std::vector<Suite>& all_suites();
+
+// Registration (one function per source file, called by all_suites()).
+void add_gemm_suites(std::vector<Suite>& out);
+void add_data_suites(std::vector<Suite>& out);
+void add_gpu_suites(std::vector<Suite>& out);
+
+// Helpers for the save / load of cases.
+tensor_io::Tensor u8_tensor(const std::vector<std::uint8_t>& v, std::vector<std::int64_t> shape);
+tensor_io::Tensor f32_tensor(const std::vector<float>& v, std::vector<std::int64_t> shape);
+tensor_io::Tensor i64_tensor(const std::vector<std::int64_t>& v);
+tensor_io::Tensor i32_tensor(const std::vector<std::int32_t>& v);
+tensor_io::Tensor u32_tensor(const std::vector<std::uint32_t>& v, std::vector<std::int64_t> shape);
+std::vector<std::uint8_t> get_u8(const TensorFile& tf, const std::string& name);
+std::vector<float> get_f32(const TensorFile& tf, const std::string& name);
+std::vector<std::int64_t> get_i64(const TensorFile& tf, const std::string& name);
+std::vector<std::int32_t> get_i32(const TensorFile& tf, const std::string& name);
+std::vector<std::uint32_t> get_u32(const TensorFile& tf, const std::string& name);
+const std::string& get_meta(const TensorFile& tf, const std::string& key);
+std::int64_t get_meta_int(const TensorFile& tf, const std::string& key);
+// The "group_sizes" tensor and the dist / align / tail metadata. Loading throws on an unknown
+// dist, a negative size, align < 1 or tail < 0; align and tail default to 1 and 0 when absent.
+void save_group_sizes(const gen::GroupSizes& gs, TensorFile& tf);
+gen::GroupSizes load_group_sizes(const TensorFile& tf);
+// Equal as bit patterns (the sign of zero and NaN payloads count).
+bool same_bits(const std::vector<float>& x, const std::vector<float>& y);
+// The name of the first field that differs ("" when none): the *_case_diff functions.
+std::string first_difference(std::initializer_list<std::pair<const char*, bool>> same);
+
+}  // namespace fp8ref::fuzz

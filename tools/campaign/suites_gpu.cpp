@@ -1,0 +1,136 @@
+// GPU fuzz suites: the harness the GPU kernels plug into (docs/fuzz.md "Adding a GPU suite"). A GPU
+// suite is a Suite with label "gpu" whose unavailable_reason() names what is missing (no CUDA
+// build, no device); the campaign reports it as skipped, never as passed. Kernels under test are
+// the project's CUDA kernels (gpu/); expected values come from numerics/ and reference/, never from
+// code shared with the kernel.
+//
+// gpu.cast: the hardware satfinite conversions (gpu/cast_kernels.h) == the cuda_satfinite codec
+// profile on f32 tensors of every value class.
+#include <bit>
+#include <random>
+
+#include "numerics/profile.h"
+#include "campaign/suite.h"
+#include "campaign/gen/values.h"
+
+#ifdef FP8REF_CAMPAIGN_HAVE_GPU
+#include <cuda_runtime_api.h>
+
+#include "gpu/cast_kernels.h"
+#include "gpu/device.h"
+#endif
+
+namespace fp8ref::fuzz {
+
+namespace {
+
+struct CastCase {
+  Format format = Format::e4m3;
+  gen::ValueClass values = gen::ValueClass::normal;
+  int scale_exp = 0;
+  std::vector<std::uint32_t> x;
+};
+
+std::string gpu_unavailable() {
+#ifdef FP8REF_CAMPAIGN_HAVE_GPU
+  return gpu::device_available() ? std::string() : std::string("no CUDA device");
+#else
+  return "built without CUDA (FP8REF_ENABLE_CUDA=OFF or no nvcc)";
+#endif
+}
+
+void check_cast(const CastCase& c) {
+#ifdef FP8REF_CAMPAIGN_HAVE_GPU
+  const std::size_t n = c.x.size();
+  float* din = nullptr;
+  std::uint8_t* dout = nullptr;
+  std::vector<std::uint8_t> got(n);
+  if (n) {
+    if (cudaMalloc(reinterpret_cast<void**>(&din), n * 4) != cudaSuccess ||
+        cudaMalloc(reinterpret_cast<void**>(&dout), n) != cudaSuccess)
+      throw std::runtime_error("gpu.cast: cudaMalloc failed");
+    cudaMemcpy(din, c.x.data(), n * 4, cudaMemcpyHostToDevice);
+    gpu::cast_f32_to_fp8_satfinite(c.format, din, dout, n, nullptr);
+    const cudaError_t err = cudaMemcpy(got.data(), dout, n, cudaMemcpyDeviceToHost);
+    cudaFree(din);
+    cudaFree(dout);
+    if (err != cudaSuccess)
+      throw std::runtime_error(std::string("gpu.cast: ") + cudaGetErrorString(err));
+  }
+  fold_result(got.data(), got.size());
+  const ProfileCodec codec =
+      make_codec(Profile::cuda_satfinite, c.format, Source::f32, Rounding::rne);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint8_t want = codec.encode(c.x[i]);
+    if (got[i] != want) {
+      char buf[160];
+      std::snprintf(
+          buf, sizeof buf,
+          "gpu.cast %s: input 0x%08x -> kernel 0x%02x, cuda_satfinite 0x%02x (element %zu)",
+          std::string(to_string(c.format)).c_str(), c.x[i], got[i], want, i);
+      throw Violation(buf);
+    }
+  }
+#else
+  (void)c;
+  throw std::runtime_error("gpu.cast: built without CUDA");
+#endif
+}
+
+}  // namespace
+
+void add_gpu_suites(std::vector<Suite>& out) {
+  std::vector<std::string> classes;
+  for (auto v : gen::kValueClasses) classes.push_back(std::string("values:") + gen::to_string(v));
+  out.push_back(make_suite<CastCase>(
+      {"gpu.cast",
+       "hardware cvt.rn.satfinite f32 -> e4m3/e5m2 == the cuda_satfinite profile",
+       "gpu",
+       200,
+       classes,
+       {}},
+      {[] {
+         CastCase c;
+         c.format = *rc::gen::element(Format::e4m3, Format::e5m2);
+         c.values = *gen::value_class(true);
+         c.scale_exp = *rc::gen::inRange(-20, 21);
+         const auto n = *rc::gen::inRange<std::int64_t>(0, 5000);
+         c.x = gen::fill_f32(c.values, n, c.scale_exp, *rc::gen::arbitrary<std::uint64_t>());
+         return c;
+       },
+       check_cast,
+       [](const CastCase& c) {
+         return std::vector<std::string>{std::string("values:") + gen::to_string(c.values)};
+       },
+       [](const CastCase& c) {
+         TensorFile tf;
+         tf.tensors.push_back({"x_bits", u32_tensor(c.x, {std::int64_t(c.x.size())})});
+         tf.metadata["format"] = std::string(to_string(c.format));
+         tf.metadata["values"] = gen::to_string(c.values);
+         tf.metadata["scale_exp"] = std::to_string(c.scale_exp);
+         return tf;
+       },
+       [](const TensorFile& tf) {
+         CastCase c;
+         const std::string f = get_meta(tf, "format");
+         if (f != "e4m3" && f != "e5m2")
+           throw std::invalid_argument("case file: format must be e4m3 or e5m2");
+         c.format = f == "e4m3" ? Format::e4m3 : Format::e5m2;
+         if (tf.metadata.count("values") &&
+             !gen::value_class_from_string(get_meta(tf, "values"), c.values))
+           throw std::invalid_argument("case file: unknown value class");
+         if (tf.metadata.count("scale_exp")) c.scale_exp = int(get_meta_int(tf, "scale_exp"));
+         c.x = get_u32(tf, "x_bits");
+         return c;
+       },
+       [](const CastCase& x, const CastCase& y) {
+         return x.format != y.format         ? "format"
+                : x.values != y.values       ? "value class"
+                : x.scale_exp != y.scale_exp ? "scale exponent"
+                : x.x != y.x                 ? "source tensor"
+                                             : "";
+       }},
+      gpu_unavailable));
+}
+
+}  // namespace fp8ref::fuzz

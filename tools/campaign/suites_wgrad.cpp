@@ -1,0 +1,292 @@
+// K-grouped wgrad fuzz suite (`gemm.wgrad`, docs/fuzz.md): unscaled, tensorwise, and 1×128 /
+// MX 1×32 scales along tokens that restart at each group; f32, bf16 or f16 output. An empty
+// group's dW is C converted to the output (exactly C in f32), `exact` equals C + the exact sum of
+// the fixed-point oracle rounded once, every other model is within its bound of it, and 1 and 2
+// OpenMP threads give the same bits. The case: wgrad_case.h.
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <sstream>
+
+#include "campaign/gemm_case.h"
+#include "campaign/wgrad_case.h"
+#include "campaign/gen/choices.h"
+#include "campaign/gen/fixed_oracle.h"
+
+namespace fp8ref::fuzz {
+
+using ref::Scaling;
+
+namespace {
+
+std::int64_t scale_block(Scaling s) { return s == Scaling::mx ? 32 : 128; }
+
+}  // namespace
+
+std::int64_t WgradCase::block_rows() const {
+  if (scaling != Scaling::blockwise && scaling != Scaling::mx) return 0;
+  const std::int64_t w = scale_block(scaling);
+  std::int64_t r = (gs.tail + w - 1) / w;
+  for (auto m : gs.sizes) r += (m + w - 1) / w;
+  return r;
+}
+
+WgradCase draw_wgrad() {
+  WgradCase w;
+  gen::SizeLimits lim;
+  lim.max_total = 200;
+  lim.max_groups = 24;
+  w.gs = *gen::group_sizes(lim);
+  w.G = w.gs.groups();
+  w.M = w.gs.total() + w.gs.tail;
+  w.N = *rc::gen::inRange<std::int64_t>(1, 9);
+  w.K = *rc::gen::inRange<std::int64_t>(1, 17);
+  w.fdy = *gen::element_format();
+  w.fx = *gen::element_format();
+  w.v = *gen::value_class(false);
+  w.scaling =
+      *rc::gen::element(Scaling::none, Scaling::tensorwise, Scaling::blockwise, Scaling::mx);
+  w.model = *gen::model_for(w.scaling);
+  // f16 under `exact` only: its overflow to ±Inf is then the oracle's rounding too, while a
+  // hardware model's bound says nothing past the f16 range.
+  w.out = w.model.model == AccumulationModel::exact
+              ? *rc::gen::element(OutDtype::f32, OutDtype::bf16, OutDtype::f16)
+              : *rc::gen::element(OutDtype::f32, OutDtype::bf16);
+  std::mt19937_64 rng(*rc::gen::arbitrary<std::uint64_t>());
+  w.dy = gen::fill_codes(w.fdy, w.v, w.M * w.N, rng());
+  w.x = gen::fill_codes(w.fx, w.v, w.M * w.K, rng());
+  if (w.scaling == Scaling::tensorwise)
+    w.s_dy = {gen::draw_scale(rng(), false)}, w.s_x = {gen::draw_scale(rng(), false)};
+  const bool mx = w.scaling == Scaling::mx;
+  const std::int64_t R = w.block_rows();
+  for (std::int64_t i = 0; i < R * w.N; ++i) w.s_dy.push_back(gen::draw_scale(rng(), mx));
+  for (std::int64_t i = 0; i < R * w.K; ++i) w.s_x.push_back(gen::draw_scale(rng(), mx));
+  w.c.resize(std::size_t(w.G * w.N * w.K));
+  for (auto& v : w.c)
+    v = (rng() % 4 == 0)
+            ? 0.0f
+            : float(std::ldexp(double(std::int64_t(rng() % 2001) - 1000), int(rng() % 9) - 4));
+  return w;
+}
+
+std::vector<std::string> wgrad_tags(const WgradCase& w) {
+  auto t = gen::size_tags(w.gs);
+  t.push_back(std::string("scaling:") + ref::to_string(w.scaling));
+  t.push_back(std::string("values:") + gen::to_string(w.v));
+  t.push_back(std::string("out:") + to_string(w.out));
+  t.push_back(std::string("model:") + to_string(w.model.model));
+  if (w.model.split_k > 1) t.push_back("split_k:>1");
+  if (w.model.split_blocks > 0) t.push_back("split_blocks:>0");
+  if (w.model.epilogue != Epilogue::model)
+    t.push_back(std::string("epilogue:") + to_string(w.model.epilogue));
+  return t;
+}
+
+std::vector<std::string> wgrad_classes() {
+  std::vector<std::string> c;
+  for (auto d : gen::kSizeDists) c.push_back(std::string("dist:") + to_string(d));
+  for (const char* s : {"some_empty", "edge_128", "edge_256"})
+    c.push_back(std::string("sizes:") + s);
+  for (const char* s : {"none", "tensorwise", "blockwise", "mx"})
+    c.push_back(std::string("scaling:") + s);
+  for (OutDtype d : {OutDtype::f32, OutDtype::bf16, OutDtype::f16})
+    c.push_back(std::string("out:") + to_string(d));
+  for (auto v : gen::kValueClasses)
+    if (v != gen::ValueClass::nan_inf) c.push_back(std::string("values:") + gen::to_string(v));
+  for (AccumulationModel m : kAllAccumulationModels)
+    c.push_back(std::string("model:") + to_string(m));
+  c.push_back("split_k:>1");
+  c.push_back("split_blocks:>0");
+  for (const char* e : {"scale_product", "b_then_a", "a_then_b"})
+    c.push_back(std::string("epilogue:") + e);
+  return c;
+}
+
+TensorFile save_wgrad(const WgradCase& w) {
+  TensorFile tf;
+  tf.tensors.push_back({"dy", u8_tensor(w.dy, {w.M, w.N})});
+  tf.tensors.push_back({"x", u8_tensor(w.x, {w.M, w.K})});
+  const std::int64_t R = w.block_rows();
+  const bool blocks = R > 0 || w.scaling == Scaling::blockwise || w.scaling == Scaling::mx;
+  tf.tensors.push_back({"scale_dy", f32_tensor(w.s_dy, blocks ? std::vector<std::int64_t>{R, w.N}
+                                                              : std::vector<std::int64_t>{
+                                                                    std::int64_t(w.s_dy.size())})});
+  tf.tensors.push_back({"scale_x", f32_tensor(w.s_x, blocks ? std::vector<std::int64_t>{R, w.K}
+                                                            : std::vector<std::int64_t>{
+                                                                  std::int64_t(w.s_x.size())})});
+  tf.tensors.push_back({"c", f32_tensor(w.c, {w.G, w.N, w.K})});
+  save_group_sizes(w.gs, tf);
+  auto& m = tf.metadata;
+  m["N"] = std::to_string(w.N), m["K"] = std::to_string(w.K);
+  m["format_dy"] = to_string(w.fdy), m["format_x"] = to_string(w.fx);
+  m["values"] = gen::to_string(w.v);
+  m["scaling"] = ref::to_string(w.scaling);
+  m["out"] = to_string(w.out);
+  save_model(w.model, m);
+  return tf;
+}
+
+WgradCase load_wgrad(const TensorFile& tf) {
+  WgradCase w;
+  w.gs = load_group_sizes(tf);
+  if (w.gs.sizes.empty()) throw std::invalid_argument("case file: bad group sizes");
+  w.G = w.gs.groups();
+  w.M = w.gs.total() + w.gs.tail;
+  w.N = get_meta_int(tf, "N"), w.K = get_meta_int(tf, "K");
+  if (w.N < 0 || w.K < 0) throw std::invalid_argument("case file: bad extents");
+  w.fdy = format_from_name(get_meta(tf, "format_dy"));
+  w.fx = format_from_name(get_meta(tf, "format_x"));
+  if (!gen::value_class_from_string(get_meta(tf, "values"), w.v))
+    throw std::invalid_argument("case file: unknown value class");
+  w.scaling = scaling_from(get_meta(tf, "scaling"));
+  if (w.scaling == Scaling::rowwise)
+    throw std::invalid_argument("case file: rowwise is not a wgrad scaling");
+  w.out = tf.metadata.count("out") ? out_from(get_meta(tf, "out")) : OutDtype::f32;
+  w.model = load_model(tf);
+  w.dy = get_u8(tf, "dy"), w.x = get_u8(tf, "x");
+  w.s_dy = get_f32(tf, "scale_dy"), w.s_x = get_f32(tf, "scale_x");
+  w.c = get_f32(tf, "c");
+  const std::int64_t R = w.block_rows(), n_sdy = R ? R * w.N : 0, n_sx = R ? R * w.K : 0;
+  const std::int64_t per = w.scaling == Scaling::tensorwise ? 1 : 0;
+  if (std::int64_t(w.dy.size()) != w.M * w.N || std::int64_t(w.x.size()) != w.M * w.K ||
+      std::int64_t(w.c.size()) != w.G * w.N * w.K ||
+      std::int64_t(w.s_dy.size()) != (R ? n_sdy : per) ||
+      std::int64_t(w.s_x.size()) != (R ? n_sx : per))
+    throw std::invalid_argument("case file: tensor sizes do not match the case's shape");
+  return w;
+}
+
+std::string wgrad_case_diff(const WgradCase& x, const WgradCase& y) {
+  return first_difference({
+      {"group sizes", x.gs == y.gs},
+      {"extents", x.M == y.M && x.N == y.N && x.K == y.K && x.G == y.G},
+      {"formats", x.fdy == y.fdy && x.fx == y.fx},
+      {"value class", x.v == y.v},
+      {"scaling", x.scaling == y.scaling},
+      {"output dtype", x.out == y.out},
+      {"model", x.model.model == y.model.model && x.model.split_k == y.model.split_k &&
+                    x.model.split_blocks == y.model.split_blocks},
+      {"epilogue", x.model.epilogue == y.model.epilogue},
+      {"operands", x.dy == y.dy && x.x == y.x},
+      {"scales", same_bits(x.s_dy, y.s_dy) && same_bits(x.s_x, y.s_x)},
+      {"C", same_bits(x.c, y.c)},
+  });
+}
+
+namespace {
+
+// The exact value of dW[g](n, k) = C + Σ_{rows of g} dY[r, n]·X[r, k]·s, exactly; the scales of
+// blockwise / mx come from block rows rb0.. of (R, N) and (R, K), gathered for the oracle.
+gen::ExactValue exact_dw(const WgradCase& w, std::int64_t r0, std::int64_t rows, std::int64_t rb0,
+                         std::int64_t n, std::int64_t k, float c) {
+  std::vector<float> sdy, sx;
+  std::int64_t nscales = w.scaling == Scaling::tensorwise ? 1 : 0, block = 1;
+  const float *pdy = w.s_dy.data(), *px = w.s_x.data();
+  if (w.block_rows() > 0) {
+    block = scale_block(w.scaling);
+    nscales = (rows + block - 1) / block;
+    for (std::int64_t b = 0; b < nscales; ++b) {
+      sdy.push_back(w.s_dy[std::size_t((rb0 + b) * w.N + n)]);
+      sx.push_back(w.s_x[std::size_t((rb0 + b) * w.K + k)]);
+    }
+    pdy = sdy.data(), px = sx.data();
+  }
+  gen::ExactValue x =
+      gen::exact_scaled_dot(w.fdy, w.dy.data() + r0 * w.N + n, w.N, w.fx, w.x.data() + r0 * w.K + k,
+                            w.K, rows, pdy, px, nscales, block);
+  int ce = 0;
+  const double cf = std::frexp(double(c), &ce);
+  const gen::BigInt cm(std::int64_t(std::ldexp(cf, 53)));
+  const int ec = ce - 53, e = std::min(ec, x.exp);
+  x.mant = (x.mant << (x.exp - e)) + (cm << (ec - e));
+  x.exp = e;
+  return x;
+}
+
+// dW element i as the bits of its output dtype.
+std::uint32_t out_bits(const WgradCase& w, const std::vector<float>& f,
+                       const std::vector<std::uint16_t>& h, std::size_t i) {
+  return w.out == OutDtype::f32 ? std::bit_cast<std::uint32_t>(f[i]) : h[i];
+}
+
+void check_wgrad(const WgradCase& w) {
+  std::vector<std::int64_t> offs;
+  std::int64_t end = 0;
+  for (auto s : w.gs.sizes) offs.push_back(end += s);
+  const ref::WgradOperands op{w.M,  w.N, w.K,       w.G,    w.fdy, w.fx,
+                              w.dy, w.x, w.scaling, w.s_dy, w.s_x, w.c};
+  const bool f32 = w.out == OutDtype::f32;
+  std::vector<float> f1(f32 ? w.c.size() : 0), f2(f1.size());
+  std::vector<std::uint16_t> h1(f32 ? 0 : w.c.size()), h2(h1.size());
+  std::vector<double> bound(w.c.size());
+  {
+    ThreadCount t(1);
+    ref::grouped_gemm_wgrad(op, offs, w.model, {w.out, f1, h1, bound});
+  }
+  {
+    ThreadCount t(2);
+    ref::grouped_gemm_wgrad(op, offs, w.model, {w.out, f2, h2, {}});
+  }
+  fold_result(f1.data(), f1.size() * 4);
+  fold_result(h1.data(), h1.size() * 2);
+  auto same_bytes = [](const auto& u, const auto& v) {
+    return u.empty() || std::memcmp(u.data(), v.data(), u.size() * sizeof u[0]) == 0;
+  };
+  if (!same_bytes(f1, f2) || !same_bytes(h1, h2))
+    throw Violation("wgrad: 1 thread and 2 threads give different bits");
+  const std::int64_t blk = w.scaling == Scaling::mx ? 32 : 128;
+  std::int64_t r0 = 0, rb0 = 0;
+  for (std::int64_t g = 0; g < w.G; ++g) {
+    const std::int64_t rows = w.gs.sizes[std::size_t(g)];
+    for (std::int64_t n = 0; n < w.N; ++n)
+      for (std::int64_t k = 0; k < w.K; ++k) {
+        const std::size_t i = std::size_t((g * w.N + n) * w.K + k);
+        const std::uint32_t bits = out_bits(w, f1, h1, i);
+        const double got = value_of(bits, w.out);
+        const std::string at = "group " + std::to_string(g) + " (" + std::to_string(rows) +
+                               " rows) n " + std::to_string(n) + " k " + std::to_string(k) + " [" +
+                               to_string(w.model.model) + ", " + to_string(w.out) + "]";
+        if (rows == 0) {
+          // C converted once to the output (f32: C itself, bit for bit).
+          const bool same =
+              f32 ? bits == std::bit_cast<std::uint32_t>(w.c[i])
+                  : got == oracle_rounded(exact_dw(w, r0, 0, rb0, n, k, w.c[i]), w.out);
+          if (!same) throw Violation("wgrad: an empty group's dW is not C converted at " + at);
+          continue;
+        }
+        const gen::ExactValue x = exact_dw(w, r0, rows, rb0, n, k, w.c[i]);
+        // `exact` rounds once: the value, and the sign of a zero (+0 for an exact zero sum).
+        const double want = oracle_rounded(x, w.out);
+        const bool ok = w.model.model == AccumulationModel::exact
+                            ? got == want && std::signbit(got) == std::signbit(want)
+                            : within(got, x, bound[i]);
+        if (!ok) {
+          std::ostringstream os;
+          os.precision(17);
+          os << "wgrad: dW " << got << " vs exact " << gen::round_to_format(x, 53, -1022, 1023)
+             << " (bound " << bound[i] << ") at " << at;
+          throw Violation(os.str());
+        }
+      }
+    r0 += rows;
+    rb0 += (rows + blk - 1) / blk;
+  }
+}
+
+}  // namespace
+
+void add_wgrad_suite(std::vector<Suite>& out) {
+  const CaseSuite<WgradCase> cs{draw_wgrad, check_wgrad, wgrad_tags,
+                                save_wgrad, load_wgrad,  wgrad_case_diff};
+  out.push_back(make_suite<WgradCase>(
+      {"gemm.wgrad",
+       "K-grouped wgrad: empty group == C bitwise, others within the model's bound; threads",
+       "cpu",
+       2000,
+       wgrad_classes(),
+       {}},
+      cs));
+}
+
+}  // namespace fp8ref::fuzz
