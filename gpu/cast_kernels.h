@@ -4,10 +4,10 @@
 // profile of numerics/ (docs/design.md §5) by proptests/gpu.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
-
-#include <cuda_runtime_api.h>
 
 #include "numerics/format.h"
 

@@ -25,8 +25,8 @@ enum class NanEncoding : std::uint8_t {
 // What ±Inf becomes under Overflow::sat. Under nonsat (or a rounding toward zero) an infinite
 // input stays infinite: ±Inf in e5m2, NaN in e4m3 (which has no infinity).
 enum class InfEncoding : std::uint8_t {
-  keep,        // ±Inf -> ±Inf (e5m2) / NaN (e4m3), even when saturating
-  saturate,    // ±Inf -> ±max finite when Overflow::sat (CUDA satfinite, OCP saturation mode)
+  keep,      // ±Inf -> ±Inf (e5m2) / NaN (e4m3), even when saturating
+  saturate,  // ±Inf -> ±max finite when Overflow::sat (CUDA satfinite, OCP saturation mode)
 };
 
 struct EncodeSpec {
@@ -100,8 +100,7 @@ constexpr std::uint8_t nan_code(NanEncoding e, bool sign, std::uint64_t f64_bits
       case NanEncoding::quiet_signed: return std::uint8_t(0x7F | s);
       case NanEncoding::ml_dtypes: return std::uint8_t(0x7E | s);
       case NanEncoding::positive_all_ones: return 0x7F;
-      case NanEncoding::double_payload:
-        return std::uint8_t(0x7E | ((f64_bits >> 50) & 0x3) | s);
+      case NanEncoding::double_payload: return std::uint8_t(0x7E | ((f64_bits >> 50) & 0x3) | s);
     }
     return 0x7F;
   }
@@ -173,9 +172,9 @@ enum class E8m0Rounding : std::uint8_t {
 
 struct E8m0Spec {
   E8m0Rounding rounding;
-  bool saturate;        // overflow and +-Inf -> 0xFE (max) instead of NaN
-  bool zero_is_nan;     // +-0 -> 0xFF (ml_dtypes) instead of 0x00 (2^-127, torch / CUDA)
-  bool negative_is_nan; // x < 0 (and -0 when zero_is_nan) -> 0xFF; else the sign is ignored
+  bool saturate;         // overflow and +-Inf -> 0xFE (max) instead of NaN
+  bool zero_is_nan;      // +-0 -> 0xFF (ml_dtypes) instead of 0x00 (2^-127, torch / CUDA)
+  bool negative_is_nan;  // x < 0 (and -0 when zero_is_nan) -> 0xFF; else the sign is ignored
 };
 
 // Encode the f64 bit pattern `bits` into E8M0, rounding once. Magnitudes below 2^-127 that are
@@ -186,7 +185,8 @@ constexpr std::uint8_t encode_e8m0_bits(std::uint64_t bits, const E8m0Spec& spec
   // 1. NaN, infinity, zero, sign.
   if (abs_bits > 0x7FF0000000000000ULL) return E8m0Traits::kNan;
   if (sign && spec.negative_is_nan && (abs_bits != 0 || spec.zero_is_nan)) return E8m0Traits::kNan;
-  if (abs_bits == 0x7FF0000000000000ULL) return spec.saturate ? E8m0Traits::kMaxFinite : E8m0Traits::kNan;
+  if (abs_bits == 0x7FF0000000000000ULL)
+    return spec.saturate ? E8m0Traits::kMaxFinite : E8m0Traits::kNan;
   if (abs_bits == 0) return spec.zero_is_nan ? E8m0Traits::kNan : 0x00;
   // 2. |x| = (1 + f) * 2^lead with the fraction f held in the bits below the leading one.
   const detail::Unpacked u = detail::unpack_f64(abs_bits);
@@ -204,8 +204,10 @@ constexpr std::uint8_t encode_e8m0_bits(std::uint64_t bits, const E8m0Spec& spec
       e += width > 0 && (frac > half || (frac == half && ((lead + 127) & 1) != 0));
       break;
     case E8m0Rounding::nearest_f32_field:
-      if (lead >= -126) e += width > 0 && frac >= half;  // f32 normal
-      else e = abs_bits > 0x3800000000000000ULL ? -126 : -127;  // f32 subnormal: > 2^-127 up
+      if (lead >= -126)
+        e += width > 0 && frac >= half;  // f32 normal
+      else
+        e = abs_bits > 0x3800000000000000ULL ? -126 : -127;  // f32 subnormal: > 2^-127 up
       break;
   }
   // 4. Clamp below (no zero in E8M0), overflow above. floor rounds toward zero, which never

@@ -20,10 +20,10 @@ struct E4m3Traits {
   static constexpr int kExpBits = 4;
   static constexpr int kManBits = 3;
   static constexpr int kBias = 7;
-  static constexpr int kMinNormalExp = 1 - kBias;          // 2^-6
-  static constexpr int kMaxExp = 8;                        // exponent of the largest binade
+  static constexpr int kMinNormalExp = 1 - kBias;  // 2^-6
+  static constexpr int kMaxExp = 8;                // exponent of the largest binade
   static constexpr bool kHasInf = false;
-  static constexpr std::uint8_t kMaxFinite = 0b0'1111'110;  // 448
+  static constexpr std::uint8_t kMaxFinite = 0b0'1111'110;     // 448
   static constexpr std::uint8_t kMinSubnormal = 0b0'0000'001;  // 2^-9
   static constexpr std::uint8_t kQuietNan = 0b0'1111'111;
   static constexpr std::uint8_t kInf = kQuietNan;  // no infinity: overflow goes to NaN
@@ -36,10 +36,10 @@ struct E5m2Traits {
   static constexpr int kExpBits = 5;
   static constexpr int kManBits = 2;
   static constexpr int kBias = 15;
-  static constexpr int kMinNormalExp = 1 - kBias;           // 2^-14
+  static constexpr int kMinNormalExp = 1 - kBias;  // 2^-14
   static constexpr int kMaxExp = 15;
   static constexpr bool kHasInf = true;
-  static constexpr std::uint8_t kMaxFinite = 0b0'11110'11;  // 57344
+  static constexpr std::uint8_t kMaxFinite = 0b0'11110'11;     // 57344
   static constexpr std::uint8_t kMinSubnormal = 0b0'00000'01;  // 2^-16
   static constexpr std::uint8_t kQuietNan = 0b0'11111'11;
   static constexpr std::uint8_t kInf = 0b0'11111'00;

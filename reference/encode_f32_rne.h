@@ -1,8 +1,9 @@
 // Round-to-nearest-even encoding of f32 bit patterns into e4m3 / e5m2 without branches: the
 // element cast of the quantize hot loop (reference/quantize.cpp). It equals
 // numerics/codec.h encode_fp8_bits(f32_to_f64_bits(b), {rne, overflow, nan, Inf -> saturate})
-// for every f32 pattern b; proptests/reference/quantize/encode_f32_rne_test.cpp checks that by rounding class
-// (every sign x exponent x kept/guard/sticky pattern), and over all 2^32 patterns at level 3.
+// for every f32 pattern b; proptests/reference/quantize/encode_f32_rne_test.cpp checks that by
+// rounding class (every sign x exponent x kept/guard/sticky pattern), and over all 2^32 patterns at
+// level 3.
 #pragma once
 
 #include <bit>

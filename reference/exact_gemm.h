@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <span>
 
-#include "numerics/models.h"
 #include "numerics/format.h"
+#include "numerics/models.h"
 
 namespace fp8ref::ref::detail {
 

@@ -10,8 +10,8 @@
 #include <span>
 #include <string_view>
 
-#include "numerics/models.h"
 #include "numerics/format.h"
+#include "numerics/models.h"
 
 namespace fp8ref::ref {
 

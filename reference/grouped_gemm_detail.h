@@ -100,7 +100,8 @@ inline void store_model(const GemmOutput& y, std::size_t i, Bounded m) {
   // A non-finite result has no finite distance to the exact value: +Inf, or NaN for NaN (as
   // exact_rounding_bound), never the NaN of Inf - Inf.
   y.bound[i] = std::isfinite(out) ? m.bound + std::fabs(out - double(m.z))
-                                  : std::isnan(out) ? out : INFINITY;
+               : std::isnan(out)  ? out
+                                  : INFINITY;
 }
 
 // The wgmma models step on planes (decode_wgmma_planes) decoded once per row of A and per column

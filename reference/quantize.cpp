@@ -270,8 +270,11 @@ struct QuantizeTask {
 // A thread's per-block scratch, sized for the largest task.
 struct TaskScratch {
   explicit TaskScratch(std::int64_t n)
-      : amax(std::size_t(n)), amax_f(std::size_t(n)), factor(std::size_t(n)),
-        may_nan(std::size_t(n)), scales(std::size_t(n)) {}
+      : amax(std::size_t(n)),
+        amax_f(std::size_t(n)),
+        factor(std::size_t(n)),
+        may_nan(std::size_t(n)),
+        scales(std::size_t(n)) {}
   std::vector<std::int32_t> amax;  // |x| bit patterns, the largest per block
   std::vector<float> amax_f;       // the same as f32, NaN for any NaN pattern
   std::vector<float> factor;
@@ -326,8 +329,7 @@ void store_scales(const QuantizeRun& run, const QuantizeTask& t, TaskScratch& s,
 }
 
 // Step 3: the elements of the task scaled and cast.
-void cast_rows(const QuantizeRun& run, const QuantizeTask& t, const TaskScratch& s,
-               Quantized& q) {
+void cast_rows(const QuantizeRun& run, const QuantizeTask& t, const TaskScratch& s, Quantized& q) {
   for (std::int64_t i = t.r0; i < t.r1; ++i) {
     const std::int64_t off = i * run.x.row_stride + t.c0 * run.x.col_stride;
     std::uint8_t* out = q.codes.data() + i * run.x.cols + t.c0;

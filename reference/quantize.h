@@ -91,10 +91,10 @@ std::vector<double> dequantize(const Quantized& q);
 // quantizes any shape (partial blocks take the amax over their real elements), so this is a
 // separate check.
 enum class ShapeRule : std::uint8_t {
-  accepted,                   // the library takes (rows, cols) with this geometry
-  deepgemm_channel_rows,      // DeepGEMM per_channel_cast_to_fp8: rows % block height
-  te_mxfp8_dims,              // Transformer Engine MXFP8: both dimensions % 32
-  torchao_extent_divides,     // torchao: every fixed block extent divides its dimension
+  accepted,                // the library takes (rows, cols) with this geometry
+  deepgemm_channel_rows,   // DeepGEMM per_channel_cast_to_fp8: rows % block height
+  te_mxfp8_dims,           // Transformer Engine MXFP8: both dimensions % 32
+  torchao_extent_divides,  // torchao: every fixed block extent divides its dimension
 };
 struct ShapeCheck {
   ShapeRule rule;

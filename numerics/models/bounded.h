@@ -13,8 +13,8 @@
 #include <string>
 
 #include "numerics/codec.h"
-#include "numerics/models/exact_sum.h"
 #include "numerics/format.h"
+#include "numerics/models/exact_sum.h"
 
 namespace fp8ref {
 

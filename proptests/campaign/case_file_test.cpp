@@ -12,11 +12,11 @@
 #include <filesystem>
 #include <random>
 
+#include "campaign/gen/group_sizes.h"
+#include "campaign/gen/values.h"
 #include "campaign/suite.h"
 #include "campaign/wgrad_case.h"
 #include "proptests/common/test_level.h"
-#include "campaign/gen/group_sizes.h"
-#include "campaign/gen/values.h"
 #include "tensor_io/safetensors.h"
 #include "tensor_io/tensor_file.h"
 

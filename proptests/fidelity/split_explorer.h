@@ -7,7 +7,8 @@
 //   contiguous u S        S equal slices (ceil) of u-wide units, each from +0, added in order
 //   slice_len L           slices of L 128-blocks each (the last one shorter), added in order: a
 //                         slice length that no S gives as ceil(nb / S) (cuBLASLt's blockwise
-//                         split-K kernels were seen cutting K = 8192 and 16384 into 24-block slices)
+//                         split-K kernels were seen cutting K = 8192 and 16384 into 24-block
+//                         slices)
 //   contiguous_scaled     the same, each slice scaled before the slices are added (scalar scales)
 //   interleaved u S       unit j goes to accumulator j mod S; accumulators added in order
 //   two_piece             two contiguous pieces cut at any unit boundary (stream-K-like)
@@ -38,8 +39,8 @@ struct ExploreElement {
 };
 
 struct ExploreResult {
-  std::map<std::string, int> explained;         // family name -> elements it reproduces
-  std::map<std::int64_t, int> two_piece_cuts;   // cut (in units) -> elements it reproduces
+  std::map<std::string, int> explained;        // family name -> elements it reproduces
+  std::map<std::int64_t, int> two_piece_cuts;  // cut (in units) -> elements it reproduces
   int elements = 0;
 };
 
@@ -53,7 +54,9 @@ inline bool hit(const ExploreElement& e, float z) { return out_bits(z, e.dtype) 
 
 inline float scaled(const ExploreElement& e, float acc) {
   const float sa = e.sc.a(0), sb = e.sc.b(0);
-  return e.scale_order == 1 ? (acc * sa) * sb : e.scale_order == 2 ? (acc * sb) * sa : acc * (sa * sb);
+  return e.scale_order == 1   ? (acc * sa) * sb
+         : e.scale_order == 2 ? (acc * sb) * sa
+                              : acc * (sa * sb);
 }
 
 // Partials of u-wide units of K: chains from +0 (promoted: T per unit) or the unit ranges.
@@ -101,21 +104,24 @@ void explore_contiguous(const ExploreElement& e, bool promoted, std::int64_t u, 
       plain.add(acc, hi <= lo);
       per_slice.add(scaled(e, acc), hi <= lo);
     }
-    const std::string tag = (promoted ? "promote" + std::to_string(u) + "_contiguous" : "contiguous") +
-                            " u=" + std::to_string(u) + " S=" + std::to_string(S);
+    const std::string tag =
+        (promoted ? "promote" + std::to_string(u) + "_contiguous" : "contiguous") +
+        " u=" + std::to_string(u) + " S=" + std::to_string(S);
     note(tag, scaled(e, plain.total));
     if (S > 1) note(tag + " scaled_per_slice", per_slice.total);
   }
 }
 
-// S = 2..4 accumulators taking the units of u columns in turn (unpromoted chains), added at the end.
+// S = 2..4 accumulators taking the units of u columns in turn (unpromoted chains), added at the
+// end.
 template <class Note>
 void explore_interleaved(const ExploreElement& e, std::int64_t u, Note note) {
   const std::int64_t n = (e.K + u - 1) / u;
   for (int S = 2; S <= 4; ++S) {
     std::vector<float> acc(std::size_t(S), 0.0f);
     for (std::int64_t j = 0; j < n; ++j)
-      acc[std::size_t(j % S)] = chain(e, j * u, std::min(e.K, (j + 1) * u), acc[std::size_t(j % S)]);
+      acc[std::size_t(j % S)] =
+          chain(e, j * u, std::min(e.K, (j + 1) * u), acc[std::size_t(j % S)]);
     float t = acc[0];
     for (int i = 1; i < S; ++i) t = t + acc[std::size_t(i)];
     note("interleaved u=" + std::to_string(u) + " S=" + std::to_string(S), scaled(e, t));
@@ -150,8 +156,9 @@ inline void explore_two_piece(const ExploreElement& e, bool promoted, ExploreRes
   std::vector<float> prefix(std::size_t(n + 1), 0.0f), part;
   if (promoted) part = unit_partials(e, u);
   for (std::int64_t j = 0; j < n; ++j)
-    prefix[std::size_t(j + 1)] = promoted ? prefix[std::size_t(j)] + part[std::size_t(j)]
-                                          : chain(e, j * u, std::min(e.K, (j + 1) * u), prefix[std::size_t(j)]);
+    prefix[std::size_t(j + 1)] =
+        promoted ? prefix[std::size_t(j)] + part[std::size_t(j)]
+                 : chain(e, j * u, std::min(e.K, (j + 1) * u), prefix[std::size_t(j)]);
   bool any = false;
   for (std::int64_t c = 1; c < n; ++c) {
     float second = 0.0f;
@@ -214,7 +221,8 @@ inline void explore_blockwise(const ExploreElement& e, ExploreResult& res) {
     if (detail::hit(e, sum.total)) ++res.explained["slice_len L=" + std::to_string(L)];
   }
   std::vector<float> prefix(std::size_t(n + 1), 0.0f);
-  for (std::int64_t kb = 0; kb < n; ++kb) prefix[std::size_t(kb + 1)] = step(prefix[std::size_t(kb)], kb, true);
+  for (std::int64_t kb = 0; kb < n; ++kb)
+    prefix[std::size_t(kb + 1)] = step(prefix[std::size_t(kb)], kb, true);
   bool any = false;
   for (std::int64_t c = 1; c < n; ++c) {
     float second = 0.0f;

@@ -14,8 +14,8 @@
 
 #include "gpu/device.h"
 #include "gpu/mma_sync.h"
-#include "numerics/models.h"
 #include "numerics/codec.h"
+#include "numerics/models.h"
 
 namespace fp8ref {
 namespace {

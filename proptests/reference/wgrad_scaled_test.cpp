@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "proptests/common/test_level.h"
 #include "proptests/common/oracle.h"
+#include "proptests/common/test_level.h"
 #include "reference/grouped_gemm.h"
 #include "reference/quantize.h"
 

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "numerics/models.h"
 #include "numerics/codec.h"
+#include "numerics/models.h"
 #include "reference/group_desc.h"
 #include "reference/grouped_gemm.h"
 

@@ -101,7 +101,8 @@ RowTimes time_row(const SourceView2d& v, const Recipe& r, BlockGeometry g, int r
   quantize_into(v, r, g, out);  // sizes (and faults in) the reused output
   RowTimes t;
   for (int i = 0; i < reps; ++i) {
-    t.copy = std::min(t.copy, best_seconds(1, [&] { parallel_memcpy(dst.data(), src, dst.size()); }));
+    t.copy =
+        std::min(t.copy, best_seconds(1, [&] { parallel_memcpy(dst.data(), src, dst.size()); }));
     t.reused = std::min(t.reused, best_seconds(1, [&] {
                           quantize_into(v, r, g, out);
                           sink += out.codes[0];

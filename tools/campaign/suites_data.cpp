@@ -7,10 +7,10 @@
 #include <cstring>
 #include <random>
 
-#include "campaign/suite.h"
 #include "campaign/gen/choices.h"
 #include "campaign/gen/group_sizes.h"
 #include "campaign/gen/values.h"
+#include "campaign/suite.h"
 #include "reference/pad_permute.h"
 #include "reference/quantize.h"
 
@@ -126,8 +126,8 @@ struct QuantCase {
 
 std::int64_t block_rows(ref::BlockGeometry g) {
   return g == ref::BlockGeometry::b128x128 || g == ref::BlockGeometry::b128x1 ? 128
-         : g == ref::BlockGeometry::b32x1                                ? 32
-                                                                    : 1;
+         : g == ref::BlockGeometry::b32x1                                     ? 32
+                                                                              : 1;
 }
 
 QuantCase draw_quant() {
@@ -186,7 +186,8 @@ QuantCase load_quant(const TensorFile& tf) {
   return q;
 }
 
-bool same(const ref::Quantized& a, std::int64_t a_row0, std::int64_t a_brow0, const ref::Quantized& b) {
+bool same(const ref::Quantized& a, std::int64_t a_row0, std::int64_t a_brow0,
+          const ref::Quantized& b) {
   if (b.rows == 0) return true;
   if (a.codes.size() < std::size_t(a_row0 * a.cols) + b.codes.size() ||
       !bytes_equal(a.codes.data() + a_row0 * a.cols, b.codes.data(), b.codes.size()))

@@ -9,9 +9,9 @@
 #include <bit>
 #include <random>
 
-#include "numerics/profile.h"
-#include "campaign/suite.h"
 #include "campaign/gen/values.h"
+#include "campaign/suite.h"
+#include "numerics/profile.h"
 
 #ifdef FP8REF_CAMPAIGN_HAVE_GPU
 #include <cuda_runtime_api.h>

@@ -10,9 +10,9 @@
 #include <sstream>
 
 #include "campaign/gemm_case.h"
-#include "campaign/wgrad_case.h"
 #include "campaign/gen/choices.h"
 #include "campaign/gen/fixed_oracle.h"
+#include "campaign/wgrad_case.h"
 
 namespace fp8ref::fuzz {
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "campaign/suite.h"
 #include "campaign/gen/group_sizes.h"
 #include "campaign/gen/values.h"
+#include "campaign/suite.h"
 #include "reference/grouped_gemm.h"
 
 namespace fp8ref::fuzz {

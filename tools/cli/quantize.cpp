@@ -36,10 +36,10 @@ E parse_token(const std::string& what, const std::string& s, const E (&all)[N]) 
 constexpr RecipeKind kRecipes[] = {RecipeKind::deepgemm, RecipeKind::torchao,  RecipeKind::te,
                                    RecipeKind::mx_floor, RecipeKind::mx_rceil, RecipeKind::mx_ceil,
                                    RecipeKind::mx_even};
-constexpr ref::BlockGeometry kBlocks[] = {ref::BlockGeometry::tensorwise,  ref::BlockGeometry::rowwise,
-                                     ref::BlockGeometry::per_channel, ref::BlockGeometry::b1x128,
-                                     ref::BlockGeometry::b128x1,      ref::BlockGeometry::b128x128,
-                                     ref::BlockGeometry::b1x32,       ref::BlockGeometry::b32x1};
+constexpr ref::BlockGeometry kBlocks[] = {
+    ref::BlockGeometry::tensorwise, ref::BlockGeometry::rowwise, ref::BlockGeometry::per_channel,
+    ref::BlockGeometry::b1x128,     ref::BlockGeometry::b128x1,  ref::BlockGeometry::b128x128,
+    ref::BlockGeometry::b1x32,      ref::BlockGeometry::b32x1};
 constexpr Runtime kRuntimes[] = {Runtime::torch_cpu, Runtime::torch_cuda, Runtime::cuda_kernel};
 constexpr Format kFormats[] = {Format::e4m3, Format::e5m2};
 
@@ -136,9 +136,10 @@ Recipe make_recipe(const QuantizeOptions& o, bool* default_runtime) {
 namespace {
 
 // The G planes of x quantized (after the library's shape check and the NaN policy).
-std::vector<ref::Quantized> quantize_planes(const Tensor& x, const SourceBits& bits, const Recipe& r,
-                                       ref::BlockGeometry g, const QuantizeOptions& o,
-                                       const std::string& source_name) {
+std::vector<ref::Quantized> quantize_planes(const Tensor& x, const SourceBits& bits,
+                                            const Recipe& r, ref::BlockGeometry g,
+                                            const QuantizeOptions& o,
+                                            const std::string& source_name) {
   const std::int64_t groups = x.shape.size() == 3 ? x.shape[0] : 1;
   const std::int64_t rows = x.shape[x.shape.size() - 2], cols = x.shape.back();
   std::vector<ref::Quantized> planes;
@@ -204,7 +205,8 @@ tensor_io::TensorFile quantize_tensor(const Tensor& x, const QuantizeOptions& o,
   if (x.shape.size() != 2 && x.shape.size() != 3)
     throw UsageError(source_name + ": shape " + tensor_io::shape_string(x.shape) +
                      " is not 2-D (M, K) or 3-D (G, N, K)");
-  const std::vector<ref::Quantized> planes = quantize_planes(x, source_bits(x), r, g, o, source_name);
+  const std::vector<ref::Quantized> planes =
+      quantize_planes(x, source_bits(x), r, g, o, source_name);
   const std::int64_t groups = std::int64_t(planes.size());
   const std::int64_t sr = planes.empty() ? 0 : planes[0].scale_rows,
                      sc = planes.empty() ? 0 : planes[0].scale_cols;

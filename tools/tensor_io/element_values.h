@@ -13,7 +13,7 @@ namespace fp8ref::tensor_io {
 enum class ValueClass : std::uint8_t { Finite, NaN, PosInf, NegInf };
 
 std::uint64_t raw_bits(const Tensor& t, std::uint64_t i);  // F4: the 4-bit code
-double decode_bits(DType t, std::uint64_t bits);            // NaN for NaN codes; integers exact up to 2^53
+double decode_bits(DType t, std::uint64_t bits);  // NaN for NaN codes; integers exact up to 2^53
 ValueClass classify_bits(DType t, std::uint64_t bits);
 
 // Ordinal on the format's number line: adjacent representable values differ by 1, +0 and -0 both

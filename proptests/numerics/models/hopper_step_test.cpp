@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "numerics/models.h"
-#include "proptests/common/test_level.h"
 #include "proptests/common/oracle.h"
+#include "proptests/common/test_level.h"
 
 namespace fp8ref {
 namespace {

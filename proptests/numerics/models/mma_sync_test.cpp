@@ -12,10 +12,10 @@
 #include <cmath>
 #include <vector>
 
-#include "numerics/models.h"
 #include "numerics/codec.h"
-#include "proptests/common/test_level.h"
+#include "numerics/models.h"
 #include "proptests/common/oracle.h"
+#include "proptests/common/test_level.h"
 
 namespace fp8ref {
 namespace {

@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <limits>
 
-#include "numerics/models.h"
 #include "numerics/codec.h"
+#include "numerics/models.h"
 
 namespace fp8ref::test {
 

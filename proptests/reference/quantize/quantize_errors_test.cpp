@@ -154,32 +154,56 @@ void quantize_1x32(const SourceView2d& v, const Recipe& r) { quantize(v, r, Bloc
 // Views with an unsupported source, a negative extent or stride, or no data.
 void expect_bad_views_throw(const std::vector<float>& x) {
   const auto q = [](SourceView2d v) { quantize_1x32(v, kTe); };
-  expect_invalid([&] { q({x.data(), Source::f64, 8, 8, 8, 1}); },
-                 {"source must be f32, bf16 or f16"});
+  expect_invalid(
+      [&] {
+        q({x.data(), Source::f64, 8, 8, 8, 1});
+      },
+      {"source must be f32, bf16 or f16"});
   expect_invalid([&] { q({x.data(), Source::f32, -1, 8, 8, 1}); }, {"negative shape"});
   expect_invalid([&] { q({x.data(), Source::f32, 8, 8, 8, -1}); }, {"stride"});
   expect_invalid([&] { q({nullptr, Source::f32, 8, 8, 8, 1}); }, {"null data"});
-  expect_invalid([&] { check_nan_input({nullptr, Source::f32, 8, 8, 8, 1}, NanInput::reject); },
-                 {"null data"});
+  expect_invalid(
+      [&] {
+        check_nan_input({nullptr, Source::f32, 8, 8, 8, 1}, NanInput::reject);
+      },
+      {"null data"});
 }
 
 // Recipes whose fields contradict their library: element format, runtime, pow2, epsilon, source.
 void expect_bad_recipes_throw(const SourceView2d& ok) {
   const auto q = [&](Recipe r) { quantize_1x32(ok, r); };
-  expect_invalid([&] { q({RecipeKind::deepgemm, Format::e5m2, Runtime::torch_cuda, false, 0}); },
-                 {"deepgemm", "e4m3 only"});
-  expect_invalid([&] { q({RecipeKind::te, Format::e4m3, Runtime::torch_cpu, false, 0}); },
-                 {"te", "cuda_kernel"});
-  expect_invalid([&] { q({RecipeKind::mx_floor, Format::e4m3, Runtime::cuda_kernel, false, 0}); },
-                 {"mx_floor", "torch_cpu or torch_cuda"});
-  expect_invalid([&] { q({RecipeKind::torchao, Format::e4m3, Runtime::torch_cpu, false, 1}); },
-                 {"torchao", "epsilon is a te parameter"});
-  expect_invalid([&] { q({RecipeKind::mx_ceil, Format::e4m3, Runtime::torch_cpu, true, 0}); },
-                 {"mx_ceil", "pow2 must be false"});
+  expect_invalid(
+      [&] {
+        q({RecipeKind::deepgemm, Format::e5m2, Runtime::torch_cuda, false, 0});
+      },
+      {"deepgemm", "e4m3 only"});
+  expect_invalid(
+      [&] {
+        q({RecipeKind::te, Format::e4m3, Runtime::torch_cpu, false, 0});
+      },
+      {"te", "cuda_kernel"});
+  expect_invalid(
+      [&] {
+        q({RecipeKind::mx_floor, Format::e4m3, Runtime::cuda_kernel, false, 0});
+      },
+      {"mx_floor", "torch_cpu or torch_cuda"});
+  expect_invalid(
+      [&] {
+        q({RecipeKind::torchao, Format::e4m3, Runtime::torch_cpu, false, 1});
+      },
+      {"torchao", "epsilon is a te parameter"});
+  expect_invalid(
+      [&] {
+        q({RecipeKind::mx_ceil, Format::e4m3, Runtime::torch_cpu, true, 0});
+      },
+      {"mx_ceil", "pow2 must be false"});
   for (const float eps :
        {-1.0f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()})
-    expect_invalid([&] { q({RecipeKind::te, Format::e4m3, Runtime::cuda_kernel, false, eps}); },
-                   {"epsilon must be finite and >= 0"});
+    expect_invalid(
+        [&] {
+          q({RecipeKind::te, Format::e4m3, Runtime::cuda_kernel, false, eps});
+        },
+        {"epsilon must be finite and >= 0"});
   const std::vector<std::uint16_t> h(64, 0x3C00);
   for (const RecipeKind kind : {RecipeKind::mx_floor, RecipeKind::mx_rceil})
     expect_invalid(

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "numerics/scale_recipe.h"
 #include "campaign/gen/choices.h"
+#include "numerics/scale_recipe.h"
 #include "reference/quantize.h"
 
 namespace fp8ref {
@@ -49,8 +49,8 @@ inline rc::Gen<Recipe> gen_recipe() { return rc::gen::elementOf(all_recipes()); 
 inline ref::BlockGeometry gen_geometry() {
   return *rc::gen::elementOf(std::vector<ref::BlockGeometry>{
       ref::BlockGeometry::tensorwise, ref::BlockGeometry::rowwise, ref::BlockGeometry::per_channel,
-      ref::BlockGeometry::b1x128, ref::BlockGeometry::b128x1, ref::BlockGeometry::b128x128, ref::BlockGeometry::b1x32,
-      ref::BlockGeometry::b32x1});
+      ref::BlockGeometry::b1x128, ref::BlockGeometry::b128x1, ref::BlockGeometry::b128x128,
+      ref::BlockGeometry::b1x32, ref::BlockGeometry::b32x1});
 }
 
 inline float from_bits(std::uint32_t b) { return std::bit_cast<float>(b); }

@@ -255,7 +255,9 @@ struct StridedSource {
   std::vector<std::uint32_t> s32;
   std::vector<std::uint16_t> s16;
   std::int64_t rs, cs;
-  const void* data() const { return s32.empty() ? static_cast<const void*>(s16.data()) : s32.data(); }
+  const void* data() const {
+    return s32.empty() ? static_cast<const void*>(s16.data()) : s32.data();
+  }
 };
 StridedSource store_strided(const std::vector<std::uint32_t>& bits, Source src, std::int64_t m,
                             std::int64_t k, int layout) {

@@ -185,10 +185,9 @@ struct ShardedCase {
 void require_per_group_blocking(const ShardedCase& t, const Quantized& z, const ScaleCase& c) {
   const std::int64_t m = t.m, k = t.k;
   const Quantized grouped =
-      t.dim == 0
-          ? quantize_grouped_rows({t.x.data(), Source::f32, m, k, k, 1}, t.r, t.g, t.ends)
-          : quantize_grouped_rows({t.x.data(), Source::f32, k, m, 1, k}, t.r, transposed(t.g),
-                                  t.ends);
+      t.dim == 0 ? quantize_grouped_rows({t.x.data(), Source::f32, m, k, k, 1}, t.r, t.g, t.ends)
+                 : quantize_grouped_rows({t.x.data(), Source::f32, k, m, 1, k}, t.r,
+                                         transposed(t.g), t.ends);
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < k; ++j)
       require(z.codes[std::size_t(i * k + j)] ==

@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "numerics/models.h"
 #include "numerics/format.h"
+#include "numerics/models.h"
 #include "numerics/scale_recipe.h"
 #include "reference/grouped_gemm.h"
 
