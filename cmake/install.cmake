@@ -1,5 +1,5 @@
-# Install rules and the exported CMake package `fp8ref` (DESIGN §2: `find_package(fp8ref)` gives
-# fp8ref::numerics, fp8ref::reference, fp8ref::gpu when built, and the fp8-check program).
+# Install rules and the exported CMake package `fp8ref` (docs/design.md §3.2: `find_package(fp8ref)`
+# gives fp8ref::numerics, fp8ref::reference, fp8ref::gpu when built, and the fp8-check program).
 # Included last by the top-level CMakeLists.txt, so every target exists by now; each rule is
 # guarded by if(TARGET ...) so a tree with some folders still empty configures and installs.
 include(CMakePackageConfigHelpers)

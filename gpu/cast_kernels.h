@@ -1,13 +1,13 @@
 // Hardware FP8 conversions on the GPU: the `cvt.rn.satfinite.{e4m3,e5m2}x2` instructions of
 // sm_89+ (PTX ISA 7.8), from f32 and f16x2, and the reverse `cvt.rn.f16x2.{e4m3,e5m2}x2`.
 // These are the conversions the project's kernels use; they are held to the cuda_satfinite
-// profile of numerics/ (DESIGN §3.2) by proptests/gpu.
+// profile of numerics/ (docs/design.md §5) by proptests/gpu.
 #pragma once
+
+#include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <cstdint>
-
-#include <cuda_runtime_api.h>
 
 #include "numerics/format.h"
 

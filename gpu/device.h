@@ -1,11 +1,11 @@
-// Device discovery and CUDA error handling for the host launchers (DESIGN §2: gpu/).
+// Device discovery and CUDA error handling for the host launchers (docs/design.md §3: gpu/).
 // Every CUDA call in gpu/ goes through FP8REF_CUDA_CHECK, which throws with the call and reason.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <stdexcept>
 #include <string>
-
-#include <cuda_runtime_api.h>
 
 namespace fp8ref::gpu {
 
@@ -23,9 +23,9 @@ std::string device_description();
 
 }  // namespace fp8ref::gpu
 
-#define FP8REF_CUDA_CHECK(call)                                                   \
-  do {                                                                            \
-    const cudaError_t fp8ref_err_ = (call);                                       \
-    if (fp8ref_err_ != cudaSuccess)                                               \
-      ::fp8ref::gpu::throw_cuda_error(fp8ref_err_, #call, __FILE__, __LINE__);    \
+#define FP8REF_CUDA_CHECK(call)                                                \
+  do {                                                                         \
+    const cudaError_t fp8ref_err_ = (call);                                    \
+    if (fp8ref_err_ != cudaSuccess)                                            \
+      ::fp8ref::gpu::throw_cuda_error(fp8ref_err_, #call, __FILE__, __LINE__); \
   } while (0)

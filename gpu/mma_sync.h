@@ -1,8 +1,8 @@
 // The FP8 `mma.sync.aligned.m16n8k32.row.col.f32.<a>.<b>.f32` instruction (PTX ISA 8.4+, sm_89+),
 // one warp per 16×8×32 tile: what a CUDA-core-free FP8 kernel written with mma.sync computes on
-// the hardware it runs on. Used to hold the `hopper_mma_sync` accumulation model (numerics/
-// accumulate.h, DESIGN §3.5) to an H100 bit for bit; the model is portable software, this is the
-// instruction.
+// the hardware it runs on. Used to hold the `hopper_mma_sync` accumulation model
+// (numerics/models/mma_sync_step.h, docs/design.md §10) to an H100 bit for bit; the model is
+// portable software, this is the instruction.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -1,7 +1,7 @@
 // The generic codec: every encode funnels into one rounding routine per format family (the
 // minifloats FP8 / FP6 / FP4 / UE4M3 through encode_fp8_bits, E8M0 through encode_e8m0_bits),
 // written as numbered steps, with rounding, overflow, NaN and Inf handling as explicit policy
-// arguments (DESIGN §3.2). Sources (f32, bf16, f16) are widened exactly to f64 first, so any
+// arguments (docs/design.md §5). Sources (f32, bf16, f16) are widened exactly to f64 first, so any
 // encode here rounds once; profiles (profile.h) add the double roundings libraries do.
 #pragma once
 

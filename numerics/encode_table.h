@@ -12,7 +12,8 @@
 //   bits are zero. The representative of a class is (hi << 16) | sticky.
 // Not tabulated: f64 sources (every fraction bit can decide) and Rounding::sr (reads the
 // discarded bits and the random bits). Verified against the generic codec in
-// proptests/numerics/codec/encode_table_test.cpp (every class; every 16-bit pattern; 2^32 for a few casts).
+// proptests/numerics/codec/encode_table_test.cpp (every class; every 16-bit pattern; 2^32 for a few
+// casts).
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 // FP8, FP6, FP4 and scale formats: one traits struct per format, strong value types, policy
-// enums. Implements DESIGN §3.1 (formats) and names the policy tokens of §3.2 (rounding, overflow).
+// enums. Implements docs/design.md §4 (formats) and names the policy tokens of §5 (rounding, overflow).
 // Bit layouts follow the OCP 8-bit Floating Point Specification v1.0 and OCP MX v1.0 (E8M0, FP6
 // E2M3 / E3M2, FP4 E2M1); UE4M3 is NVFP4's block scale (E4M3 with the sign bit ignored).
 #pragma once

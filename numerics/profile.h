@@ -1,4 +1,4 @@
-// Named profiles: each pins the cast behaviour of one implementation, bit for bit (DESIGN §3.2).
+// Named profiles: each pins the cast behaviour of one implementation, bit for bit (docs/design.md §5).
 // A profile covers the formats and source types its implementation has (e4m3, e5m2, e8m0; FP6 /
 // FP4 for ocp_* and ml_dtypes_0_6; ue4m3 for ocp_* and cuda_*); the sources of each rule are in
 // docs/numerics.md. A ProfileCodec is the resolved, explicit policy.

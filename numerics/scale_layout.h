@@ -1,5 +1,5 @@
 // Scale layouts: byte-level serialisers and deserialisers between a logical scale grid and the
-// bytes a particular GEMM reads (DESIGN §3.4). f32 scales are written little-endian; padding
+// bytes a particular GEMM reads (docs/design.md §7). f32 scales are written little-endian; padding
 // bytes are defined (zero, or 1.0f where the consumer multiplies by the padding). docs/recipes.md
 // names the source of each layout.
 #pragma once

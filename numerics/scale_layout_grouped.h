@@ -1,4 +1,4 @@
-// Grouped variants of the 128x4 "blocked" scale layout (DESIGN §3.4; docs/recipes.md "Layouts"),
+// Grouped variants of the 128x4 "blocked" scale layout (docs/design.md §7; docs/recipes.md "Layouts"),
 // for E8M0 (MX) and UE4M3 (NVFP4) scale codes of grouped GEMMs, where each group's scales must
 // start on a tile boundary:
 //   M-grouped (forward / dgrad): the rows of group g (scale rows [ends[g-1], ends[g])) form their

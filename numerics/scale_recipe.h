@@ -1,5 +1,6 @@
 // Scale recipes: block amax -> decode scale s (x ~= q * s), the factor the elements are scaled
-// by, and the element cast — each reproducing one library's arithmetic bit for bit (DESIGN §3.3).
+// by, and the element cast — each reproducing one library's arithmetic bit for bit
+// (docs/design.md §6).
 // Sources (formulas quoted in comments) and every edge case are in docs/recipes.md.
 // All arithmetic is IEEE f32 / f64 round-to-nearest as the library does it; no fused operations.
 #pragma once

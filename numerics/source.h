@@ -1,6 +1,6 @@
 // Source floating-point types (f32, f64, bf16, f16): exact widening of their bit patterns to
 // f64, and the one narrowing that libraries put in front of FP8 casts (f64 -> f32, RNE).
-// f32, bf16 and f16 values are all exact in f64, so widening never rounds (DESIGN §3.2).
+// f32, bf16 and f16 values are all exact in f64, so widening never rounds (docs/design.md §5).
 #pragma once
 
 #include <bit>

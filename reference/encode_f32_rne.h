@@ -1,8 +1,9 @@
 // Round-to-nearest-even encoding of f32 bit patterns into e4m3 / e5m2 without branches: the
-// element cast of the quantize hot loop (reference/quantize.cpp, issue 3 item 9). It equals
+// element cast of the quantize hot loop (reference/quantize.cpp). It equals
 // numerics/codec.h encode_fp8_bits(f32_to_f64_bits(b), {rne, overflow, nan, Inf -> saturate})
-// for every f32 pattern b; proptests/reference/quantize/encode_f32_rne_test.cpp checks that by rounding class
-// (every sign x exponent x kept/guard/sticky pattern), and over all 2^32 patterns at level 3.
+// for every f32 pattern b; proptests/reference/quantize/encode_f32_rne_test.cpp checks that by
+// rounding class (every sign x exponent x kept/guard/sticky pattern), and over all 2^32 patterns at
+// level 3.
 #pragma once
 
 #include <bit>
@@ -19,7 +20,7 @@
 #define FP8REF_ALWAYS_INLINE inline
 #endif
 
-namespace fp8ref {
+namespace fp8ref::ref {
 
 // kSat: Overflow::sat (finite overflow and +-Inf -> +-max) else nonsat (-> Inf / NaN).
 // kNanPositive: NanEncoding::positive_all_ones (0x7F) else quiet_signed (0x7F | sign).
@@ -56,4 +57,4 @@ FP8REF_ALWAYS_INLINE std::uint8_t encode_f32_rne(std::uint32_t bits) {
   return std::uint8_t(a > kInf ? (0x7F | (s & kNanSignMask)) : (code | s));
 }
 
-}  // namespace fp8ref
+}  // namespace fp8ref::ref

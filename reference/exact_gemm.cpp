@@ -11,7 +11,7 @@
 #include <limits>
 #include <vector>
 
-#include "numerics/exact_sum.h"
+#include "numerics/models.h"
 
 namespace fp8ref::ref::detail {
 namespace {

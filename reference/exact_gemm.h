@@ -1,5 +1,5 @@
 // The `exact` model of one group of the M-grouped forward, evaluated on exact integer block
-// products (DESIGN §3.5 "Exactness fact to build on"): FP8 codes as integers in units of
+// products (docs/design.md §9, "the exactness fact"): FP8 codes as integers in units of
 // 2^(emin - mantissa bits), per-K-block products by an Eigen double GEMM (exact: every partial
 // sum is an integer of magnitude <= sum |a_k·b_k| <= 2^53, whatever the summation order), then
 // each element's blocks combined with their scale products exactly and rounded once.
@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <span>
 
-#include "numerics/accumulation_models.h"
 #include "numerics/format.h"
+#include "numerics/models.h"
 
 namespace fp8ref::ref::detail {
 

@@ -1,4 +1,4 @@
-// Group descriptors: validation and conversions (DESIGN §3.5). See group_desc.h.
+// Group descriptors: validation and conversions (docs/design.md §8). See group_desc.h.
 #include "reference/group_desc.h"
 
 #include <algorithm>
@@ -8,9 +8,7 @@
 namespace fp8ref::ref {
 namespace {
 
-[[noreturn]] void fail(const std::string& what) {
-  throw std::invalid_argument("fp8ref: " + what);
-}
+[[noreturn]] void fail(const std::string& what) { throw std::invalid_argument("fp8ref: " + what); }
 std::string str(std::int64_t x) { return std::to_string(x); }
 
 }  // namespace
@@ -26,8 +24,8 @@ void validate_offsets(std::span<const std::int64_t> offs, std::int64_t M, std::i
            str(g - 1) + "] = " + str(prev));
     if (o > M) fail("group offsets: offs[" + str(g) + "] = " + str(o) + " is beyond M = " + str(M));
     if (o % align != 0)
-      fail("group offsets: offs[" + str(g) + "] = " + str(o) + " is not a multiple of the alignment " +
-           str(align));
+      fail("group offsets: offs[" + str(g) + "] = " + str(o) +
+           " is not a multiple of the alignment " + str(align));
     prev = o;
   }
 }
@@ -35,25 +33,28 @@ void validate_offsets(std::span<const std::int64_t> offs, std::int64_t M, std::i
 void validate_sizes(std::span<const std::int64_t> sizes, std::int64_t M) {
   std::int64_t sum = 0;
   for (std::size_t g = 0; g < sizes.size(); ++g) {
-    if (sizes[g] < 0) fail("group sizes: sizes[" + str(g) + "] = " + str(sizes[g]) + " is negative");
+    if (sizes[g] < 0)
+      fail("group sizes: sizes[" + str(g) + "] = " + str(sizes[g]) + " is negative");
     sum += sizes[g];
-    if (sum > M) fail("group sizes: the sizes up to group " + str(g) + " sum to " + str(sum) +
-                      ", beyond M = " + str(M));
+    if (sum > M)
+      fail("group sizes: the sizes up to group " + str(g) + " sum to " + str(sum) +
+           ", beyond M = " + str(M));
   }
 }
 
 void validate_row_map(std::span<const std::int32_t> row_map, std::int64_t G) {
   for (std::size_t r = 0; r < row_map.size(); ++r)
     if (row_map[r] < -1 || row_map[r] >= G)
-      fail("row map: row_map[" + str(r) + "] = " + str(row_map[r]) + " is outside [-1, G = " +
-           str(G) + ")");
+      fail("row map: row_map[" + str(r) + "] = " + str(row_map[r]) +
+           " is outside [-1, G = " + str(G) + ")");
 }
 
 std::vector<std::int64_t> offsets_from_sizes(std::span<const std::int64_t> sizes) {
   std::vector<std::int64_t> offs(sizes.size());
   std::int64_t sum = 0;
   for (std::size_t g = 0; g < sizes.size(); ++g) {
-    if (sizes[g] < 0) fail("group sizes: sizes[" + str(g) + "] = " + str(sizes[g]) + " is negative");
+    if (sizes[g] < 0)
+      fail("group sizes: sizes[" + str(g) + "] = " + str(sizes[g]) + " is negative");
     offs[g] = sum += sizes[g];
   }
   return offs;
@@ -106,7 +107,8 @@ AlignedLayout aligned_layout_from_sizes(std::span<const std::int64_t> sizes, std
   if (align < 1) fail("aligned layout: alignment must be >= 1, got " + str(align));
   AlignedLayout l{{}, {sizes.begin(), sizes.end()}, align, 0};
   for (std::size_t g = 0; g < sizes.size(); ++g) {
-    if (sizes[g] < 0) fail("group sizes: sizes[" + str(g) + "] = " + str(sizes[g]) + " is negative");
+    if (sizes[g] < 0)
+      fail("group sizes: sizes[" + str(g) + "] = " + str(sizes[g]) + " is negative");
     l.starts.push_back(l.total);
     l.total += (sizes[g] + align - 1) / align * align;
   }
@@ -150,8 +152,8 @@ void validate_masked(std::span<const std::int64_t> masked_m, std::int64_t M_max)
     if (masked_m[g] < 0)
       fail("masked layout: masked_m[" + str(g) + "] = " + str(masked_m[g]) + " is negative");
     if (masked_m[g] > M_max)
-      fail("masked layout: masked_m[" + str(g) + "] = " + str(masked_m[g]) + " is beyond M_max = " +
-           str(M_max));
+      fail("masked layout: masked_m[" + str(g) + "] = " + str(masked_m[g]) +
+           " is beyond M_max = " + str(M_max));
   }
 }
 

@@ -1,4 +1,4 @@
-// Group descriptors of grouped GEMMs (DESIGN §3.5): cumulative end offsets (torch `offs`),
+// Group descriptors of grouped GEMMs (docs/design.md §8): cumulative end offsets (torch `offs`),
 // sizes (MaxText `group_sizes`), per-row map with -1 for padding (DeepGEMM contiguous layout),
 // aligned prefix sums, and masked (G, M_max) + masked_m (DeepGEMM masked layout); conversions
 // between them and validation. Empty groups are legal in every form.

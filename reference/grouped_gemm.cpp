@@ -1,6 +1,6 @@
-// CPU reference M-grouped forward and dgrad (DESIGN §3.5): argument checks, operand gathering,
-// and the per-element model evaluation; `exact` on whole groups through exact_gemm.h. The
-// K-grouped wgrad is in grouped_wgrad.cpp. See grouped_gemm.h.
+// CPU reference M-grouped forward and dgrad (docs/design.md §9-10): argument checks, operand
+// gathering, and the per-element model evaluation; `exact` on whole groups through exact_gemm.h.
+// The K-grouped wgrad is in grouped_wgrad.cpp. See grouped_gemm.h.
 #include "reference/grouped_gemm.h"
 
 #include <algorithm>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "numerics/exact_sum.h"
+#include "numerics/models.h"
 #include "reference/exact_gemm.h"
 #include "reference/group_desc.h"
 #include "reference/grouped_gemm_detail.h"

@@ -1,4 +1,4 @@
-// CPU reference grouped GEMMs on FP8 codes under a named accumulation model (DESIGN §3.5):
+// CPU reference grouped GEMMs on FP8 codes under a named accumulation model (docs/design.md §9-10):
 // M-grouped forward Y[r] = A[r]·B[g(r)]^T, dgrad dA[r] = dY[r]·W[g(r)] (the forward on the
 // transposed layout) and K-grouped wgrad dW[g] = C[g] + sum_{r in g} dY^T X. Parallel over rows /
 // output rows with no reduction across threads, so the bits do not depend on the thread count;
@@ -10,8 +10,8 @@
 #include <span>
 #include <string_view>
 
-#include "numerics/accumulation_models.h"
 #include "numerics/format.h"
+#include "numerics/models.h"
 
 namespace fp8ref::ref {
 

@@ -1,7 +1,7 @@
 // Internal to the reference library: what the grouped GEMM ops (grouped_gemm.cpp) and the
-// K-grouped wgrad (grouped_wgrad.cpp) share (DESIGN §3.5): argument checks with clear messages,
-// the model / scaling compatibility check, the wgmma planes of a run of codes, and the stores of
-// an exact value or of a model's f32 result into a GemmOutput with its bound.
+// K-grouped wgrad (grouped_wgrad.cpp) share (docs/design.md §9-10): argument checks with clear
+// messages, the model / scaling compatibility check, the wgmma planes of a run of codes, and the
+// stores of an exact value or of a model's f32 result into a GemmOutput with its bound.
 #pragma once
 
 #include <cmath>
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "numerics/accumulation_models.h"
+#include "numerics/models.h"
 #include "reference/grouped_gemm.h"
 
 namespace fp8ref::ref::detail {
@@ -100,7 +100,8 @@ inline void store_model(const GemmOutput& y, std::size_t i, Bounded m) {
   // A non-finite result has no finite distance to the exact value: +Inf, or NaN for NaN (as
   // exact_rounding_bound), never the NaN of Inf - Inf.
   y.bound[i] = std::isfinite(out) ? m.bound + std::fabs(out - double(m.z))
-                                  : std::isnan(out) ? out : INFINITY;
+               : std::isnan(out)  ? out
+                                  : INFINITY;
 }
 
 // The wgmma models step on planes (decode_wgmma_planes) decoded once per row of A and per column

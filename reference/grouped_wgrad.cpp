@@ -1,4 +1,4 @@
-// CPU reference K-grouped wgrad dW[g] = C[g] + sum_{r in g} dY[r]^T X[r] (DESIGN §3.5) with
+// CPU reference K-grouped wgrad dW[g] = C[g] + sum_{r in g} dY[r]^T X[r] (docs/design.md §9) with
 // unscaled, tensorwise, 1×128-along-tokens (blockwise) or MX 1×32-along-tokens scales whose
 // blocks restart at each group (the per-group quantization along tokens of quantize.h), output
 // f32 / bf16 / f16. Argument checks, the group's columns gathered contiguous, then one model
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "numerics/exact_sum.h"
+#include "numerics/models.h"
 #include "reference/group_desc.h"
 #include "reference/grouped_gemm.h"
 #include "reference/grouped_gemm_detail.h"

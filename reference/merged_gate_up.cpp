@@ -1,4 +1,4 @@
-// Merged gate/up weights and scales (DESIGN §3.6). See merged_gate_up.h.
+// Merged gate/up weights and scales (docs/design.md §13). See merged_gate_up.h.
 #include "reference/merged_gate_up.h"
 
 #include <algorithm>

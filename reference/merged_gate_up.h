@@ -1,7 +1,7 @@
-// Merged gate/up projection of a MoE expert (DESIGN §3.6): W13 = concat(W1, W3) along N, so one
-// grouped GEMM computes [X·W1^T, X·W3^T]. The merged forward equals the two separate forwards
-// bitwise whenever the scales carry over exactly (a property of the tests; with 128×128 scales
-// it needs H % 128 == 0); merged dgrad sums over 2H and is compared with `exact` instead.
+// Merged gate/up projection of a MoE expert (docs/design.md §13): W13 = concat(W1, W3) along N, so
+// one grouped GEMM computes [X·W1^T, X·W3^T]. The merged forward equals the two separate forwards
+// bitwise whenever the scales carry over exactly (a property of the tests; with 128×128 scales it
+// needs H % 128 == 0); merged dgrad sums over 2H and is compared with `exact` instead.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Padding, permutation and unpermute-combine (DESIGN §3.6). See pad_permute.h.
+// Padding, permutation and unpermute-combine (docs/design.md §13). See pad_permute.h.
 #include "reference/pad_permute.h"
 
 #include <algorithm>

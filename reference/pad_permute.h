@@ -1,4 +1,4 @@
-// MoE data movement around the grouped GEMM (DESIGN §3.6): padding of grouped rows to an
+// MoE data movement around the grouped GEMM (docs/design.md §13): padding of grouped rows to an
 // alignment and back, top-k token permutation to expert-major order with the activation scale
 // rows travelling along, and the probability-weighted unpermute in a fixed f32 order. Rows are
 // opaque byte rows (FP8 codes, f32 or E8M0 scale rows, bf16 activations) moved bit-exactly.

@@ -1,4 +1,5 @@
-// Quantize / dequantize under a recipe and block geometry (reference/quantize.h, DESIGN §3.3).
+// Quantize / dequantize under a recipe and block geometry (reference/quantize.h,
+// docs/design.md §6).
 // Each block is reduced and cast on its own and writes only its own outputs, so the OpenMP
 // schedule cannot change a bit. The hot loops are templates over the source type and the cast
 // policy, chosen once per call, computing exactly block_scale / quantize_element of
@@ -17,7 +18,7 @@
 #include "numerics/source.h"
 #include "reference/encode_f32_rne.h"
 
-namespace fp8ref {
+namespace fp8ref::ref {
 namespace {
 
 constexpr std::int32_t kF32InfBits = 0x7F800000;
@@ -251,12 +252,39 @@ void check_view(const SourceView2d& x) {
   if (x.rows * x.cols > 0 && x.data == nullptr) throw std::invalid_argument("quantize: null data");
 }
 
-// Quantize into q (its storage reused) with the given row-block boundaries (starts, then
-// x.rows). Every code, scale and E8M0 entry is written, so q's old contents do not matter.
-void quantize_blocks(const SourceView2d& x, const Recipe& r, BlockGeometry g,
-                     std::vector<std::int64_t> starts, Quantized& q) {
-  validate(r);
-  check_view(x);
+// What every task of one quantize call shares: the source, the recipe, its row kernels, the block
+// width and whether a finite amax can rule out NaN elements.
+struct QuantizeRun {
+  const SourceView2d& x;
+  const Recipe& r;
+  RowKernels k;
+  std::int64_t bw;  // block width in columns
+  bool ignore_nan;  // the amax skips NaN elements, so a finite amax proves nothing
+};
+
+// One task: block row br, blocks [bc0, bc0 + nb) of it, source rows [r0, r1), columns [c0, c1).
+struct QuantizeTask {
+  std::int64_t br, bc0, nb, r0, r1, c0, c1;
+};
+
+// A thread's per-block scratch, sized for the largest task.
+struct TaskScratch {
+  explicit TaskScratch(std::int64_t n)
+      : amax(std::size_t(n)),
+        amax_f(std::size_t(n)),
+        factor(std::size_t(n)),
+        may_nan(std::size_t(n)),
+        scales(std::size_t(n)) {}
+  std::vector<std::int32_t> amax;  // |x| bit patterns, the largest per block
+  std::vector<float> amax_f;       // the same as f32, NaN for any NaN pattern
+  std::vector<float> factor;
+  std::vector<std::uint8_t> may_nan;
+  std::vector<BlockScale> scales;
+};
+
+// Sizes q for x under g with the given row-block boundaries (starts, then x.rows).
+BlockShape shape_output(const SourceView2d& x, const Recipe& r, BlockGeometry g,
+                        std::vector<std::int64_t> starts, Quantized& q) {
   const BlockShape b = block_shape(g, x.rows, x.cols);
   q.recipe = r, q.geometry = g, q.rows = x.rows, q.cols = x.cols;
   q.codes.resize(std::size_t(x.rows * x.cols));
@@ -265,65 +293,90 @@ void quantize_blocks(const SourceView2d& x, const Recipe& r, BlockGeometry g,
   const std::int64_t nblocks = q.scale_rows * q.scale_cols;
   q.scale.resize(std::size_t(nblocks));
   q.e8m0.resize(is_mx(r.kind) ? std::size_t(nblocks) : 0);
+  return b;
+}
+
+// Step 1: the amax of each block of the task, over its real elements.
+void reduce_amax(const QuantizeRun& run, const QuantizeTask& t, TaskScratch& s) {
+  std::fill(s.amax.begin(), s.amax.begin() + t.nb, 0);
+  for (std::int64_t i = t.r0; i < t.r1; ++i) {
+    const std::int64_t off = i * run.x.row_stride + t.c0 * run.x.col_stride;
+    if (run.bw == 1)
+      run.k.amax_cols(run.x.data, off, t.c1 - t.c0, run.x.col_stride, s.amax.data());
+    else
+      run.k.amax(run.x.data, off, t.c1 - t.c0, run.x.col_stride, run.bw, s.amax.data());
+  }
+  for (std::int64_t j = 0; j < t.nb; ++j) {
+    const std::int32_t m = s.amax[std::size_t(j)];
+    s.amax_f[std::size_t(j)] =
+        m > kF32InfBits ? std::numeric_limits<float>::quiet_NaN() : std::bit_cast<float>(m);
+  }
+}
+
+// Step 2: the recipe's scale of each block, stored in q, and the factor the cast applies.
+void store_scales(const QuantizeRun& run, const QuantizeTask& t, TaskScratch& s, Quantized& q) {
+  block_scales(run.r, s.amax_f.data(), std::size_t(t.nb), run.x.src, s.scales.data());
+  for (std::int64_t j = 0; j < t.nb; ++j) {
+    const float a = s.amax_f[std::size_t(j)];
+    const BlockScale& bs = s.scales[std::size_t(j)];
+    const std::size_t blk = std::size_t(t.br * q.scale_cols + t.bc0 + j);
+    q.scale[blk] = bs.s;
+    if (is_mx(run.r.kind)) q.e8m0[blk] = bs.e8m0;
+    s.factor[std::size_t(j)] = bs.factor;
+    s.may_nan[std::size_t(j)] =
+        run.ignore_nan || !(std::isfinite(a) && std::isfinite(bs.factor) && bs.factor != 0.0f);
+  }
+}
+
+// Step 3: the elements of the task scaled and cast.
+void cast_rows(const QuantizeRun& run, const QuantizeTask& t, const TaskScratch& s, Quantized& q) {
+  for (std::int64_t i = t.r0; i < t.r1; ++i) {
+    const std::int64_t off = i * run.x.row_stride + t.c0 * run.x.col_stride;
+    std::uint8_t* out = q.codes.data() + i * run.x.cols + t.c0;
+    if (run.bw == 1)
+      run.k.encode_cols(run.x.data, off, t.c1 - t.c0, run.x.col_stride, s.factor.data(), out);
+    else
+      run.k.encode(run.x.data, off, t.c1 - t.c0, run.x.col_stride, run.bw, s.factor.data(),
+                   s.may_nan.data(), out);
+  }
+}
+
+// Quantize into q (its storage reused) with the given row-block boundaries (starts, then
+// x.rows). Every code, scale and E8M0 entry is written, so q's old contents do not matter.
+void quantize_blocks(const SourceView2d& x, const Recipe& r, BlockGeometry g,
+                     std::vector<std::int64_t> starts, Quantized& q) {
+  validate(r);
+  check_view(x);
+  const BlockShape b = shape_output(x, r, g, std::move(starts), q);
   if (x.src == Source::f16) f16_table();  // built before the parallel region
   // Whether elements are divided by the factor is a property of the recipe (torchao to_mx); asking
   // block_scale once here also raises its exceptions outside the parallel region.
   const bool divide = block_scale(r, 1.0f, x.src).divide;
-  const RowKernels k = kernels(x.src, r.elem, amax_nan_policy(r), element_spec(r), divide);
-  const bool ignore_nan =
-      amax_nan_policy(r) == AmaxNan::ignore;  // a finite amax then proves nothing
+  const QuantizeRun run{x, r, kernels(x.src, r.elem, amax_nan_policy(r), element_spec(r), divide),
+                        b.cols, amax_nan_policy(r) == AmaxNan::ignore};
   // Tasks: one block row x a run of block columns about kTaskCols source columns wide, so that row
   // segments stream and the task (<= 128 rows) stays in L2 for the second (cast) pass.
   constexpr std::int64_t kTaskCols = 1024;
-  const std::int64_t bw = b.cols, per_task = std::max<std::int64_t>(1, kTaskCols / bw);
+  const std::int64_t per_task = std::max<std::int64_t>(1, kTaskCols / run.bw);
   const std::int64_t chunks = (q.scale_cols + per_task - 1) / per_task,
                      ntasks = q.scale_rows * chunks;
 #pragma omp parallel
   {
-    std::vector<std::int32_t> amax(static_cast<std::size_t>(per_task));
-    std::vector<float> factor(static_cast<std::size_t>(per_task));
-    std::vector<std::uint8_t> may_nan(static_cast<std::size_t>(per_task));
-    std::vector<float> amax_f(static_cast<std::size_t>(per_task));
-    std::vector<BlockScale> scales(static_cast<std::size_t>(per_task));
+    TaskScratch scratch(per_task);
 #pragma omp for schedule(static)
     for (std::int64_t task = 0; task < ntasks; ++task) {
       const std::int64_t br = task / chunks, bc0 = (task % chunks) * per_task;
       const std::int64_t nb = std::min(q.scale_cols, bc0 + per_task) - bc0;
-      const std::int64_t r0 = q.block_row_start[std::size_t(br)],
-                         r1 = q.block_row_start[std::size_t(br) + 1];
-      const std::int64_t c0 = bc0 * bw, c1 = std::min(x.cols, (bc0 + nb) * bw);
-      std::fill(amax.begin(), amax.begin() + nb, 0);
-      for (std::int64_t i = r0; i < r1; ++i) {
-        const std::int64_t off = i * x.row_stride + c0 * x.col_stride;
-        if (bw == 1)
-          k.amax_cols(x.data, off, c1 - c0, x.col_stride, amax.data());
-        else
-          k.amax(x.data, off, c1 - c0, x.col_stride, bw, amax.data());
-      }
-      for (std::int64_t t = 0; t < nb; ++t) {
-        const std::int32_t m = amax[std::size_t(t)];
-        amax_f[std::size_t(t)] =
-            m > kF32InfBits ? std::numeric_limits<float>::quiet_NaN() : std::bit_cast<float>(m);
-      }
-      block_scales(r, amax_f.data(), std::size_t(nb), x.src, scales.data());
-      for (std::int64_t t = 0; t < nb; ++t) {
-        const float a = amax_f[std::size_t(t)];
-        const BlockScale& s = scales[std::size_t(t)];
-        const std::size_t blk = std::size_t(br * q.scale_cols + bc0 + t);
-        q.scale[blk] = s.s;
-        if (is_mx(r.kind)) q.e8m0[blk] = s.e8m0;
-        factor[std::size_t(t)] = s.factor;
-        may_nan[std::size_t(t)] =
-            ignore_nan || !(std::isfinite(a) && std::isfinite(s.factor) && s.factor != 0.0f);
-      }
-      for (std::int64_t i = r0; i < r1; ++i) {
-        const std::int64_t off = i * x.row_stride + c0 * x.col_stride;
-        std::uint8_t* out = q.codes.data() + i * x.cols + c0;
-        if (bw == 1)
-          k.encode_cols(x.data, off, c1 - c0, x.col_stride, factor.data(), out);
-        else
-          k.encode(x.data, off, c1 - c0, x.col_stride, bw, factor.data(), may_nan.data(), out);
-      }
+      const QuantizeTask t{br,
+                           bc0,
+                           nb,
+                           q.block_row_start[std::size_t(br)],
+                           q.block_row_start[std::size_t(br) + 1],
+                           bc0 * run.bw,
+                           std::min(x.cols, (bc0 + nb) * run.bw)};
+      reduce_amax(run, t, scratch);
+      store_scales(run, t, scratch, q);
+      cast_rows(run, t, scratch, q);
     }
   }
 }
@@ -426,6 +479,32 @@ BlockShape fixed_extent(BlockGeometry g) {
   return {0, 0};
 }
 
+// The rule of r's library that an (rows, cols) tensor with fixed block extents e breaks, if any.
+ShapeRule broken_shape_rule(const Recipe& r, BlockShape e, std::int64_t rows, std::int64_t cols) {
+  const auto divides = [](std::int64_t b, std::int64_t n) { return b <= 1 || n % b == 0; };
+  if (r.kind == RecipeKind::te) return ShapeRule::accepted;
+  if (r.kind == RecipeKind::deepgemm)
+    return e.cols == 1 && !divides(e.rows, rows) ? ShapeRule::deepgemm_channel_rows
+                                                 : ShapeRule::accepted;
+  if (r.kind == RecipeKind::mx_rceil && r.runtime == Runtime::cuda_kernel)
+    return rows % 32 != 0 || cols % 32 != 0 ? ShapeRule::te_mxfp8_dims : ShapeRule::accepted;
+  return !divides(e.rows, rows) || !divides(e.cols, cols) ? ShapeRule::torchao_extent_divides
+                                                          : ShapeRule::accepted;
+}
+
+std::string shape_rule_text(ShapeRule rule, BlockShape e) {
+  switch (rule) {
+    case ShapeRule::deepgemm_channel_rows:
+      return "DeepGEMM per_channel_cast_to_fp8 needs rows % " + std::to_string(e.rows) + " == 0";
+    case ShapeRule::te_mxfp8_dims:
+      return "Transformer Engine MXFP8 needs both dimensions divisible by 32";
+    case ShapeRule::torchao_extent_divides:
+      return "torchao needs every block extent to divide its dimension";
+    case ShapeRule::accepted: break;
+  }
+  return {};
+}
+
 }  // namespace
 
 // Sources in docs/recipes.md "Shapes": DeepGEMM pads K (per_token / per_block casts) but
@@ -433,36 +512,20 @@ BlockShape fixed_extent(BlockGeometry g) {
 // that the block divides the dimension; TE's MXFP8 quantizer needs both dims % 32 (it makes the
 // rowwise and columnwise copies together); TE's other casts and torchao's tensorwise / rowwise
 // casts take any shape.
-std::string library_shape_violation(const Recipe& r, BlockGeometry g, std::int64_t rows,
-                                    std::int64_t cols) {
+ShapeCheck library_shape_check(const Recipe& r, BlockGeometry g, std::int64_t rows,
+                               std::int64_t cols) {
   const BlockShape e = fixed_extent(g);
-  const std::string where = "recipe " + std::string(to_string(r.kind)) + " (" +
-                            std::string(to_string(r.runtime)) + "), block " +
-                            std::string(to_string(g)) + ", shape (" + std::to_string(rows) + ", " +
-                            std::to_string(cols) + "): ";
-  const auto divides = [](std::int64_t b, std::int64_t n) { return b <= 1 || n % b == 0; };
-  switch (r.kind) {
-    case RecipeKind::te: return {};
-    case RecipeKind::deepgemm:
-      if (e.cols == 1 && !divides(e.rows, rows))
-        return where + "DeepGEMM per_channel_cast_to_fp8 needs rows % " + std::to_string(e.rows) +
-               " == 0";
-      return {};
-    default: break;
-  }
-  if (r.kind == RecipeKind::mx_rceil && r.runtime == Runtime::cuda_kernel) {
-    if (rows % 32 != 0 || cols % 32 != 0)
-      return where + "Transformer Engine MXFP8 needs both dimensions divisible by 32";
-    return {};
-  }
-  if (!divides(e.rows, rows) || !divides(e.cols, cols))
-    return where + "torchao needs every block extent to divide its dimension";
-  return {};
+  const ShapeRule rule = broken_shape_rule(r, e, rows, cols);
+  if (rule == ShapeRule::accepted) return {rule, {}};
+  return {rule, "recipe " + std::string(to_string(r.kind)) + " (" +
+                    std::string(to_string(r.runtime)) + "), block " + std::string(to_string(g)) +
+                    ", shape (" + std::to_string(rows) + ", " + std::to_string(cols) +
+                    "): " + shape_rule_text(rule, e)};
 }
 
 void require_library_shape(const Recipe& r, BlockGeometry g, std::int64_t rows, std::int64_t cols) {
-  const std::string why = library_shape_violation(r, g, rows, cols);
-  if (!why.empty()) throw std::invalid_argument(why);
+  const ShapeCheck c = library_shape_check(r, g, rows, cols);
+  if (c.rule != ShapeRule::accepted) throw std::invalid_argument(c.reason);
 }
 
 void check_nan_input(const SourceView2d& x, NanInput policy) {
@@ -483,4 +546,4 @@ void check_nan_input(const SourceView2d& x, NanInput policy) {
     }
 }
 
-}  // namespace fp8ref
+}  // namespace fp8ref::ref

@@ -1,6 +1,7 @@
 // Quantize / dequantize of strided 2-D and (G, ., .) 3-D tensors under a named scale recipe and
-// block geometry (DESIGN §3.3; issue 3). Blocks are independent, so results do not depend on the
-// OpenMP thread count. Per-group quantization restarts row blocks at each group boundary.
+// block geometry (docs/design.md §6, docs/recipes.md). Blocks are independent, so results do not
+// depend on the OpenMP thread count. Per-group quantization restarts row blocks at each group
+// boundary.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,7 @@
 
 #include "numerics/scale_recipe.h"
 
-namespace fp8ref {
+namespace fp8ref::ref {
 
 enum class BlockGeometry : std::uint8_t {
   tensorwise,   // one block: (M, K)
@@ -86,12 +87,22 @@ std::vector<Quantized> quantize_3d(const SourceView3d& x, const Recipe& r, Block
 // x_hat[i][j] = decode(q) * s of its block, exactly (every such product is an f64).
 std::vector<double> dequantize(const Quantized& q);
 
-// The shapes the recipe's source library accepts for geometry g (docs/recipes.md, "Shapes"):
-// empty when (rows, cols) is accepted, else the reason. fp8ref itself quantizes any shape
-// (partial blocks take the amax over their real elements), so this is a separate check.
-std::string library_shape_violation(const Recipe& r, BlockGeometry g, std::int64_t rows,
-                                    std::int64_t cols);
-// Throws std::invalid_argument with library_shape_violation's reason, if any.
+// The shape rules of the recipes' source libraries (docs/recipes.md, "Shapes"). fp8ref itself
+// quantizes any shape (partial blocks take the amax over their real elements), so this is a
+// separate check.
+enum class ShapeRule : std::uint8_t {
+  accepted,                // the library takes (rows, cols) with this geometry
+  deepgemm_channel_rows,   // DeepGEMM per_channel_cast_to_fp8: rows % block height
+  te_mxfp8_dims,           // Transformer Engine MXFP8: both dimensions % 32
+  torchao_extent_divides,  // torchao: every fixed block extent divides its dimension
+};
+struct ShapeCheck {
+  ShapeRule rule;
+  std::string reason;  // empty when accepted, else one line naming recipe, block, shape and rule
+};
+ShapeCheck library_shape_check(const Recipe& r, BlockGeometry g, std::int64_t rows,
+                               std::int64_t cols);
+// Throws std::invalid_argument with library_shape_check's reason unless the shape is accepted.
 void require_library_shape(const Recipe& r, BlockGeometry g, std::int64_t rows, std::int64_t cols);
 
 // What to do with NaN elements before quantizing.
@@ -101,4 +112,4 @@ enum class NanInput : std::uint8_t {
 };
 void check_nan_input(const SourceView2d& x, NanInput policy);
 
-}  // namespace fp8ref
+}  // namespace fp8ref::ref

@@ -1,5 +1,5 @@
-// fp8-check: the fp8ref command-line tool (DESIGN §5). Each subcommand registers itself with an
-// add_<name>_command(CLI::App&) function; this file only maps failures to exit codes:
+// fp8-check: the fp8ref command-line tool (docs/design.md §17). Each subcommand registers itself
+// with an add_<name>_command(CLI::App&) function; this file only maps failures to exit codes:
 // 0 same / within bound, 1 differs, 2 bad input or usage (one `fp8-check: error:` line); a
 // subcommand may add its own (selfcheck: 3, some sweeps skipped; docs/cli.md).
 #include <CLI/CLI.hpp>

@@ -1,4 +1,4 @@
-// The slow, obviously correct FP8 / E8M0 oracle of the tests (DESIGN §4 "Codecs"). Every code's
+// The slow, obviously correct FP8 / E8M0 oracle of the tests (docs/design.md §14). Every code's
 // value is an exact rational computed from the OCP 8-bit FP v1.0 / MX v1.0 definition, every f64
 // input is an exact rational from the IEEE 754 binary64 formula, and rounding compares the input
 // with every finite code. Nothing here calls or copies numerics/codec.h (only its policy structs).

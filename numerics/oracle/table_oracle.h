@@ -1,4 +1,4 @@
-// A second, fast FP8 / FP6 / FP4 / UE4M3 / E8M0 oracle (DESIGN §4 "Codecs"), independent of
+// A second, fast FP8 / FP6 / FP4 / UE4M3 / E8M0 oracle (docs/design.md §14), independent of
 // numerics/codec.h and of the rational oracle: a sorted table of a format's non-negative finite
 // values and the midpoints between neighbours (all exact doubles), a binary search, and every
 // rounding as a choice between the two neighbours. Fast enough to sweep all 2^32 f32 inputs.

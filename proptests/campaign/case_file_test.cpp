@@ -1,4 +1,4 @@
-// Case files of the fuzz campaign (issue 6 item 3, docs/fuzz.md): a drawn case written as
+// Case files of the fuzz campaign (docs/fuzz.md): a drawn case written as
 // safetensors and read back is the same case, field by field, for every suite (a dropped field
 // replays another case than the one that failed, as wgrad's epilogue once did); and the
 // align_edges distribution keeps its edge sizes (align 128: 127..129 and 255..257).
@@ -12,11 +12,11 @@
 #include <filesystem>
 #include <random>
 
+#include "campaign/gen/group_sizes.h"
+#include "campaign/gen/values.h"
 #include "campaign/suite.h"
 #include "campaign/wgrad_case.h"
 #include "proptests/common/test_level.h"
-#include "campaign/gen/group_sizes.h"
-#include "campaign/gen/values.h"
 #include "tensor_io/safetensors.h"
 #include "tensor_io/tensor_file.h"
 

@@ -1,4 +1,4 @@
-# `fp8-check fuzz` gates (issue 6 items 2 and 5): --require-classes fails a suite that missed a
+# `fp8-check fuzz` gates (docs/fuzz.md "Coverage"): --require-classes fails a suite that missed a
 # required coverage class (and lists it) while the same run without the flag passes; rare classes
 # are reported as such and not required below 4× the level-1 count; golden.regressions reports
 # "skipped", not "passed", with no pinned case, and a missing --golden folder is an error (exit 2).

@@ -1,7 +1,8 @@
-# Issue 6 "done when": a planted bug (an off-by-one in a group's end offset, inside the code under
-# test) is caught by the campaign, shrunk, written as a case file, and replayed by the printed
-# one-line command; the case file opens in fp8-check, replays without the bug, and once pinned
-# with `golden accept` the golden.regressions suite replays it (and catches the bug again).
+# The campaign's self-test (docs/fuzz.md): a planted bug (an off-by-one in a group's end offset,
+# inside the code under test) is caught by the campaign, shrunk, written as a case file, and
+# replayed by the printed one-line command; the case file opens in fp8-check, replays without the
+# bug, and once pinned with `golden accept` the golden.regressions suite replays it (and catches the
+# bug again).
 include(${CMAKE_CURRENT_LIST_DIR}/run_fp8.cmake)
 
 # 1. The campaign catches it.

@@ -1,4 +1,4 @@
-# ctest driver for `fp8-check oracle|verify grouped-gemm` (issue 4 item 8), cases written by
+# ctest driver for `fp8-check oracle|verify grouped-gemm` (docs/cli.md), cases written by
 # cli_gemm_case.cpp. PART=ints: every scaling, both B layouts, f32/bf16/f16 and every model that
 # takes the scaling against outputs summed by hand (integer operands, power-of-two scales, mx with
 # F8_E8M0 scales), a 2-D B, model aliases, --within-bound. PART=random: split-K, slice length
@@ -77,7 +77,7 @@ if(PART STREQUAL "ints")
   endforeach()
   # One 2-D B without offsets: a single group over every row.
   expect(0 ${EXE} verify grouped-gemm --in ${I} --a a --b b2d --model hopper_unpromoted --got want_b2d_f32)
-  # DESIGN §3.5 names: the canonical name is printed and written.
+  # Short model names (docs/design.md §10): the canonical name is printed and written.
   expect(0 ${EXE} oracle grouped-gemm ${g} --b b --scaling blockwise --scale-a sa_blockwise
          --scale-b sb_blockwise --model promoted_blockwise --out ${WORK}/alias.safetensors)
   expect_match("${out}" "grouped-gemm: hopper_promoted_blockwise \\(split-K S=1")

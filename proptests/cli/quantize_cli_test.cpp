@@ -21,7 +21,7 @@
 #include "reference/quantize.h"
 #include "tensor_io/safetensors.h"
 
-namespace fp8ref {
+namespace fp8ref::ref {
 namespace {
 
 namespace fs = std::filesystem;
@@ -262,4 +262,4 @@ TEST_F(QuantizeCli, MissingTensorExit2) {
 }
 
 }  // namespace
-}  // namespace fp8ref
+}  // namespace fp8ref::ref

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`fp8-check diff --html` rendered by headless Chromium (issue 5 item 2): the screenshot must show
+"""`fp8-check diff --html` rendered by headless Chromium: the screenshot must show
 the per-group heatmap and the ULP histogram, not just a blank page. Standard library only: the
 two input files are written by hand as safetensors, the PNG is decoded with zlib + struct.
 

@@ -1,4 +1,4 @@
-// Failing cases as files (STYLE "Tests": a failure writes the case as a safetensors file that
+// Failing cases as files (docs/design.md §20: a failure writes the case as a safetensors file that
 // fp8-check can open): a minimal safetensors writer for little-endian integer tensors, and the
 // mismatch record the codec sweeps and batched properties share.
 #pragma once

@@ -1,4 +1,4 @@
-// Test levels, seeds and the RapidCheck property runner shared by every suite (STYLE "Tests"):
+// Test levels, seeds and the RapidCheck property runner shared by every suite (docs/design.md §14):
 // FP8REF_TEST_LEVEL=1..3 scales case counts, RC_PARAMS (CTest prepends the CI seed) fixes the
 // seed, and a failing property prints a one-line replay command.
 #pragma once

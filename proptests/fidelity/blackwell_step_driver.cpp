@@ -1,4 +1,4 @@
-// Evaluates fp8ref's Blackwell step models (numerics/blackwell_step.h) on binary case records for
+// Evaluates fp8ref's Blackwell step models (numerics/models/blackwell_step.h) on binary case records for
 // proptests/fidelity/mmasim_blackwell_xcheck.py, and times them on one thread:
 //   blackwell_step_driver IN OUT [--repeat R]
 // Record (148 bytes, little-endian): kind u8 (0 f8f6f4 f32, 1 f8f6f4 f16, 2 mxf8f6f4 block32
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "numerics/blackwell_step.h"
+#include "numerics/models/blackwell_step.h"
 
 namespace {
 

@@ -1,6 +1,7 @@
 """FP8 code tables and an e4m3 encoder in plain numpy, shared by the device cross-check scripts
-(mmasim_step_xcheck.py, scaled_mm_predict.py). Written from the OCP FP8 definitions (DESIGN §3.1),
-not from fp8ref's codec: e4m3fn bias 7, no Inf, NaN S.1111.111, max 448; e5m2 bias 15, IEEE-like."""
+(mmasim_step_xcheck.py, scaled_mm_predict.py). Written from the OCP FP8 definitions
+(docs/design.md §4), not from fp8ref's codec: e4m3fn bias 7, no Inf, NaN S.1111.111, max 448;
+e5m2 bias 15, IEEE-like."""
 import numpy as np
 
 FORMAT_ID = {"e4m3": 0, "e5m2": 1}

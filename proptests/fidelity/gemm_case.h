@@ -1,6 +1,7 @@
-// One dumped GEMM problem of the cuBLASLt prediction (issue 4 item 7b,
-// proptests/fidelity/scaled_mm_predict.py writes it): FP8 operands, decode scales and group offsets in
-// the layouts of reference/grouped_gemm.h, plus the outputs a library produced for it.
+// One dumped GEMM problem of the cuBLASLt prediction (part 7b of
+// run_fidelity.sh; proptests/fidelity/scaled_mm_predict.py writes it): FP8 operands, decode scales
+// and group offsets in the layouts of reference/grouped_gemm.h, plus the outputs a library produced
+// for it.
 //
 // Case file, little-endian:
 //   "FP8GEMM1"                 8 bytes

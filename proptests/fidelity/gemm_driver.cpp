@@ -1,8 +1,9 @@
 // Predicts dumped library GEMM outputs (torch _scaled_mm / cuBLASLt, _scaled_grouped_mm) bitwise
-// with the reference accumulation models and split-K S (issue 4 item 7b; DESIGN §3.5). Written for
+// with the reference accumulation models and split-K S (docs/design.md §10-12). Written for
 // proptests/fidelity/scaled_mm_predict.py, which dumps the cases (format: gemm_case.h).
 //
-//   gemm_driver --case FILE --models M[,M..] --splits S|LN[,..] [--epilogues ref|all]   (LN: slices of N 128-blocks)
+//   gemm_driver --case FILE --models M[,M..] --splits S|LN[,..] [--epilogues ref|all]   (LN: slices
+//   of N 128-blocks)
 //               --got LABEL:bf16|f32:FILE [--got ...] [--sample-rows N] [--max-full N]
 //               [--explore N] [--json FILE]
 //   gemm_driver --case FILE --emit MODEL:EPILOGUE:S:bf16|f32:FILE     (model outputs, for dry runs)
@@ -50,7 +51,9 @@ OutDtype parse_dtype(const std::string& s) {
 }
 
 // "S3" (equal slices) or "L24" (slices of 24 128-blocks); equal slices rank first, by S.
-std::string split_label(int s) { return s < 0 ? "L" + std::to_string(-s) : "S" + std::to_string(s); }
+std::string split_label(int s) {
+  return s < 0 ? "L" + std::to_string(-s) : "S" + std::to_string(s);
+}
 int split_rank(int s) { return s < 0 ? 100000 - s : s; }
 
 struct Options {
@@ -68,26 +71,36 @@ Options parse(int argc, char** argv) {
     const std::string k = argv[i];
     if (i + 1 >= argc) throw std::invalid_argument("missing value after " + k);
     const std::string v = argv[++i];
-    if (k == "--case") o.case_path = v;
-    else if (k == "--json") o.json_path = v;
-    else if (k == "--emit") o.emit = v;
+    if (k == "--case")
+      o.case_path = v;
+    else if (k == "--json")
+      o.json_path = v;
+    else if (k == "--emit")
+      o.emit = v;
     else if (k == "--models")
       for (const auto& name : split(v, ',')) {
         AccumulationModel m;
-        if (parse_model(name, &m)) o.models.push_back(m);
-        else std::fprintf(stderr, "gemm_driver: warning: no model named %s, skipped\n", name.c_str());
+        if (parse_model(name, &m))
+          o.models.push_back(m);
+        else
+          std::fprintf(stderr, "gemm_driver: warning: no model named %s, skipped\n", name.c_str());
       }
     else if (k == "--splits") {  // S (equal slices) or LN (slices of N 128-blocks)
       o.splits.clear();
       for (const auto& s : split(v, ','))
         o.splits.push_back(!s.empty() && s[0] == 'L' ? -std::stoi(s.substr(1)) : std::stoi(s));
-    }
-    else if (k == "--epilogues") o.all_epilogues = v == "all";
-    else if (k == "--got") o.gots.push_back(v);
-    else if (k == "--sample-rows") o.sample_rows = std::stoi(v);
-    else if (k == "--max-full") o.max_full = std::stoi(v);
-    else if (k == "--explore") o.explore = std::stoi(v);
-    else throw std::invalid_argument("unknown option " + k);
+    } else if (k == "--epilogues")
+      o.all_epilogues = v == "all";
+    else if (k == "--got")
+      o.gots.push_back(v);
+    else if (k == "--sample-rows")
+      o.sample_rows = std::stoi(v);
+    else if (k == "--max-full")
+      o.max_full = std::stoi(v);
+    else if (k == "--explore")
+      o.explore = std::stoi(v);
+    else
+      throw std::invalid_argument("unknown option " + k);
   }
   if (o.case_path.empty()) throw std::invalid_argument("--case is required");
   return o;
@@ -101,11 +114,13 @@ std::vector<Candidate> candidates(const Options& o, const GemmCase& c) {
   std::vector<Candidate> out;
   const std::int64_t nb = ceil_div(c.K, kScaleBlockK);
   std::vector<Epilogue> epis{Epilogue::ref};
-  if (o.all_epilogues && scalar_scaled(c)) epis.insert(epis.end(), {Epilogue::a_then_b, Epilogue::b_then_a});
+  if (o.all_epilogues && scalar_scaled(c))
+    epis.insert(epis.end(), {Epilogue::a_then_b, Epilogue::b_then_a});
   for (AccumulationModel m : o.models)  // ordered model, epilogue, S: the preference of the search
     for (Epilogue e : epis)
       for (int s : o.splits)
-        if ((s < 0 && -s < nb) || (s > 0 && s <= std::max<std::int64_t>(1, nb))) out.push_back({m, e, s});
+        if ((s < 0 && -s < nb) || (s > 0 && s <= std::max<std::int64_t>(1, nb)))
+          out.push_back({m, e, s});
   return out;
 }
 
@@ -116,8 +131,9 @@ struct Mismatch {
 
 // Mismatches of a candidate's values on `rows` against one output (rows of no group skipped).
 std::int64_t count_mismatches(const GemmCase& c, const std::vector<std::int64_t>& rows,
-                              const std::vector<float>& z, const GotOutput& g, std::vector<Mismatch>* first,
-                              std::int64_t* compared, std::size_t cap = 8) {
+                              const std::vector<float>& z, const GotOutput& g,
+                              std::vector<Mismatch>* first, std::int64_t* compared,
+                              std::size_t cap = 8) {
   std::int64_t bad = 0, n_cmp = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (c.row_map[std::size_t(rows[i])] < 0) continue;
@@ -154,17 +170,26 @@ struct GotReport {
   bool predicted = false;
 };
 
-ExploreElement explore_element(const GemmCase& c, std::int64_t r, std::int64_t n, const GotOutput& g) {
+ExploreElement explore_element(const GemmCase& c, std::int64_t r, std::int64_t n,
+                               const GotOutput& g) {
   const std::int64_t grp = c.row_map[std::size_t(r)], nbk = ceil_div(c.K, kScaleBlockK);
   static constexpr float kOne = 1.0f;
   ElementScales sc{&kOne, &kOne, false};
-  if (c.scaling == ref::Scaling::tensorwise) sc = {&c.scale_a[0], &c.scale_b[std::size_t(grp)], false};
+  if (c.scaling == ref::Scaling::tensorwise)
+    sc = {&c.scale_a[0], &c.scale_b[std::size_t(grp)], false};
   if (c.scaling == ref::Scaling::rowwise)
     sc = {&c.scale_a[std::size_t(r)], &c.scale_b[std::size_t(grp * c.N + n)], false};
   if (c.scaling == ref::Scaling::blockwise)
     sc = {&c.scale_a[std::size_t(r * nbk)],
-          &c.scale_b[std::size_t((grp * ceil_div(c.N, kScaleBlockK) + n / kScaleBlockK) * nbk)], true};
-  return {c.a.data() + r * c.K, c.b.data() + (grp * c.N + n) * c.K, c.K, c.fa, c.fb, sc, g.dtype,
+          &c.scale_b[std::size_t((grp * ceil_div(c.N, kScaleBlockK) + n / kScaleBlockK) * nbk)],
+          true};
+  return {c.a.data() + r * c.K,
+          c.b.data() + (grp * c.N + n) * c.K,
+          c.K,
+          c.fa,
+          c.fb,
+          sc,
+          g.dtype,
           g.bits[std::size_t(r * c.N + n)]};
 }
 
@@ -176,14 +201,18 @@ std::string explore(const GemmCase& c, const GotOutput& g, const std::vector<Mis
   // The closest candidate's scale order (hopper_promoted_rowwise's own is RN(RN(acc*sb)*sa)).
   const int order = closest.epilogue == Epilogue::a_then_b ? 1
                     : closest.epilogue == Epilogue::b_then_a ||
-                              closest.model == AccumulationModel::hopper_promoted_rowwise ? 2 : 0;
+                            closest.model == AccumulationModel::hopper_promoted_rowwise
+                        ? 2
+                        : 0;
   std::vector<ExploreResult> per(elems.size());
 #pragma omp parallel for schedule(dynamic, 1)
   for (std::size_t i = 0; i < elems.size(); ++i) {
     ExploreElement e = explore_element(c, elems[i].row, elems[i].col, g);
     e.scale_order = order;
-    if (c.scaling == ref::Scaling::blockwise) explore_blockwise(e, per[i]);
-    else explore_scalar(e, promoted, per[i]);
+    if (c.scaling == ref::Scaling::blockwise)
+      explore_blockwise(e, per[i]);
+    else
+      explore_scalar(e, promoted, per[i]);
   }
   ExploreResult all;
   for (const ExploreResult& r : per) {
@@ -196,7 +225,8 @@ std::string explore(const GemmCase& c, const GotOutput& g, const std::vector<Mis
   std::sort(top.rbegin(), top.rend());
   std::ostringstream js;
   js << "{\"elements\": " << all.elements << ", \"families\": [";
-  std::printf("    explore (%s, %d mismatching elements): ", promoted ? "promoted" : "unpromoted", all.elements);
+  std::printf("    explore (%s, %d mismatching elements): ", promoted ? "promoted" : "unpromoted",
+              all.elements);
   for (std::size_t i = 0; i < top.size() && i < 8; ++i) {
     js << (i ? ", " : "") << "[\"" << top[i].second << "\", " << top[i].first << "]";
     std::printf("%s%s: %d", i ? "; " : "", top[i].second.c_str(), top[i].first);
@@ -211,21 +241,25 @@ std::string explore(const GemmCase& c, const GotOutput& g, const std::vector<Mis
   }
   std::sort(cuts.rbegin(), cuts.rend());
   if (!cuts.empty()) std::printf("    two-piece cuts (unit index: elements):");
-  for (std::size_t j = 0; j < cuts.size() && j < 8; ++j) std::printf(" %lld:%d", (long long)cuts[j].second, cuts[j].first);
+  for (std::size_t j = 0; j < cuts.size() && j < 8; ++j)
+    std::printf(" %lld:%d", (long long)cuts[j].second, cuts[j].first);
   if (!cuts.empty()) std::printf("\n");
   js << "}}";
   return js.str();
 }
 
 // Worst normwise error max|y - exact| / max|exact| over the sample's compared elements.
-double normwise_error(const GemmCase& c, const std::vector<std::int64_t>& rows, const std::vector<float>& exact,
-                      const std::vector<float>* model, const GotOutput* got) {
+double normwise_error(const GemmCase& c, const std::vector<std::int64_t>& rows,
+                      const std::vector<float>& exact, const std::vector<float>* model,
+                      const GotOutput* got) {
   double num = 0.0, den = 0.0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (c.row_map[std::size_t(rows[i])] < 0) continue;
     for (std::int64_t n = 0; n < c.N; ++n) {
       const std::size_t j = i * std::size_t(c.N) + std::size_t(n);
-      const double y = model ? double((*model)[j]) : double(got_value(got->bits[std::size_t(rows[i] * c.N + n)], got->dtype));
+      const double y =
+          model ? double((*model)[j])
+                : double(got_value(got->bits[std::size_t(rows[i] * c.N + n)], got->dtype));
       num = std::max(num, std::fabs(y - double(exact[j])));
       den = std::max(den, std::fabs(double(exact[j])));
     }
@@ -235,15 +269,17 @@ double normwise_error(const GemmCase& c, const std::vector<std::int64_t>& rows, 
 
 // Sample elements where the library output is farther from `exact` than the model's bound allows
 // (plus one rounding of the output and of the f32-rounded exact value).
-std::int64_t outside_bound(const GemmCase& c, const std::vector<std::int64_t>& rows, const std::vector<float>& exact,
-                           const std::vector<double>& bound, const GotOutput& g) {
+std::int64_t outside_bound(const GemmCase& c, const std::vector<std::int64_t>& rows,
+                           const std::vector<float>& exact, const std::vector<double>& bound,
+                           const GotOutput& g) {
   std::int64_t bad = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (c.row_map[std::size_t(rows[i])] < 0) continue;
     for (std::int64_t n = 0; n < c.N; ++n) {
       const std::size_t j = i * std::size_t(c.N) + std::size_t(n);
       const double y = got_value(g.bits[std::size_t(rows[i] * c.N + n)], g.dtype), x = exact[j];
-      const double slack = std::ldexp(std::fabs(x), -24) + (g.dtype == OutDtype::bf16 ? std::ldexp(std::fabs(y), -8) : 0.0);
+      const double slack = std::ldexp(std::fabs(x), -24) +
+                           (g.dtype == OutDtype::bf16 ? std::ldexp(std::fabs(y), -8) : 0.0);
       if (!(std::fabs(y - x) <= bound[j] + slack)) ++bad;
     }
   }
@@ -254,8 +290,9 @@ std::int64_t outside_bound(const GemmCase& c, const std::vector<std::int64_t>& r
 // ones (or the closest) on every row, then diagnostics. Prints as it goes and builds the JSON.
 class Search {
  public:
-  Search(const Options& o, const GemmCase& c, const GotOutput& g, const std::vector<Candidate>& cands,
-         CandidateEvaluator& sample, CandidateEvaluator& full, const std::vector<float>& exact)
+  Search(const Options& o, const GemmCase& c, const GotOutput& g,
+         const std::vector<Candidate>& cands, CandidateEvaluator& sample, CandidateEvaluator& full,
+         const std::vector<float>& exact)
       : o_(o), c_(c), g_(g), cands_(cands), sample_(sample), full_(full), exact_(exact) {}
 
   GotReport run() {
@@ -283,11 +320,13 @@ class Search {
     }
     std::printf("  [%s] %s, sample of %lld outputs; mismatches per candidate:\n", g_.label.c_str(),
                 g_.dtype == OutDtype::f32 ? "f32" : "bf16", (long long)n_sample);
-    rep_.json << "{\"label\": \"" << g_.label << "\", \"sample_outputs\": " << n_sample << ", \"sample\": [";
+    rep_.json << "{\"label\": \"" << g_.label << "\", \"sample_outputs\": " << n_sample
+              << ", \"sample\": [";
     std::string line;
     for (std::size_t i = 0; i < cands_.size(); ++i) {
       const Candidate& k = cands_[i];
-      const bool new_group = i == 0 || k.model != cands_[i - 1].model || k.epilogue != cands_[i - 1].epilogue;
+      const bool new_group =
+          i == 0 || k.model != cands_[i - 1].model || k.epilogue != cands_[i - 1].epilogue;
       if (new_group && !line.empty()) std::printf("    %s\n", line.c_str()), line.clear();
       if (new_group) line = std::string(to_string(k.model)) + "/" + to_string(k.epilogue) + ":";
       line += " " + split_label(k.split_k) + ":" + std::to_string(smis_[i]);
@@ -304,25 +343,30 @@ class Search {
     for (std::size_t i = 0, n = 0; i < cands_.size(); ++i) {
       if (smis_[i] != 0) continue;
       rep_.json << (n++ ? ", " : "") << "\"" << cands_[i].name() << "\"";
-      const std::string group = std::string(to_string(cands_[i].model)) + "/" + to_string(cands_[i].epilogue);
+      const std::string group =
+          std::string(to_string(cands_[i].model)) + "/" + to_string(cands_[i].epilogue);
       const std::string s = split_label(cands_[i].split_k);
-      consistent += group == last_group ? "," + s : (consistent.empty() ? "" : " ") + group + ":" + s;
+      consistent +=
+          group == last_group ? "," + s : (consistent.empty() ? "" : " ") + group + ":" + s;
       last_group = group;
     }
-    std::printf("    consistent on the sample: %s\n", consistent.empty() ? "none" : consistent.c_str());
+    std::printf("    consistent on the sample: %s\n",
+                consistent.empty() ? "none" : consistent.c_str());
     rep_.json << "], \"consistent\": \"" << consistent << "\"";
   }
 
   // Sample-clean candidates by ascending S first (then model, epilogue order), so that other
-  // models and epilogues at the smallest S are tried before larger S of the first; else the closest.
+  // models and epilogues at the smallest S are tried before larger S of the first; else the
+  // closest.
   void full_stage() {
     std::size_t closest = cands_.size();
     for (std::size_t i = 0; i < cands_.size(); ++i) {
       if (smis_[i] == 0) order_.push_back(i);
       if (smis_[i] >= 0 && (closest == cands_.size() || smis_[i] < smis_[closest])) closest = i;
     }
-    std::stable_sort(order_.begin(), order_.end(),
-                     [&](std::size_t x, std::size_t y) { return split_rank(cands_[x].split_k) < split_rank(cands_[y].split_k); });
+    std::stable_sort(order_.begin(), order_.end(), [&](std::size_t x, std::size_t y) {
+      return split_rank(cands_[x].split_k) < split_rank(cands_[y].split_k);
+    });
     if (order_.size() > std::size_t(o_.max_full)) order_.resize(std::size_t(o_.max_full));
     if (order_.empty() && closest < cands_.size()) order_.push_back(closest);
     best_ = order_.empty() ? 0 : order_[0];
@@ -331,23 +375,27 @@ class Search {
       std::vector<Mismatch> first;
       std::int64_t n_full = 0;
       const Candidate& k = cands_[order_[j]];
-      const std::int64_t bad = count_mismatches(c_, full_.rows().rows, full_.values(k), g_, &first, &n_full,
-                                                j == 0 ? std::size_t(std::max(8, o_.explore)) : 8);
+      const std::int64_t bad =
+          count_mismatches(c_, full_.rows().rows, full_.values(k), g_, &first, &n_full,
+                           j == 0 ? std::size_t(std::max(8, o_.explore)) : 8);
       if (j == 0) best_full_ = first, first.resize(std::min<std::size_t>(first.size(), 8));
-      std::printf("    full %s: %lld mismatches of %lld\n", k.name().c_str(), (long long)bad, (long long)n_full);
-      rep_.json << (j ? ", " : "") << "{\"candidate\": \"" << k.name() << "\", \"mismatches\": " << bad
-                << ", \"outputs\": " << n_full << ", \"first\": [";
+      std::printf("    full %s: %lld mismatches of %lld\n", k.name().c_str(), (long long)bad,
+                  (long long)n_full);
+      rep_.json << (j ? ", " : "") << "{\"candidate\": \"" << k.name()
+                << "\", \"mismatches\": " << bad << ", \"outputs\": " << n_full << ", \"first\": [";
       for (std::size_t m = 0; m < first.size(); ++m) {
         const Mismatch& x = first[m];
-        if (m < 4) std::printf("      (%lld,%lld) got %s model %s\n", (long long)x.row, (long long)x.col,
-                               hex(x.got, g_.dtype).c_str(), hex(x.model, g_.dtype).c_str());
-        rep_.json << (m ? ", " : "") << "[" << x.row << ", " << x.col << ", \"" << hex(x.got, g_.dtype)
-                  << "\", \"" << hex(x.model, g_.dtype) << "\"]";
+        if (m < 4)
+          std::printf("      (%lld,%lld) got %s model %s\n", (long long)x.row, (long long)x.col,
+                      hex(x.got, g_.dtype).c_str(), hex(x.model, g_.dtype).c_str());
+        rep_.json << (m ? ", " : "") << "[" << x.row << ", " << x.col << ", \""
+                  << hex(x.got, g_.dtype) << "\", \"" << hex(x.model, g_.dtype) << "\"]";
       }
       rep_.json << "]}";
       if (bad == 0) rep_.predicted = true, best_ = order_[j];
     }
-    rep_.json << "], \"predicted_by\": " << (rep_.predicted ? "\"" + cands_[best_].name() + "\"" : "null");
+    rep_.json << "], \"predicted_by\": "
+              << (rep_.predicted ? "\"" + cands_[best_].name() + "\"" : "null");
   }
 
   // Do the other epilogue orders also fit every output? (Whether this data tells them apart.)
@@ -358,7 +406,8 @@ class Search {
     for (Epilogue e : {Epilogue::ref, Epilogue::a_then_b, Epilogue::b_then_a}) {
       if (e == cands_[best_].epilogue) continue;
       const Candidate k{cands_[best_].model, e, cands_[best_].split_k};
-      const std::int64_t bad = count_mismatches(c_, full_.rows().rows, full_.values(k), g_, nullptr, nullptr);
+      const std::int64_t bad =
+          count_mismatches(c_, full_.rows().rows, full_.values(k), g_, nullptr, nullptr);
       std::printf(" %s %lld", to_string(e), (long long)bad);
       rep_.json << (j++ ? ", " : "") << "\"" << to_string(e) << "\": " << bad;
     }
@@ -372,10 +421,12 @@ class Search {
     const double e_got = normwise_error(c_, srows(), exact_, nullptr, &g_);
     const double e_mod = normwise_error(c_, srows(), exact_, &b.z, nullptr);
     const std::int64_t ob = outside_bound(c_, srows(), exact_, b.bound, g_);
-    std::printf("    vs exact (sample): normwise error got %.3g, model %.3g; got outside the model's bound: %lld\n",
-                e_got, e_mod, (long long)ob);
-    rep_.json << ", \"normwise_error_got\": " << json_num(e_got) << ", \"normwise_error_model\": "
-              << json_num(e_mod) << ", \"outside_bound\": " << ob;
+    std::printf(
+        "    vs exact (sample): normwise error got %.3g, model %.3g; got outside the model's "
+        "bound: %lld\n",
+        e_got, e_mod, (long long)ob);
+    rep_.json << ", \"normwise_error_got\": " << json_num(e_got)
+              << ", \"normwise_error_model\": " << json_num(e_mod) << ", \"outside_bound\": " << ob;
   }
 
   // Mismatching sample elements taken round-robin over the sample rows (so over M tiles); when the
@@ -386,14 +437,16 @@ class Search {
     for (std::size_t i = 0; i < srows().size(); ++i) {
       const std::int64_t r = srows()[i];
       for (std::int64_t n = 0; n < c_.N && c_.row_map[std::size_t(r)] >= 0; ++n)
-        if (out_bits(z[i * std::size_t(c_.N) + std::size_t(n)], g_.dtype) != g_.bits[std::size_t(r * c_.N + n)])
+        if (out_bits(z[i * std::size_t(c_.N) + std::size_t(n)], g_.dtype) !=
+            g_.bits[std::size_t(r * c_.N + n)])
           per_row[i].push_back({r, n, 0, 0});
     }
     std::vector<Mismatch> elems;
     for (std::size_t j = 0; elems.size() < std::size_t(o_.explore); ++j) {
       bool any = false;
       for (const auto& row : per_row)
-        if (j < row.size() && elems.size() < std::size_t(o_.explore)) elems.push_back(row[j]), any = true;
+        if (j < row.size() && elems.size() < std::size_t(o_.explore))
+          elems.push_back(row[j]), any = true;
       if (!any) break;
     }
     if (elems.empty()) elems = best_full_;
@@ -428,8 +481,12 @@ int emit(const Options& o, const GemmCase& c) {
   std::ofstream out(f[4], std::ios::binary);
   for (float v : z) {
     const std::uint32_t b = out_bits(v, d);
-    if (d == OutDtype::f32) out.write(reinterpret_cast<const char*>(&b), 4);
-    else { const std::uint16_t h = std::uint16_t(b); out.write(reinterpret_cast<const char*>(&h), 2); }
+    if (d == OutDtype::f32)
+      out.write(reinterpret_cast<const char*>(&b), 4);
+    else {
+      const std::uint16_t h = std::uint16_t(b);
+      out.write(reinterpret_cast<const char*>(&h), 2);
+    }
   }
   return out ? 0 : 2;
 }
@@ -444,13 +501,15 @@ int run(const Options& o) {
     gots.push_back(read_got(f[0], parse_dtype(f[1]), f[2], c.M * c.N));
   }
   const std::vector<Candidate> cands = candidates(o, c);
-  std::printf("case %s: M=%lld N=%lld K=%lld G=%lld scaling=%d, %zu candidates\n", o.case_path.c_str(),
-              (long long)c.M, (long long)c.N, (long long)c.K, (long long)c.G, int(c.scaling), cands.size());
+  std::printf("case %s: M=%lld N=%lld K=%lld G=%lld scaling=%d, %zu candidates\n",
+              o.case_path.c_str(), (long long)c.M, (long long)c.N, (long long)c.K, (long long)c.G,
+              int(c.scaling), cands.size());
   CandidateEvaluator sample(c, sample_rows(c, o.sample_rows)), full(c, all_rows(c));
-  const std::vector<float> exact = evaluate(c, sample.rows(), AccumulationModel::exact, 1, false, false).z;
+  const std::vector<float> exact =
+      evaluate(c, sample.rows(), AccumulationModel::exact, 1, false, false).z;
   std::ostringstream js;
-  js << "{\"case\": \"" << o.case_path << "\", \"M\": " << c.M << ", \"N\": " << c.N << ", \"K\": " << c.K
-     << ", \"G\": " << c.G << ", \"outputs\": [";
+  js << "{\"case\": \"" << o.case_path << "\", \"M\": " << c.M << ", \"N\": " << c.N
+     << ", \"K\": " << c.K << ", \"G\": " << c.G << ", \"outputs\": [";
   bool all = true;
   for (std::size_t i = 0; i < gots.size(); ++i) {
     GotReport r = Search(o, c, gots[i], cands, sample, full, exact).run();

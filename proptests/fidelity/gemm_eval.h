@@ -57,7 +57,8 @@ inline RowSet sample_rows(const GemmCase& c, int n) {
     s.rows = valid;
   } else {
     for (int i = 0; i < n; ++i)
-      s.rows.push_back(valid[std::size_t((valid.size() - 1) * std::size_t(i) / std::size_t(n - 1))]);
+      s.rows.push_back(
+          valid[std::size_t((valid.size() - 1) * std::size_t(i) / std::size_t(n - 1))]);
     s.rows.erase(std::unique(s.rows.begin(), s.rows.end()), s.rows.end());
   }
   return s;
@@ -78,7 +79,8 @@ inline Evaluated evaluate(const GemmCase& c, const RowSet& rows, AccumulationMod
   if (want_bound) e.bound.assign(e.z.size(), 0.0);
   ref::GroupedGemmOperands op = c.operands();
   // split_k < 0: slices of -split_k 128-blocks (SplitK::of_length).
-  const ref::ModelChoice mc = split_k < 0 ? ref::ModelChoice{model, 1, -split_k} : ref::ModelChoice{model, split_k};
+  const ref::ModelChoice mc =
+      split_k < 0 ? ref::ModelChoice{model, 1, -split_k} : ref::ModelChoice{model, split_k};
   const ref::GemmOutput out{OutDtype::f32, e.z, {}, e.bound};
   if (unscaled) op.scaling = ref::Scaling::none, op.scale_a = {}, op.scale_b = {};
   if (rows.all) {
@@ -95,7 +97,8 @@ inline Evaluated evaluate(const GemmCase& c, const RowSet& rows, AccumulationMod
   for (std::int64_t r : rows.rows) {
     a.insert(a.end(), c.a.begin() + r * c.K, c.a.begin() + (r + 1) * c.K);
     map.push_back(c.row_map[std::size_t(r)]);
-    for (std::int64_t j = 0; j < per_row; ++j) sa.push_back(c.scale_a[std::size_t(r * per_row + j)]);
+    for (std::int64_t j = 0; j < per_row; ++j)
+      sa.push_back(c.scale_a[std::size_t(r * per_row + j)]);
   }
   op.M = R;
   op.a = a;
@@ -138,7 +141,8 @@ class CandidateEvaluator {
     std::vector<std::tuple<int, int, bool>> keys;
     for (const Candidate& k : cands) {
       const auto key = std::make_tuple(int(k.model), k.split_k, k.epilogue != Epilogue::ref);
-      if (!runs_.count(key) && std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+      if (!runs_.count(key) && std::find(keys.begin(), keys.end(), key) == keys.end())
+        keys.push_back(key);
     }
     std::vector<std::vector<float>> z(keys.size());
     std::vector<char> ok(keys.size(), 0);
@@ -146,7 +150,8 @@ class CandidateEvaluator {
     for (std::size_t i = 0; i < keys.size(); ++i) {
       try {
         z[i] = evaluate(c_, rows_, AccumulationModel(std::get<0>(keys[i])), std::get<1>(keys[i]),
-                        std::get<2>(keys[i]), false).z;
+                        std::get<2>(keys[i]), false)
+                   .z;
         ok[i] = 1;
       } catch (const std::exception&) {
       }
@@ -178,7 +183,8 @@ class CandidateEvaluator {
   std::vector<float> run(AccumulationModel m, int s, bool unscaled) {
     const auto key = std::make_tuple(int(m), s, unscaled);
     auto it = runs_.find(key);
-    if (it == runs_.end()) it = runs_.emplace(key, evaluate(c_, rows_, m, s, unscaled, false).z).first;
+    if (it == runs_.end())
+      it = runs_.emplace(key, evaluate(c_, rows_, m, s, unscaled, false).z).first;
     return it->second;
   }
   const GemmCase& c_;

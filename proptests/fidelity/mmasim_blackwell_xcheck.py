@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""fp8ref's Blackwell step models (numerics/blackwell_step.h) against MMA-Sim 2.1.1, bitwise.
+"""fp8ref's Blackwell step models (numerics/models/blackwell_step.h) against MMA-Sim 2.1.1, bitwise.
 
   mmasim_blackwell_xcheck.py --driver BUILD/proptests/fidelity/blackwell_step_driver
       [--cases N] [--seed S] [--emit-golden N] [--speed]

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""fp8ref's single-step tensor-core model `hopper_wgmma_step` (DESIGN §3.5, numerics/accumulate.h)
+"""fp8ref's single-step tensor-core model `hopper_wgmma_step` (docs/design.md §10,
+numerics/models/wgmma_step.h)
 against mmasim's Hopper FP8 wgmma model (mmasim 2.1.1: nv_ptx.WGMMA("Hopper",
 "m64nNk32.f32.<a>.<b>"), arithmetic MMA_T_FDPA with F=13, rho=RZ-E8M13) on random single k=32 steps
-(issue 4 item 7a). Bitwise compare; exit 1 on any mismatch, 2 on a setup error.
+(part 7a of run_fidelity.sh). Bitwise compare; exit 1 on any mismatch, 2 on a setup error.
 
   mmasim_step_xcheck.py --driver /tmp/step_driver [--cases N] [--seed S] [--emit-golden G]
   mmasim_step_xcheck.py --dry-run ...   numpy transliteration of mmasim's t_fdpa instead of mmasim
@@ -428,7 +429,7 @@ def write_golden(path, cases, z, n, seed, source, argv):
     pick = sorted(int(i) for i in pick)
     body = "".join(case_line(cases, i, z[i]) + "\n" for i in pick)
     head = ("# fp8ref golden vectors: one Hopper wgmma FP8 step z = sum_{k<32} a_k*b_k + c, f32 result\n"
-            "# (DESIGN §3.5 hopper_wgmma; checked by proptests/numerics/models/golden_step_test.cpp)\n"
+            "# (docs/models.md; checked by proptests/numerics/models/golden_step_test.cpp)\n"
             f"# source: {source}\n"
             f"# generator: {' '.join(argv)}\n"
             f"# seed: {seed}; lines: {len(pick)}; sha256 of the lines below: "
@@ -439,7 +440,8 @@ def write_golden(path, cases, z, n, seed, source, argv):
         f.write(head + body)
     print(f"wrote {len(pick)} golden lines to {path}")
     return pick, {"source": source, "generator": " ".join(argv), "seed": seed,
-                  "format": "one wgmma FP8 step z = sum_k a_k*b_k + c (DESIGN 3.5 hopper_wgmma)"}
+                  "format":
+                      "one wgmma FP8 step z = sum_k a_k*b_k + c (docs/models.md hopper_wgmma)"}
 
 
 def write_safetensors(path, cases, z, pick, metadata):

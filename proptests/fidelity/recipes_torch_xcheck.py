@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""fp8ref's scale recipes against the real thing (issue 3 item 6b; docs/recipes.md "GPU cross-check").
+"""fp8ref's scale recipes against the real thing (docs/recipes.md "GPU cross-check").
 
 DeepGEMM's casts (deep_gemm/utils/math.py: per_token_cast_to_fp8, per_block_cast_to_fp8,
 per_channel_cast_to_fp8, ceil_to_ue8m0) written out in torch with the same operations in the same

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hardware fidelity of the accumulation models (issue 4 item 7, DESIGN §3.5), one shot on the GPU
+# Hardware fidelity of the accumulation models (docs/design.md §14), one shot on the GPU
 # machine (H100, python3 with torch and numpy, g++): installs the carried mmasim wheel, builds the two
 # drivers, runs 7a (mmasim_step_xcheck.py: hopper_wgmma_step vs mmasim, golden vectors) and 7b
 # (scaled_mm_predict.py: torch _scaled_mm / _scaled_grouped_mm predicted bitwise), logs to $OUT.

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Bitwise prediction of torch's FP8 GEMMs on an H100 by fp8ref's reference models (issue 4 item 7b,
-DESIGN §3.5): torch._scaled_mm (cuBLASLt) tensorwise with default and fast accumulation, rowwise,
-blockwise 1x128 x 128x128, and torch._scaled_grouped_mm rowwise with empty groups, over shapes with
-large K. Each call's inputs and outputs are dumped (proptests/fidelity/gemm_case.h) and handed to
-gemm_driver, which searches the models x epilogue orders x split-K S for one that reproduces every
-output bit; the torch profiler names the kernel that ran.
+"""Bitwise prediction of torch's FP8 GEMMs on an H100 by fp8ref's reference models (part 7b of
+run_fidelity.sh; docs/design.md §10-12): torch._scaled_mm (cuBLASLt) tensorwise with default and
+fast accumulation, rowwise, blockwise 1x128 x 128x128, and torch._scaled_grouped_mm rowwise with
+empty groups, over shapes with large K. Each call's inputs and outputs are dumped
+(proptests/fidelity/gemm_case.h) and handed to gemm_driver, which searches the models x epilogue
+orders x split-K S for one that reproduces every output bit; the torch profiler names the kernel
+that ran.
 
   scaled_mm_predict.py --driver /tmp/gemm_driver [--workdir DIR] [--seed S] [--shapes M,N,K ...]
   scaled_mm_predict.py --dry-run ...   no torch: the "library outputs" are the driver's own model
@@ -38,11 +39,11 @@ SPLITS = [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 24, 32, 48, 64, 128]
 # fixed-length slices (24 blocks was seen for K = 8192 and 16384).
 SLICE_LENGTHS = [8, 12, 16, 20, 24, 28, 32, 40, 48, 56, 64]
 SCALING_ID = {"none": 0, "tensorwise": 1, "rowwise": 2, "blockwise": 3}
-# Candidate models per scaling (names of numerics/accumulation_models.h; unknown names are skipped).
+# Candidate models per scaling (names of numerics/models/model_types.h; unknown names are skipped).
 TENSORWISE_MODELS = "hopper_promoted_tensorwise,hopper_unpromoted,hopper_mma_sync"
 ROWWISE_MODELS = "hopper_promoted_rowwise,hopper_promoted_tensorwise,hopper_unpromoted"
 BLOCK_MODELS = "hopper_promoted_blockwise,hopper_mma_sync"
-# Paths that must run and be predicted (DESIGN §3.5 "Seen bitwise"); the others are reported.
+# Paths that must run and be predicted (seen bitwise on an H100, README.md); others are reported.
 REQUIRED = ("tw_default_bf16", "tw_default_f32", "tw_fast_bf16", "tw_fast_f32", "bw_bf16",
             "grouped_rowwise_bf16")
 
@@ -419,7 +420,7 @@ def main():
     ap.add_argument("--driver", default="/tmp/gemm_driver")
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--seed", type=int, default=20261122)
-    ap.add_argument("--shapes", nargs="*", default=None, help="M,N,K ... (default: the issue's shapes)")
+    ap.add_argument("--shapes", nargs="*", default=None, help="M,N,K ... (default: SHAPES)")
     ap.add_argument("--sample-rows", type=int, default=0,
                     help="rows per sample (default: about 4096 outputs, 4..16 rows)")
     ap.add_argument("--no-grouped", action="store_true")

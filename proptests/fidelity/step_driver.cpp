@@ -1,6 +1,6 @@
-// Batch evaluator of the tensor-core step model `hopper_wgmma_step` (DESIGN §3.5,
-// numerics/wgmma_step.h, wgmma_tile.h) for the cross-check against mmasim and the speed comparison
-// with it (issue 4 items 5 and 7a; proptests/fidelity/mmasim_step_xcheck.py).
+// Batch evaluator of the tensor-core step model `hopper_wgmma_step` (docs/design.md §10,
+// numerics/models/wgmma_step.h, wgmma_tile.h) for the cross-check against mmasim and the speed
+// comparison with it (part 7a of run_fidelity.sh; proptests/fidelity/mmasim_step_xcheck.py).
 //
 //   step_driver IN OUT              single steps
 //     IN:  records of 70 bytes: fa, fb (0 = e4m3, 1 = e5m2), a[32], b[32] (FP8 codes), c (f32, LE)
@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "numerics/wgmma_tile.h"
+#include "numerics/models.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Real torch.save files read by fp8ref's tensor I/O (issue 5, torch zip subset), on a machine
-with torch: every tensor written by torch.save (fp8 dtypes, views with storage offsets and
+"""Real torch.save files read by fp8ref's tensor I/O (docs/cli.md: the torch zip subset), on a
+machine with torch: every tensor written by torch.save (fp8 dtypes, views with storage offsets and
 strides, shared storages, nested dicts/lists/tuples) must come back bitwise through
 `tensor_io_roundtrip FILE.pt OUT.safetensors`; the legacy (non-zip) format must be refused with
 exit 2 and one line.

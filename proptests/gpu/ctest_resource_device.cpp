@@ -1,8 +1,8 @@
 // CTest resource allocation for the GPU gtests (docs/fuzz.md "Several GPUs with CTest resource
 // specs"): when `ctest --resource-spec-file` gave this test a GPU (CTEST_RESOURCE_GROUP_0_GPUS =
 // "id:3,slots:1"), the process sees only that one, as CUDA_VISIBLE_DEVICES=3, set before the
-// CUDA runtime initialises (lazily, at the first CUDA call). proptests/campaign/gpu_suite.cmake does
-// the same for the campaign's GPU suites.
+// CUDA runtime initialises (lazily, at the first CUDA call). proptests/campaign/gpu_suite.cmake
+// does the same for the campaign's GPU suites.
 #include <cstdio>
 #include <cstdlib>
 #include <string>

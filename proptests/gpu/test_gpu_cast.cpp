@@ -1,6 +1,7 @@
 // GPU cast kernels vs the numerics oracle: the hardware cvt.rn.satfinite instructions must give
 // the cuda_satfinite profile's byte for every f32 and f16 input, and the hardware decode the
-// exact value of every code (DESIGN §3.2, §4 "GPU kernels").
+// exact value of every code (docs/design.md §5, §14).
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,8 +12,6 @@
 #include <thread>
 #include <vector>
 
-#include <cuda_runtime.h>
-
 #include "gpu/cast_kernels.h"
 #include "gpu/device.h"
 #include "numerics/profile.h"
@@ -20,7 +19,7 @@
 namespace fp8ref {
 namespace {
 
-#define FP8REF_REQUIRE_DEVICE()                                                    \
+#define FP8REF_REQUIRE_DEVICE() \
   if (!gpu::device_available()) GTEST_SKIP() << gpu::device_description();
 
 struct Mismatches {
@@ -55,7 +54,8 @@ Mismatches compare_range(const ProfileCodec& codec, std::uint64_t first, const s
 }
 
 void sweep_all_f32(Format format) {
-  const ProfileCodec codec = make_codec(Profile::cuda_satfinite, format, Source::f32, Rounding::rne);
+  const ProfileCodec codec =
+      make_codec(Profile::cuda_satfinite, format, Source::f32, Rounding::rne);
   constexpr std::size_t kChunk = std::size_t{1} << 28;
   std::uint8_t* d_out = nullptr;
   FP8REF_CUDA_CHECK(cudaMalloc(&d_out, kChunk));
@@ -70,8 +70,9 @@ void sweep_all_f32(Format format) {
       if (total.first.size() < 8) total.first.push_back(x);
   }
   FP8REF_CUDA_CHECK(cudaFree(d_out));
-  std::printf("%s f32 -> %s: 4294967296 inputs, %llu mismatches\n", gpu::device_description().c_str(),
-              std::string(to_string(format)).c_str(), (unsigned long long)total.count);
+  std::printf("%s f32 -> %s: 4294967296 inputs, %llu mismatches\n",
+              gpu::device_description().c_str(), std::string(to_string(format)).c_str(),
+              (unsigned long long)total.count);
   for (auto x : total.first)
     ADD_FAILURE() << "input 0x" << std::hex << x << " expected 0x" << int(codec.encode(x));
   EXPECT_EQ(total.count, 0u);

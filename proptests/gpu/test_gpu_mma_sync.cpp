@@ -1,7 +1,8 @@
-// The FP8 mma.sync instruction on the device vs the `hopper_mma_sync` step model (numerics/
-// accumulate.h, DESIGN §3.5), bit for bit: first small-integer tiles whose sums are exact under
-// any accumulation (they pin the fragment layout of gpu/mma_sync.cu against plain arithmetic),
-// then class-weighted random tiles of every format pair with random accumulators.
+// The FP8 mma.sync instruction on the device vs the `hopper_mma_sync` step model
+// (numerics/models/mma_sync_step.h, docs/design.md §10), bit for bit: first small-integer tiles
+// whose sums are exact under any accumulation (they pin the fragment layout of gpu/mma_sync.cu
+// against plain arithmetic), then class-weighted random tiles of every format pair with random
+// accumulators.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -13,8 +14,8 @@
 
 #include "gpu/device.h"
 #include "gpu/mma_sync.h"
-#include "numerics/accumulate.h"
 #include "numerics/codec.h"
+#include "numerics/models.h"
 
 namespace fp8ref {
 namespace {

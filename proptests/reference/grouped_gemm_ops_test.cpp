@@ -1,4 +1,4 @@
-// Grouped GEMM ops beyond the plain forward (DESIGN §3.5–3.6): the integer-block `exact` path
+// Grouped GEMM ops beyond the plain forward (docs/design.md §9-13): the integer-block `exact` path
 // equals exact_dot element by element; dgrad against the rational oracle and across layouts;
 // invariance under group reordering and batch composition; merged gate/up == separate.
 #include <gtest/gtest.h>
@@ -227,8 +227,9 @@ TEST(MergedGateUp, ScalesThatCannotCarryOverAreRejected) {
   EXPECT_NO_THROW(merge_gate_up_scales(Scaling::blockwise, blk, blk, 2, 128, 128));
 }
 
-// Merged dgrad sums over 2H, so it is compared with the exact value (DESIGN §3.6), not with the
-// two separate dgrads: `exact` on (dY13, W13) is the rational sum over both halves rounded once.
+// Merged dgrad sums over 2H, so it is compared with the exact value (docs/design.md §13), not with
+// the two separate dgrads: `exact` on (dY13, W13) is the rational sum over both halves rounded
+// once.
 FP8REF_RC_PROP(MergedGateUp, MergedDgradExactIsRoundedSumOfHalves, 100, ()) {
   const std::int64_t G = 1, H = *rc::gen::inRange<std::int64_t>(1, 200),
                      K = *rc::gen::inRange<std::int64_t>(1, 20);

@@ -1,4 +1,4 @@
-// Grouped GEMM reference and group descriptors (DESIGN §3.5): descriptor validation and
+// Grouped GEMM reference and group descriptors (docs/design.md §8-9): descriptor validation and
 // conversions, thread-count invariance, padding independence, empty-group invariance, layout
 // equivalence, agreement with the rational oracle, wgrad's empty group == C.
 #include "reference/grouped_gemm.h"

@@ -1,4 +1,4 @@
-// Padding, permutation and unpermute (DESIGN §3.6): unpad∘pad = id with padding rows exactly
+// Padding, permutation and unpermute (docs/design.md §13): unpad∘pad = id with padding rows exactly
 // zero and the static capacity formula; a GEMM on the padded buffer equals the GEMM on the
 // unpadded rows; unpermute∘permute = id for top-1 with unit probs; expert-major order with
 // ascending tokens; scale rows travel with their rows and 2D-scaled activations are rejected;

@@ -1,5 +1,6 @@
-// K-grouped wgrad with scales along tokens (DESIGN §3.5; issue 4 item 2): 1×128 (blockwise) and
-// MX 1×32 blocks restarting at each group, tensorwise and unscaled, f32 / bf16 / f16 output.
+// K-grouped wgrad with scales along tokens (docs/design.md §9; docs/models.md "wgrad"): 1×128
+// (blockwise) and MX 1×32 blocks restarting at each group, tensorwise and unscaled, f32 / bf16 /
+// f16 output.
 // Laws: `exact` is the Boost cpp_rational value C + sum rounded once; every model lies within its
 // bound; empty groups give C converted; unit block scales change nothing; thread counts, unread
 // scales and inserted empty groups change nothing; bad scales are rejected; quantize composes.
@@ -15,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "proptests/common/test_level.h"
 #include "proptests/common/oracle.h"
+#include "proptests/common/test_level.h"
 #include "reference/grouped_gemm.h"
 #include "reference/quantize.h"
 

@@ -1,5 +1,5 @@
 # ctest driver for one malformed-corpus file: `fp8-check inspect FILE` must exit 2 and write exactly
-# one non-empty line to stderr (issue 5 item 5). Invoked as cmake -DEXE=... -DFILE=... -P this.
+# one non-empty line to stderr (docs/design.md §16). Invoked as cmake -DEXE=... -DFILE=... -P this.
 execute_process(COMMAND ${EXE} inspect ${FILE}
                 RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err TIMEOUT 20)
 string(REGEX REPLACE "\n$" "" body "${err}")

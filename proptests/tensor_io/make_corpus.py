@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Generates the malformed-input corpus for tools/tensor_io (issue 5 item 5): every file must make
-`fp8-check inspect` exit 2 with exactly one line on stderr. Stdlib only, deterministic output.
+"""Generates the malformed-input corpus for tools/tensor_io (docs/design.md §16): every file must
+make `fp8-check inspect` exit 2 with exactly one line on stderr. Stdlib only, deterministic output.
 Usage: make_corpus.py OUT_DIR            (writes OUT_DIR/{safetensors,npy,npz,torch}/* + MANIFEST.txt)
        make_corpus.py --valid OUT_DIR    (well-formed seed files for the libFuzzer harnesses)"""
 import io

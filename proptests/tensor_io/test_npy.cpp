@@ -13,7 +13,8 @@ namespace {
 using test::kAllDTypes;
 using test::make_tensor;
 
-std::vector<std::uint8_t> npy_raw(int major, const std::string& dict, const std::vector<std::uint8_t>& data) {
+std::vector<std::uint8_t> npy_raw(int major, const std::string& dict,
+                                  const std::vector<std::uint8_t>& data) {
   std::vector<std::uint8_t> v = test::bytes_of("\x93NUMPY");
   v.push_back(static_cast<std::uint8_t>(major));
   v.push_back(0);
@@ -48,37 +49,45 @@ TEST(Npy, FortranOrderIsConvertedToCOrder) {
   // 2x3 int16 matrix [[0,1,2],[3,4,5]] stored column-major: 0,3,1,4,2,5.
   std::vector<std::uint8_t> data;
   for (int v : {0, 3, 1, 4, 2, 5}) test::put_le(data, static_cast<std::uint64_t>(v), 2);
-  const Tensor t = parse_npy(npy_raw(1, "{'descr': '<i2', 'fortran_order': True, 'shape': (2, 3), }\n", data), "mem", {});
+  const Tensor t = parse_npy(
+      npy_raw(1, "{'descr': '<i2', 'fortran_order': True, 'shape': (2, 3), }\n", data), "mem", {});
   ASSERT_EQ(t.shape, (std::vector<std::int64_t>{2, 3}));
   for (int i = 0; i < 6; ++i) EXPECT_EQ(t.data[static_cast<std::size_t>(2 * i)], i);
 }
 
 TEST(Npy, BigEndianIsSwapped) {
-  const std::vector<std::uint8_t> be = {0x3f, 0x80, 0x00, 0x00, 0xc0, 0x00, 0x00, 0x00};  // 1.0f, -2.0f
-  const Tensor t = parse_npy(npy_raw(2, "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }\n", be), "mem", {});
+  const std::vector<std::uint8_t> be = {0x3f, 0x80, 0x00, 0x00,
+                                        0xc0, 0x00, 0x00, 0x00};  // 1.0f, -2.0f
+  const Tensor t = parse_npy(
+      npy_raw(2, "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }\n", be), "mem", {});
   EXPECT_EQ(t.dtype, DType::F32);
   EXPECT_EQ(t.data, (std::vector<std::uint8_t>{0, 0, 0x80, 0x3f, 0, 0, 0, 0xc0}));
 }
 
 TEST(Npy, Version3HeaderAndZeroDim) {
-  const Tensor t = parse_npy(npy_raw(3, "{\"descr\": \"<u2\", \"fortran_order\": False, \"shape\": (), }\n", {7, 1}), "mem", {});
+  const Tensor t = parse_npy(
+      npy_raw(3, "{\"descr\": \"<u2\", \"fortran_order\": False, \"shape\": (), }\n", {7, 1}),
+      "mem", {});
   EXPECT_TRUE(t.shape.empty());
   EXPECT_EQ(t.data, (std::vector<std::uint8_t>{7, 1}));
 }
 
 TEST(Npy, OpaqueDescrNeedsAsDType) {
-  const auto file = npy_raw(1, "{'descr': '<V1', 'fortran_order': False, 'shape': (2,), }\n", {0x38, 0xff});
+  const auto file =
+      npy_raw(1, "{'descr': '<V1', 'fortran_order': False, 'shape': (2,), }\n", {0x38, 0xff});
   EXPECT_THROW(parse_npy(file, "mem", {}), Error);
   ReadOptions opts;
   opts.as_dtype = DType::F8_E4M3;
   EXPECT_EQ(parse_npy(file, "mem", opts).dtype, DType::F8_E4M3);
-  const auto f1 = npy_raw(1, "{'descr': '<f1', 'fortran_order': False, 'shape': (2,), }\n", {0x3c, 0x7c});
+  const auto f1 =
+      npy_raw(1, "{'descr': '<f1', 'fortran_order': False, 'shape': (2,), }\n", {0x3c, 0x7c});
   opts.as_dtype = DType::F8_E5M2;
   EXPECT_EQ(parse_npy(f1, "mem", opts).data, (std::vector<std::uint8_t>{0x3c, 0x7c}));
 }
 
 TEST(Npy, Uint8ViewOfBf16IsReshapedOnTheLastDimension) {
-  const auto file = npy_raw(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (2, 4), }\n", {1, 2, 3, 4, 5, 6, 7, 8});
+  const auto file = npy_raw(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (2, 4), }\n",
+                            {1, 2, 3, 4, 5, 6, 7, 8});
   ReadOptions opts;
   opts.as_dtype = DType::BF16;
   EXPECT_EQ(parse_npy(file, "mem", opts).shape, (std::vector<std::int64_t>{2, 2}));
@@ -86,9 +95,13 @@ TEST(Npy, Uint8ViewOfBf16IsReshapedOnTheLastDimension) {
   EXPECT_EQ(parse_npy(file, "mem", opts).shape, (std::vector<std::int64_t>{2, 8}));
 }
 
-void expect_error(const std::vector<std::uint8_t>& bytes, const std::string& needle, bool npz = false) {
+void expect_error(const std::vector<std::uint8_t>& bytes, const std::string& needle,
+                  bool npz = false) {
   try {
-    if (npz) parse_npz(bytes, "bad.npz", {}); else parse_npy(bytes, "bad.npy", {});
+    if (npz)
+      parse_npz(bytes, "bad.npz", {});
+    else
+      parse_npy(bytes, "bad.npy", {});
     ADD_FAILURE() << "accepted malformed file, expected: " << needle;
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
@@ -100,12 +113,19 @@ TEST(Npy, MalformedFilesAreRefusedWithAReason) {
   expect_error(test::bytes_of("\x93NUMP"), "bad magic");
   expect_error(npy_raw(4, ok, {}), "version 4");
   expect_error(npy_raw(1, ok, {1, 2, 3}), "needs 8");
-  expect_error(npy_raw(1, "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", {}), "not supported");
-  expect_error(npy_raw(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }", {}), "structured");
+  expect_error(npy_raw(1, "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", {}),
+               "not supported");
+  expect_error(npy_raw(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }", {}),
+               "structured");
   expect_error(npy_raw(1, "{'descr': '<f4', 'shape': (2,), }", {}), "lacks");
-  expect_error(npy_raw(1, "{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,), }", {}), "True or False");
-  expect_error(npy_raw(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-2,), }", {}), "non-negative integer");
-  expect_error(npy_raw(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 99999999999), }", {}), "2^62");
+  expect_error(npy_raw(1, "{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,), }", {}),
+               "True or False");
+  expect_error(npy_raw(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-2,), }", {}),
+               "non-negative integer");
+  expect_error(
+      npy_raw(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 99999999999), }",
+              {}),
+      "2^62");
   auto truncated_len = npy_raw(1, ok, {});
   truncated_len[8] = 0xff, truncated_len[9] = 0xff;
   expect_error(truncated_len, "exceeds the file size");
@@ -125,8 +145,10 @@ std::vector<std::uint8_t> deflate_raw(const std::vector<std::uint8_t>& in) {
   return out;
 }
 
-// Stored archive with member 0's payload replaced by a deflated one (method 8) claiming `claim` bytes.
-std::vector<std::uint8_t> deflated_npz(const std::vector<std::uint8_t>& member, std::uint64_t claim) {
+// Stored archive with member 0's payload replaced by a deflated one (method 8) claiming `claim`
+// bytes.
+std::vector<std::uint8_t> deflated_npz(const std::vector<std::uint8_t>& member,
+                                       std::uint64_t claim) {
   const std::vector<std::uint8_t> z = deflate_raw(member);
   const uLong crc = crc32(0, member.data(), static_cast<uInt>(member.size()));
   std::vector<std::uint8_t> v;
@@ -143,7 +165,10 @@ std::vector<std::uint8_t> deflated_npz(const std::vector<std::uint8_t>& member, 
     test::put_le(v, 0, 2);
     if (central) test::put_le(v, 0, 10), test::put_le(v, 0, 4);
     v.insert(v.end(), name.begin(), name.end());
-    if (!central) { v.insert(v.end(), z.begin(), z.end()); continue; }
+    if (!central) {
+      v.insert(v.end(), z.begin(), z.end());
+      continue;
+    }
     const std::size_t cd_size = v.size() - cd_start;
     test::put_le(v, 0x06054b50, 4);
     test::put_le(v, 0, 4);
@@ -155,7 +180,8 @@ std::vector<std::uint8_t> deflated_npz(const std::vector<std::uint8_t>& member, 
 
 TEST(Npz, StoredAndDeflatedMembersRead) {
   TensorFile tf;
-  for (DType t : {DType::F32, DType::I64, DType::BOOL}) tf.tensors.push_back({std::string(dtype_name(t)), make_tensor(t, {4, 3})});
+  for (DType t : {DType::F32, DType::I64, DType::BOOL})
+    tf.tensors.push_back({std::string(dtype_name(t)), make_tensor(t, {4, 3})});
   const TensorFile back = parse_npz(serialize_npz(tf, "mem"), "mem", {});
   ASSERT_EQ(back.tensors.size(), 3u);
   for (std::size_t i = 0; i < 3; ++i) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Interop test for tools/tensor_io (issue 5 item 4): files written by numpy, ml_dtypes and the
+"""Interop test for tools/tensor_io: files written by numpy, ml_dtypes and the
 safetensors package are read bitwise by fp8ref (via tensor_io_roundtrip, which rewrites them), and
 the files fp8ref writes (.safetensors, .npy, .npz) load back in Python bitwise.
 Usage: test_tensor_io_interop.py --roundtrip PATH/tensor_io_roundtrip --workdir DIR"""

@@ -19,7 +19,9 @@ struct Pickle {
     b.insert(b.end(), s.begin(), s.end());
     return *this;
   }
-  Pickle& integer(std::int32_t v) { return op('J'), test::put_le(b, static_cast<std::uint32_t>(v), 4), *this; }
+  Pickle& integer(std::int32_t v) {
+    return op('J'), test::put_le(b, static_cast<std::uint32_t>(v), 4), *this;
+  }
   Pickle& global(const std::string& m, const std::string& n) {
     op('c');
     for (const std::string& s : {m, n}) b.insert(b.end(), s.begin(), s.end()), b.push_back('\n');
@@ -30,9 +32,10 @@ struct Pickle {
     for (auto x : xs) integer(x);
     return op('t');
   }
-  // _rebuild_tensor_v2(('storage', torch.<type>, key, 'cpu', numel), offset, size, stride, False, OrderedDict())
-  Pickle& tensor(const std::string& type, const std::string& key, int numel, int offset, const std::vector<std::int32_t>& size,
-                 const std::vector<std::int32_t>& stride) {
+  // _rebuild_tensor_v2(('storage', torch.<type>, key, 'cpu', numel), offset, size, stride, False,
+  // OrderedDict())
+  Pickle& tensor(const std::string& type, const std::string& key, int numel, int offset,
+                 const std::vector<std::int32_t>& size, const std::vector<std::int32_t>& stride) {
     global("torch._utils", "_rebuild_tensor_v2").op('(');
     op('(').str("storage").global("torch", type).str(key).str("cpu").integer(numel).op('t').op('Q');
     integer(offset).ints(size).ints(stride).op(0x89);
@@ -42,8 +45,10 @@ struct Pickle {
   std::vector<std::uint8_t> done() { return op('.'), b; }
 };
 
-std::vector<std::uint8_t> torch_zip(const std::vector<std::uint8_t>& pkl, const std::vector<ZipMember>& storages) {
-  std::vector<ZipMember> m = {{"archive/data.pkl", pkl}, {"archive/byteorder", test::bytes_of("little")}};
+std::vector<std::uint8_t> torch_zip(const std::vector<std::uint8_t>& pkl,
+                                    const std::vector<ZipMember>& storages) {
+  std::vector<ZipMember> m = {{"archive/data.pkl", pkl},
+                              {"archive/byteorder", test::bytes_of("little")}};
   for (const ZipMember& s : storages) m.emplace_back("archive/data/" + s.first, s.second);
   return serialize_zip_stored(m, "mem");
 }
@@ -91,7 +96,8 @@ TEST(TorchZip, Fp8StoragesNestedContainersAndStateDictMetadata) {
   p.op('e').op('u');
   p.op('}').str("_metadata").op('}').op('s').op('b');  // ... with its _metadata state (BUILD)
   const std::vector<std::uint8_t> e4m3 = {0x38, 0x7e, 0xff, 0x80};
-  const TensorFile tf = parse_tensor_bytes(torch_zip(p.done(), {{"0", e4m3}, {"1", {127}}}), "mem.pt", {});
+  const TensorFile tf =
+      parse_tensor_bytes(torch_zip(p.done(), {{"0", e4m3}, {"1", {127}}}), "mem.pt", {});
   ASSERT_EQ(tf.tensors.size(), 2u);
   EXPECT_EQ(tf.tensors[0].name, "w.0");
   EXPECT_EQ(tf.tensors[0].tensor.dtype, DType::F8_E4M3);
@@ -132,7 +138,8 @@ TEST(TorchZip, ForeignGlobalsOpcodesAndBadViewsAreRefused) {
   Pickle memo;
   memo.op('h').op(3);
   expect_refused(torch_zip(memo.done(), {}), "memo key 3");
-  std::vector<std::uint8_t> legacy = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19, '.'};
+  std::vector<std::uint8_t> legacy = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46,
+                                      0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19, '.'};
   expect_refused(legacy, "legacy");
   Pickle cyclic;  // l = []; l.append(l)
   cyclic.op(']').op('q').op(0).op('h').op(0).op('a');

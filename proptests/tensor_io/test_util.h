@@ -11,9 +11,10 @@
 namespace fp8ref::tensor_io::test {
 
 inline constexpr DType kAllDTypes[] = {
-    DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32, DType::I16,
-    DType::I8, DType::U8, DType::U16, DType::U32, DType::U64, DType::BOOL, DType::F8_E4M3,
-    DType::F8_E5M2, DType::F8_E8M0, DType::F8_E4M3FNUZ, DType::F8_E5M2FNUZ, DType::F4};
+    DType::F64,     DType::F32,         DType::F16,         DType::BF16,    DType::I64,
+    DType::I32,     DType::I16,         DType::I8,          DType::U8,      DType::U16,
+    DType::U32,     DType::U64,         DType::BOOL,        DType::F8_E4M3, DType::F8_E5M2,
+    DType::F8_E8M0, DType::F8_E4M3FNUZ, DType::F8_E5M2FNUZ, DType::F4};
 
 // Bytes are a fixed pseudo-random sequence (BOOL gets 0/1), so every bit pattern class appears.
 inline Tensor make_tensor(DType t, std::vector<std::int64_t> shape, std::uint32_t seed = 1) {
@@ -26,7 +27,8 @@ inline Tensor make_tensor(DType t, std::vector<std::int64_t> shape, std::uint32_
     s = s * 1664525u + 1013904223u;
     b = static_cast<std::uint8_t>(t == DType::BOOL ? (s >> 31) : (s >> 24));
   }
-  if (t == DType::F4 && n % 2 == 1 && !x.data.empty()) x.data.back() &= 0x0f;  // unused nibble is zero
+  if (t == DType::F4 && n % 2 == 1 && !x.data.empty())
+    x.data.back() &= 0x0f;  // unused nibble is zero
   return x;
 }
 

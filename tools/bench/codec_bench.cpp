@@ -1,4 +1,4 @@
-// Codec benchmark (DESIGN §6, issue 2 item 7): encode/decode throughput per format on a realistic
+// Codec benchmark (docs/benchmarks.md): encode/decode throughput per format on a realistic
 // f32 array (normal x 2^U(-8,8)), single thread and all threads, as ratios to ml_dtypes' numpy
 // astype measured in the same run; and the wall time of an exhaustive 2^32 encode sweep of one
 // profile. A program that prints numbers, not a test. Usage: fp8ref_codec_bench [--log2n 26]

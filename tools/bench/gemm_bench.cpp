@@ -1,4 +1,4 @@
-// Grouped GEMM reference benchmark (DESIGN §6, issue 4 item 5): on one MoE-like shape, the time of
+// Grouped GEMM reference benchmark (docs/benchmarks.md): on one MoE-like shape, the time of
 // the `exact` model (tensorwise, rowwise, 1×128/128×128 scales) as a ratio to an Eigen f64 GEMM of
 // the same shape, and of the bit-level Hopper models as ratios to an Eigen f32 GEMM of the shape
 // they run on (a row subset: they simulate every tensor-core step). One run, ratios printed; also
@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "numerics/accumulation_models.h"
 #include "numerics/codec.h"
+#include "numerics/models.h"
 #include "reference/group_desc.h"
 #include "reference/grouped_gemm.h"
 

@@ -1,4 +1,4 @@
-// CPU quantize throughput per recipe as a ratio to memcpy (issue 3 item 9; DESIGN §6): a
+// CPU quantize throughput per recipe as a ratio to memcpy (docs/benchmarks.md): a
 // program that prints ratios, not a timed test. Target: ratio >= 0.3 on 2 cores.
 // Usage: fp8ref_quantize_bench [M K [REPS]]
 #include <omp.h>
@@ -24,6 +24,7 @@
 namespace {
 
 using namespace fp8ref;
+using namespace fp8ref::ref;
 using Clock = std::chrono::steady_clock;
 
 template <class F>
@@ -52,35 +53,9 @@ struct Case {
   Recipe recipe;
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const std::int64_t m = argc > 2 ? std::atoll(argv[1]) : 8192,
-                     k = argc > 2 ? std::atoll(argv[2]) : 7168;
-  const int reps = argc > 3 ? std::atoi(argv[3]) : 3;
-  if (m <= 0 || k <= 0 || reps <= 0) {
-    std::fprintf(stderr, "usage: fp8ref_quantize_bench [M K [REPS]]\n");
-    return 2;
-  }
-  std::vector<float> x(std::size_t(m * k));
-  std::mt19937_64 rng(20261122);
-  std::normal_distribution<float> normal;
-  std::uniform_int_distribution<int> exp(-8, 8);
-  for (std::int64_t i = 0; i < m; ++i) {
-    const float s = std::ldexp(1.0f, exp(rng));
-    for (std::int64_t j = 0; j < k; ++j) x[std::size_t(i * k + j)] = normal(rng) * s;
-  }
-  const std::size_t bytes = x.size() * sizeof(float);
-  std::vector<unsigned char> dst(bytes, 1);
-  const auto* src = reinterpret_cast<const unsigned char*>(x.data());
-  const double t_copy = best_seconds(reps, [&] { parallel_memcpy(dst.data(), src, bytes); });
-  std::printf("fp8ref_quantize_bench: f32 %lld x %lld (%.1f MiB), %d OpenMP threads, best of %d\n",
-              static_cast<long long>(m), static_cast<long long>(k), double(bytes) / 1048576.0,
-              omp_get_max_threads(), reps);
-  std::printf("memcpy: %.2f ms, %.2f GB/s\n", t_copy * 1e3, double(bytes) / t_copy * 1e-9);
-  std::printf("%-26s %-8s %10s %10s %9s %8s %8s\n", "recipe", "block", "ms", "GB/s in", "memcpy ms",
-              "ratio", "new out");
-  const Case cases[] = {
+// The recipes timed: each library's common configurations.
+std::vector<Case> bench_cases() {
+  return {
       {"deepgemm torch_cuda",
        {RecipeKind::deepgemm, Format::e4m3, Runtime::torch_cuda, false, 0.0f}},
       {"deepgemm ue8m0", {RecipeKind::deepgemm, Format::e4m3, Runtime::torch_cuda, true, 0.0f}},
@@ -100,31 +75,77 @@ int main(int argc, char** argv) {
       {"mx_rceil e5m2 torch_cpu",
        {RecipeKind::mx_rceil, Format::e5m2, Runtime::torch_cpu, false, 0.0f}},
   };
+}
+
+// An (m, k) f32 tensor: rows of normal values, each row scaled by 2^U(-8, 8), seeded.
+std::vector<float> make_input(std::int64_t m, std::int64_t k) {
+  std::vector<float> x(std::size_t(m * k));
+  std::mt19937_64 rng(20261122);
+  std::normal_distribution<float> normal;
+  std::uniform_int_distribution<int> exp(-8, 8);
+  for (std::int64_t i = 0; i < m; ++i) {
+    const float s = std::ldexp(1.0f, exp(rng));
+    for (std::int64_t j = 0; j < k; ++j) x[std::size_t(i * k + j)] = normal(rng) * s;
+  }
+  return x;
+}
+
+// One row of the table: best of reps for quantize_into (reused output), quantize (new output) and
+// a memcpy of the input timed between them.
+struct RowTimes {
+  double reused = 1e30, fresh = 1e30, copy = 1e30;
+};
+RowTimes time_row(const SourceView2d& v, const Recipe& r, BlockGeometry g, int reps,
+                  std::vector<unsigned char>& dst, const unsigned char* src, std::size_t& sink) {
+  Quantized out{};
+  quantize_into(v, r, g, out);  // sizes (and faults in) the reused output
+  RowTimes t;
+  for (int i = 0; i < reps; ++i) {
+    t.copy =
+        std::min(t.copy, best_seconds(1, [&] { parallel_memcpy(dst.data(), src, dst.size()); }));
+    t.reused = std::min(t.reused, best_seconds(1, [&] {
+                          quantize_into(v, r, g, out);
+                          sink += out.codes[0];
+                        }));
+    t.fresh = std::min(t.fresh, best_seconds(1, [&] { sink += quantize(v, r, g).codes[0]; }));
+  }
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::int64_t m = argc > 2 ? std::atoll(argv[1]) : 8192,
+                     k = argc > 2 ? std::atoll(argv[2]) : 7168;
+  const int reps = argc > 3 ? std::atoi(argv[3]) : 3;
+  if (m <= 0 || k <= 0 || reps <= 0) {
+    std::fprintf(stderr, "usage: fp8ref_quantize_bench [M K [REPS]]\n");
+    return 2;
+  }
+  const std::vector<float> x = make_input(m, k);
+  const std::size_t bytes = x.size() * sizeof(float);
+  std::vector<unsigned char> dst(bytes, 1);
+  const auto* src = reinterpret_cast<const unsigned char*>(x.data());
+  const double t_copy = best_seconds(reps, [&] { parallel_memcpy(dst.data(), src, bytes); });
+  std::printf("fp8ref_quantize_bench: f32 %lld x %lld (%.1f MiB), %d OpenMP threads, best of %d\n",
+              static_cast<long long>(m), static_cast<long long>(k), double(bytes) / 1048576.0,
+              omp_get_max_threads(), reps);
+  std::printf("memcpy: %.2f ms, %.2f GB/s\n", t_copy * 1e3, double(bytes) / t_copy * 1e-9);
+  std::printf("%-26s %-8s %10s %10s %9s %8s %8s\n", "recipe", "block", "ms", "GB/s in", "memcpy ms",
+              "ratio", "new out");
   const SourceView2d v{x.data(), Source::f32, m, k, k, 1};
   double worst = 1e30;
   std::size_t sink = 0;
-  for (const Case& c : cases) {
+  for (const Case& c : bench_cases()) {
     std::vector<BlockGeometry> gs{BlockGeometry::b1x128, BlockGeometry::b128x128};
     if (is_mx(c.recipe.kind)) gs.push_back(BlockGeometry::b1x32);
     for (const BlockGeometry g : gs) {
-      Quantized out{};
-      quantize_into(v, c.recipe, g, out);  // sizes (and faults in) the reused output
-      double t = 1e30, t_new = 1e30, t_row_copy = 1e30;
-      for (int i = 0; i < reps; ++i) {
-        t_row_copy =
-            std::min(t_row_copy, best_seconds(1, [&] { parallel_memcpy(dst.data(), src, bytes); }));
-        t = std::min(t, best_seconds(1, [&] {
-                       quantize_into(v, c.recipe, g, out);
-                       sink += out.codes[0];
-                     }));
-        t_new =
-            std::min(t_new, best_seconds(1, [&] { sink += quantize(v, c.recipe, g).codes[0]; }));
-      }
-      const double ratio = t_row_copy / t;
+      const RowTimes t = time_row(v, c.recipe, g, reps, dst, src, sink);
+      const double ratio = t.copy / t.reused;
       worst = std::min(worst, ratio);
       std::printf("%-26s %-8s %10.2f %10.2f %9.2f %8.3f %8.3f\n", c.name,
-                  std::string(to_string(g)).c_str(), t * 1e3, double(bytes) / t * 1e-9,
-                  t_row_copy * 1e3, ratio, t_row_copy / t_new);
+                  std::string(to_string(g)).c_str(), t.reused * 1e3,
+                  double(bytes) / t.reused * 1e-9, t.copy * 1e3, ratio, t.copy / t.fresh);
     }
   }
   std::printf("lowest ratio %.3f (target >= 0.3) [checksum %zu]\n", worst, sink);

@@ -1,6 +1,6 @@
-// The M-grouped GEMM case of the fuzz suites (issue 6 items 1-3, docs/fuzz.md "Adding a GPU
-// suite"): the case struct, its draw from the shared generators of tools/campaign/gen/, its case file
-// (save / load), coverage tags, and the independent fixed-point oracle of one output element.
+// The M-grouped GEMM case of the fuzz suites (docs/fuzz.md "Adding a GPU
+// suite"): the case struct, its draw from the shared generators of tools/campaign/gen/, its case
+// file (save / load), coverage tags, and the independent fixed-point oracle of one output element.
 // The CPU suites (suites_gemm.cpp) hold the reference to it; GPU GEMM suites reuse it with the
 // kernel in place of the reference.
 #pragma once
@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "campaign/suite.h"
 #include "campaign/gen/fixed_oracle.h"
 #include "campaign/gen/group_sizes.h"
 #include "campaign/gen/values.h"
+#include "campaign/suite.h"
 #include "reference/grouped_gemm.h"
 
 namespace fp8ref::fuzz {

@@ -1,4 +1,4 @@
-// The fuzz campaign runner behind `fp8-check fuzz` (issue 6 item 5): runs suites in batches of
+// The fuzz campaign runner behind `fp8-check fuzz` (docs/fuzz.md): runs suites in batches of
 // RapidCheck cases, each batch seeded from (campaign seed, suite, batch index), so a campaign is
 // reproducible from its seed and `--shard i/n` takes the batches b ≡ i (mod n): n shards cover
 // disjoint cases. A failure is shrunk by RapidCheck, replayed once to capture the case as a

@@ -1,6 +1,6 @@
-// Fuzz suites (issue 6): a property over a generated case, run by the campaign runner
-// (`fp8-check fuzz`, runner.h) and by CTest. A suite's case can be written as a tensor file and
-// read back, so a shrunk failure becomes a file that `fp8-check` opens and `golden accept` pins
+// Fuzz suites (docs/fuzz.md "The suites"): a property over a generated case, run by the campaign
+// runner (`fp8-check fuzz`, runner.h) and by CTest. A suite's case can be written as a tensor file
+// and read back, so a shrunk failure becomes a file that `fp8-check` opens and `golden accept` pins
 // as a regression that the `golden.regressions` suite replays.
 #pragma once
 

@@ -1,16 +1,16 @@
-// Data-movement and quantizer fuzz suites (issue 6 item 2): pad / unpad over the tokens-per-group
-// distributions, and per-group quantization along tokens (K-grouped wgrad operands) against its
-// definition (each group quantized on its own), global blocking when every group is block-
-// aligned, and thread-count invariance.
+// Data-movement and quantizer fuzz suites (docs/fuzz.md "The suites"): pad / unpad over the
+// tokens-per-group distributions, and per-group quantization along tokens (K-grouped wgrad
+// operands) against its definition (each group quantized on its own), global blocking when every
+// group is block-aligned, and thread-count invariance.
 #include <algorithm>
 #include <bit>
 #include <cstring>
 #include <random>
 
-#include "campaign/suite.h"
 #include "campaign/gen/choices.h"
 #include "campaign/gen/group_sizes.h"
 #include "campaign/gen/values.h"
+#include "campaign/suite.h"
 #include "reference/pad_permute.h"
 #include "reference/quantize.h"
 
@@ -72,7 +72,7 @@ PadCase load_pad(const TensorFile& tf) {
 void check_pad(const PadCase& p) {
   const std::int64_t T = p.gs.total(), G = p.gs.groups(), A = p.gs.align, W = p.row_bytes;
   const ref::PadPlan plan = ref::plan_padding(p.gs.sizes, A, p.empty);
-  // The plan against the definition (DESIGN §3.6).
+  // The plan against the definition (docs/design.md §13).
   std::int64_t start = 0;
   for (std::int64_t g = 0; g < G; ++g) {
     const std::int64_t s = p.gs.sizes[std::size_t(g)];
@@ -118,25 +118,25 @@ void check_pad(const PadCase& p) {
 struct QuantCase {
   gen::GroupSizes gs;
   Recipe recipe{RecipeKind::deepgemm, Format::e4m3, Runtime::torch_cuda, false, 0.0f};
-  BlockGeometry geometry = BlockGeometry::b128x128;
+  ref::BlockGeometry geometry = ref::BlockGeometry::b128x128;
   std::int64_t cols = 1;
   gen::ValueClass values = gen::ValueClass::normal;
   std::vector<std::uint32_t> x;  // (total, cols) f32 bits
 };
 
-std::int64_t block_rows(BlockGeometry g) {
-  return g == BlockGeometry::b128x128 || g == BlockGeometry::b128x1 ? 128
-         : g == BlockGeometry::b32x1                                ? 32
-                                                                    : 1;
+std::int64_t block_rows(ref::BlockGeometry g) {
+  return g == ref::BlockGeometry::b128x128 || g == ref::BlockGeometry::b128x1 ? 128
+         : g == ref::BlockGeometry::b32x1                                     ? 32
+                                                                              : 1;
 }
 
 QuantCase draw_quant() {
   QuantCase q;
   q.recipe = *gen::recipe();
   q.geometry = gen::is_mx_recipe(q.recipe.kind)
-                   ? *rc::gen::element(BlockGeometry::b32x1, BlockGeometry::b1x32)
-                   : *rc::gen::element(BlockGeometry::b128x128, BlockGeometry::b128x1,
-                                       BlockGeometry::b1x128, BlockGeometry::rowwise);
+                   ? *rc::gen::element(ref::BlockGeometry::b32x1, ref::BlockGeometry::b1x32)
+                   : *rc::gen::element(ref::BlockGeometry::b128x128, ref::BlockGeometry::b128x1,
+                                       ref::BlockGeometry::b1x128, ref::BlockGeometry::rowwise);
   gen::SizeLimits lim;
   lim.max_total = 400;
   lim.max_groups = 16;
@@ -176,7 +176,7 @@ QuantCase load_quant(const TensorFile& tf) {
   if (kind < 0 || kind > 6 || elem < 0 || elem > 1 || rt < 0 || rt > 2 || geo < 0 || geo > 7)
     throw std::invalid_argument("case file: recipe / geometry out of range");
   q.recipe = {RecipeKind(kind), Format(elem), Runtime(rt), get_meta(tf, "pow2") == "1", 0.0f};
-  q.geometry = BlockGeometry(geo);
+  q.geometry = ref::BlockGeometry(geo);
   q.cols = get_meta_int(tf, "cols");
   gen::value_class_from_string(get_meta(tf, "values"), q.values);
   q.x = get_u32(tf, "x_bits");
@@ -186,7 +186,8 @@ QuantCase load_quant(const TensorFile& tf) {
   return q;
 }
 
-bool same(const Quantized& a, std::int64_t a_row0, std::int64_t a_brow0, const Quantized& b) {
+bool same(const ref::Quantized& a, std::int64_t a_row0, std::int64_t a_brow0,
+          const ref::Quantized& b) {
   if (b.rows == 0) return true;
   if (a.codes.size() < std::size_t(a_row0 * a.cols) + b.codes.size() ||
       !bytes_equal(a.codes.data() + a_row0 * a.cols, b.codes.data(), b.codes.size()))
@@ -200,11 +201,11 @@ bool same(const Quantized& a, std::int64_t a_row0, std::int64_t a_brow0, const Q
 
 void check_quant(const QuantCase& q) {
   const std::int64_t M = q.gs.total(), C = q.cols, br = block_rows(q.geometry);
-  const SourceView2d x{q.x.data(), Source::f32, M, C, C, 1};
+  const ref::SourceView2d x{q.x.data(), Source::f32, M, C, C, 1};
   std::vector<std::int64_t> ends;
   std::int64_t e = 0;
   for (auto s : q.gs.sizes) ends.push_back(e += s);
-  Quantized grouped, grouped2;
+  ref::Quantized grouped, grouped2;
   {
     ThreadCount t(1);
     grouped = quantize_grouped_rows(x, q.recipe, q.geometry, ends);
@@ -224,8 +225,8 @@ void check_quant(const QuantCase& q) {
   for (std::size_t g = 0; g < q.gs.sizes.size(); ++g) {
     const std::int64_t m = q.gs.sizes[g];
     if (m % br) aligned = false;
-    const SourceView2d xg{q.x.data() + row0 * C, Source::f32, m, C, C, 1};
-    const Quantized alone = quantize(xg, q.recipe, q.geometry);
+    const ref::SourceView2d xg{q.x.data() + row0 * C, Source::f32, m, C, C, 1};
+    const ref::Quantized alone = quantize(xg, q.recipe, q.geometry);
     if (!same(grouped, row0, brow0, alone))
       throw Violation(
           "per-group quantize: group " + std::to_string(g) + " (rows " + std::to_string(row0) +
@@ -238,7 +239,7 @@ void check_quant(const QuantCase& q) {
     throw Violation("per-group quantize: " + std::to_string(grouped.scale_rows) +
                     " block rows, expected " + std::to_string(brow0));
   if (aligned) {
-    const Quantized global = quantize(x, q.recipe, q.geometry);
+    const ref::Quantized global = quantize(x, q.recipe, q.geometry);
     if (!same(global, 0, 0, grouped) || global.scale.size() != grouped.scale.size())
       throw Violation(
           "per-group quantize != global blocking although every group is a multiple of " +

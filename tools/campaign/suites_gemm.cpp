@@ -1,9 +1,10 @@
-// Grouped-GEMM fuzz suites (issue 6 item 2): the reference forward against the independent
-// fixed-point oracle (tools/campaign/gen/fixed_oracle.h), every accumulation model within its bound
-// of the exact value, padding poison, thread-count / repetition / empty-group invariance; the
-// K-grouped wgrad suite is suites_wgrad.cpp. Cases (gemm_case.h) come from the shared generators
-// of tools/campaign/gen/: tokens-per-group distributions, three group descriptors, value classes,
-// small and MoE-like shapes, scalings, B layouts, output dtypes and models.
+// Grouped-GEMM fuzz suites (docs/fuzz.md "The suites"): the reference forward against the
+// independent fixed-point oracle (tools/campaign/gen/fixed_oracle.h), every accumulation model
+// within its bound of the exact value, padding poison, thread-count / repetition / empty-group
+// invariance; the K-grouped wgrad suite is suites_wgrad.cpp. Cases (gemm_case.h) come from the
+// shared generators of tools/campaign/gen/: tokens-per-group distributions, three group
+// descriptors, value classes, small and MoE-like shapes, scalings, B layouts, output dtypes and
+// models.
 #include <algorithm>
 #include <bit>
 #include <cmath>

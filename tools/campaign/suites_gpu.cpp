@@ -1,7 +1,7 @@
-// GPU fuzz suites (issue 6 item 2: the harness the GPU kernels plug into). A GPU suite is a
-// Suite with label "gpu" whose unavailable_reason() names what is missing (no CUDA build, no
-// device); the campaign reports it as skipped, never as passed. Kernels under test are the
-// project's CUDA kernels (gpu/); expected values come from numerics/ and reference/, never from
+// GPU fuzz suites: the harness the GPU kernels plug into (docs/fuzz.md "Adding a GPU suite"). A GPU
+// suite is a Suite with label "gpu" whose unavailable_reason() names what is missing (no CUDA
+// build, no device); the campaign reports it as skipped, never as passed. Kernels under test are
+// the project's CUDA kernels (gpu/); expected values come from numerics/ and reference/, never from
 // code shared with the kernel.
 //
 // gpu.cast: the hardware satfinite conversions (gpu/cast_kernels.h) == the cuda_satfinite codec
@@ -9,9 +9,9 @@
 #include <bit>
 #include <random>
 
-#include "numerics/profile.h"
-#include "campaign/suite.h"
 #include "campaign/gen/values.h"
+#include "campaign/suite.h"
+#include "numerics/profile.h"
 
 #ifdef FP8REF_CAMPAIGN_HAVE_GPU
 #include <cuda_runtime_api.h>

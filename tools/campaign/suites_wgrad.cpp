@@ -1,4 +1,4 @@
-// K-grouped wgrad fuzz suite (issue 6 item 2, `gemm.wgrad`): unscaled, tensorwise, and 1×128 /
+// K-grouped wgrad fuzz suite (`gemm.wgrad`, docs/fuzz.md): unscaled, tensorwise, and 1×128 /
 // MX 1×32 scales along tokens that restart at each group; f32, bf16 or f16 output. An empty
 // group's dW is C converted to the output (exactly C in f32), `exact` equals C + the exact sum of
 // the fixed-point oracle rounded once, every other model is within its bound of it, and 1 and 2
@@ -10,9 +10,9 @@
 #include <sstream>
 
 #include "campaign/gemm_case.h"
-#include "campaign/wgrad_case.h"
 #include "campaign/gen/choices.h"
 #include "campaign/gen/fixed_oracle.h"
+#include "campaign/wgrad_case.h"
 
 namespace fp8ref::fuzz {
 

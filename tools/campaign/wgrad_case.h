@@ -1,4 +1,4 @@
-// The K-grouped wgrad case of the `gemm.wgrad` fuzz suite (issue 6 items 2-3): the case struct,
+// The K-grouped wgrad case of the `gemm.wgrad` fuzz suite (docs/fuzz.md): the case struct,
 // its draw from the shared generators, its case file (save / load, the model's split-K and
 // epilogue included, so a dumped failure replays the model that failed), and coverage tags.
 #pragma once
@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "campaign/suite.h"
 #include "campaign/gen/group_sizes.h"
 #include "campaign/gen/values.h"
+#include "campaign/suite.h"
 #include "reference/grouped_gemm.h"
 
 namespace fp8ref::fuzz {

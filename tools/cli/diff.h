@@ -1,7 +1,7 @@
-// `fp8-check diff A[:name] B[:name]`: bitwise and format-ULP comparison of tensors (DESIGN §5,
-// issue 5 item 2). Metrics bitwise | ulp:N | tol:ATOL,RTOL | bound:FILE[:NAME]; per-group
-// breakdown from an offsets tensor (cumulative end rows over dim 0); JSON schema "fp8ref.diff/1";
-// exit 0 / 1 / 2. A is the result under test (got_z), B the reference (ref_z).
+// `fp8-check diff A[:name] B[:name]`: bitwise and format-ULP comparison of tensors (docs/cli.md).
+// Metrics bitwise | ulp:N | tol:ATOL,RTOL | bound:FILE[:NAME]; per-group breakdown from an offsets
+// tensor (cumulative end rows over dim 0); JSON schema "fp8ref.diff/1"; exit 0 / 1 / 2. A is the
+// result under test (got_z), B the reference (ref_z).
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -1,4 +1,4 @@
-// `fp8-check encode` and `fp8-check decode`: TestFloat-style filters (issue 2 item 4). One hex
+// `fp8-check encode` and `fp8-check decode`: TestFloat-style filters (docs/cli.md). One hex
 // bit pattern per stdin line in, one hex code (encode) or bit pattern (decode) per line out.
 #pragma once
 

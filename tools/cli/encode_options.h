@@ -1,6 +1,6 @@
 // Option parsing shared by the codec subcommands (encode, decode, sweep, selfcheck): the policy
-// tokens of STYLE.md (formats e4m3 e5m2 e8m0, rounding rne rtz rup rdn sr, sources, profiles)
-// turned into numerics/ enums, with a UsageError naming the accepted spellings.
+// tokens of docs/design.md §20 (formats e4m3 e5m2 e8m0, rounding rne rtz rup rdn sr, sources,
+// profiles) turned into numerics/ enums, with a UsageError naming the accepted spellings.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Exceptions shared by fp8-check subcommand callbacks and main (DESIGN §5 exit codes):
+// Exceptions shared by fp8-check subcommand callbacks and main (exit codes: docs/design.md §16):
 // UsageError -> exit 2 (bad input or usage, one line on stderr); ExitCode{n} -> exit n.
 #pragma once
 

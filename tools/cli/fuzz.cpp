@@ -14,9 +14,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "cli/errors.h"
 #include "campaign/runner.h"
 #include "campaign/suite.h"
+#include "cli/errors.h"
 
 #ifndef FP8REF_SOURCE_DIR
 #define FP8REF_SOURCE_DIR ""

@@ -1,4 +1,4 @@
-// `fp8-check fuzz` (issue 6 item 5): runs the property suites of tools/campaign as a
+// `fp8-check fuzz` (docs/fuzz.md): runs the property suites of tools/campaign as a
 // campaign: live progress, a summary table (cases, classes hit, failures with their replay
 // commands, cases/s), --json with schema fp8ref.fuzz/1, --shard i/n for job arrays, and the
 // replay of one shrunk case (--replay TOKEN) or of a case file (--replay-file FILE).

@@ -173,9 +173,9 @@ GemmCase load_case(const GemmOptions& o) {
 
 namespace {
 
-// DESIGN §3.5 names that map to one model. `hopper_wgmma` names the tensor-core step, which
-// every hopper model chains (fast: one chain over K; promoted: per 128-K block), so it is
-// refused with a pointer to the compositions rather than mapped to one of them.
+// Short model names (docs/design.md §10) that map to one model. `hopper_wgmma` names the
+// tensor-core step, which every hopper model chains (fast: one chain over K; promoted: per 128-K
+// block), so it is refused with a pointer to the compositions rather than mapped to one of them.
 struct ModelAlias {
   std::string_view name;
   AccumulationModel model;
@@ -199,8 +199,8 @@ ref::ModelChoice parse_model(const GemmOptions& o) {
   if (o.model == "hopper_wgmma")
     usage(
         "--model: 'hopper_wgmma' is the tensor-core step, not a composition; use "
-        "hopper_unpromoted (one chain over K, DESIGN \"fast\") or hopper_promoted_blockwise / "
-        "_tensorwise / _rowwise");
+        "hopper_unpromoted (one chain over K, \"fast accumulation\") or "
+        "hopper_promoted_blockwise / _tensorwise / _rowwise");
   const auto m = model_from_cli_name(o.model);
   if (!m) {
     std::string names;

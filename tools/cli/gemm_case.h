@@ -1,7 +1,8 @@
-// The inputs of `fp8-check oracle|verify grouped-gemm` (oracle_gemm.h; DESIGN §3.5, issue 4
-// item 8): options, the operands read from a tensor file and checked in full against the shapes
-// the scaling and --b-layout require (reference/grouped_gemm.h), and --model parsing with the
-// DESIGN §3.5 names accepted as aliases. Every failure is a cli::UsageError (one line, exit 2).
+// The inputs of `fp8-check oracle|verify grouped-gemm` (oracle_gemm.h;
+// docs/design.md §9-12): options, the operands read from a tensor file and checked in full against
+// the shapes the scaling and --b-layout require (reference/grouped_gemm.h), and --model parsing
+// with the short model names (docs/design.md §10) accepted as aliases. Every failure is a
+// cli::UsageError (one line, exit 2).
 #pragma once
 
 #include <cstddef>
@@ -11,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "numerics/accumulation_models.h"
+#include "numerics/models.h"
 #include "reference/grouped_gemm.h"
 #include "tensor_io/tensor_file.h"
 
@@ -51,7 +52,7 @@ const tensor_io::Tensor& find_tensor(const tensor_io::TensorFile& tf, const std:
 // and docs/cli.md for the shape rules).
 GemmCase load_case(const GemmOptions& o);
 
-// A --model name: a canonical model name (to_string(AccumulationModel)) or a DESIGN §3.5 alias
+// A --model name: a canonical model name (to_string(AccumulationModel)) or a short alias
 // (promoted_blockwise, promoted_tensorwise, promoted_rowwise); nullopt for anything else.
 std::optional<AccumulationModel> model_from_cli_name(std::string_view name);
 

@@ -1,4 +1,4 @@
-// `fp8-check golden verify | regen | accept | gen-codec` (STYLE "Golden files", issue 5 item 3).
+// `fp8-check golden verify | regen | accept | gen-codec` (golden/README.md, docs/cli.md).
 // verify: every manifest entry's SHA-256, a fresh regeneration of every generated file into a
 // temporary folder compared with the manifest's record, the manifest against the tool's plan,
 // and no unlisted files. regen: rewrites the plan's files and the manifest, refusing a changed

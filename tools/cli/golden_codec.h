@@ -1,7 +1,7 @@
-// Generators of the codec golden files (`fp8-check golden gen-codec`, issue 5 item 3): TestFloat-
-// style hex tables (STYLE "Golden files") and one safetensors case file per format. Inputs are a
-// class-weighted, seeded set of f32 patterns aimed at each format's decision points
-// (TestFloat genCases / STYLE "Tests": ties, subnormal boundaries, max±ulp, overflow, NaN/Inf, ±0).
+// Generators of the codec golden files (`fp8-check golden gen-codec`): TestFloat-style hex tables
+// and one safetensors case file per format. Inputs are a class-weighted, seeded set of f32
+// patterns aimed at each format's decision points (TestFloat genCases / docs/design.md §20: ties,
+// subnormal boundaries, max±ulp, overflow, NaN/Inf, ±0).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// golden/MANIFEST.json (STYLE "Golden files", issue 5 item 3): one entry per golden file with its
+// golden/MANIFEST.json (golden/README.md): one entry per golden file with its
 // path (relative to the manifest's folder), the fp8-check command that writes it, the seed, the
 // semantics version it was written under, its size and SHA-256. Written only by fp8-check.
 #pragma once

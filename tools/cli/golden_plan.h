@@ -1,6 +1,6 @@
-// The golden set fp8-check maintains and its generators (`fp8-check golden gen-codec`, issue 5
-// item 3). A golden file is the stdout of one generator command; verify re-runs the command from
-// the manifest through the same CLI11 definitions, in process. Only gen-codec commands are
+// The golden set fp8-check maintains and its generators (`fp8-check golden gen-codec`). A
+// golden file is the stdout of one generator command; verify re-runs the command
+// from the manifest through the same CLI11 definitions, in process. Only gen-codec commands are
 // accepted there: a manifest never makes fp8-check run anything else.
 #pragma once
 

@@ -1,5 +1,5 @@
 // `fp8-check inspect FILE [--as DTYPE] [--json]`: per tensor dtype, shape, decoded min/max/mean,
-// NaN/Inf counts and the FP8/FP4 code histogram (issue 5 item 2). JSON schema "fp8ref.inspect/1".
+// NaN/Inf counts and the FP8/FP4 code histogram (docs/cli.md). JSON schema "fp8ref.inspect/1".
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -1,8 +1,8 @@
 // fp8-check oracle / verify grouped-gemm (oracle_gemm.h): run the reference forward on the case
 // gemm_case.h loads and checks (A (M, K), B (G, N, K) `nk` or (G, K, N) `kn`, scales in the shapes
 // of reference/grouped_gemm.h, torch `offs`), then write it or diff a dumped result per group.
-// Rows past the last offset are written as +0 by `oracle` and ignored by `verify` (DESIGN §3.5:
-// don't care).
+// Rows past the last offset are written as +0 by `oracle` and ignored by `verify` (they are
+// not part of the result: docs/design.md §9).
 #include "cli/oracle_gemm.h"
 
 #include <algorithm>
@@ -16,7 +16,7 @@
 
 #include "cli/errors.h"
 #include "cli/gemm_case.h"
-#include "numerics/accumulation_models.h"
+#include "numerics/models.h"
 #include "reference/group_desc.h"
 #include "reference/grouped_gemm.h"
 #include "tensor_io/element_values.h"

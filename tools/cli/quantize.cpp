@@ -36,10 +36,10 @@ E parse_token(const std::string& what, const std::string& s, const E (&all)[N]) 
 constexpr RecipeKind kRecipes[] = {RecipeKind::deepgemm, RecipeKind::torchao,  RecipeKind::te,
                                    RecipeKind::mx_floor, RecipeKind::mx_rceil, RecipeKind::mx_ceil,
                                    RecipeKind::mx_even};
-constexpr BlockGeometry kBlocks[] = {BlockGeometry::tensorwise,  BlockGeometry::rowwise,
-                                     BlockGeometry::per_channel, BlockGeometry::b1x128,
-                                     BlockGeometry::b128x1,      BlockGeometry::b128x128,
-                                     BlockGeometry::b1x32,       BlockGeometry::b32x1};
+constexpr ref::BlockGeometry kBlocks[] = {
+    ref::BlockGeometry::tensorwise, ref::BlockGeometry::rowwise, ref::BlockGeometry::per_channel,
+    ref::BlockGeometry::b1x128,     ref::BlockGeometry::b128x1,  ref::BlockGeometry::b128x128,
+    ref::BlockGeometry::b1x32,      ref::BlockGeometry::b32x1};
 constexpr Runtime kRuntimes[] = {Runtime::torch_cpu, Runtime::torch_cuda, Runtime::cuda_kernel};
 constexpr Format kFormats[] = {Format::e4m3, Format::e5m2};
 
@@ -136,24 +136,25 @@ Recipe make_recipe(const QuantizeOptions& o, bool* default_runtime) {
 namespace {
 
 // The G planes of x quantized (after the library's shape check and the NaN policy).
-std::vector<Quantized> quantize_planes(const Tensor& x, const SourceBits& bits, const Recipe& r,
-                                       BlockGeometry g, const QuantizeOptions& o,
-                                       const std::string& source_name) {
+std::vector<ref::Quantized> quantize_planes(const Tensor& x, const SourceBits& bits,
+                                            const Recipe& r, ref::BlockGeometry g,
+                                            const QuantizeOptions& o,
+                                            const std::string& source_name) {
   const std::int64_t groups = x.shape.size() == 3 ? x.shape[0] : 1;
   const std::int64_t rows = x.shape[x.shape.size() - 2], cols = x.shape.back();
-  std::vector<Quantized> planes;
+  std::vector<ref::Quantized> planes;
   try {
     if (!o.allow_partial_blocks) require_library_shape(r, g, rows, cols);
     const std::size_t elem = bits.src == Source::f32 ? 4 : 2;
     for (std::int64_t i = 0; i < groups; ++i) {
-      const SourceView2d v{
+      const ref::SourceView2d v{
           static_cast<const unsigned char*>(bits.data()) + std::size_t(i * rows * cols) * elem,
           bits.src,
           rows,
           cols,
           cols,
           1};
-      check_nan_input(v, o.nan == "reject" ? NanInput::reject : NanInput::propagate);
+      check_nan_input(v, o.nan == "reject" ? ref::NanInput::reject : ref::NanInput::propagate);
       planes.push_back(quantize(v, r, g));
     }
   } catch (const std::invalid_argument& e) {
@@ -163,19 +164,19 @@ std::vector<Quantized> quantize_planes(const Tensor& x, const SourceBits& bits, 
 }
 
 // The planes' scale grid serialised in the layout.
-std::vector<std::uint8_t> scale_bytes(const std::vector<Quantized>& planes, const Recipe& r,
+std::vector<std::uint8_t> scale_bytes(const std::vector<ref::Quantized>& planes, const Recipe& r,
                                       const Layout& layout, const QuantizeOptions& o,
                                       const std::string& source_name) {
   const std::int64_t groups = std::int64_t(planes.size());
   const std::int64_t sr = planes.empty() ? 0 : planes[0].scale_rows,
                      sc = planes.empty() ? 0 : planes[0].scale_cols;
   ScaleGridF32 f{groups, sr, sc, {}};
-  for (const Quantized& q : planes)
+  for (const ref::Quantized& q : planes)
     for (const float s : q.scale) f.bits.push_back(std::bit_cast<std::uint32_t>(s));
   if (layout.f32) return serialize(*layout.f32, f);
   ScaleGridE8m0 grid{groups, sr, sc, {}};
   if (is_mx(r.kind)) {
-    for (const Quantized& q : planes)
+    for (const ref::Quantized& q : planes)
       grid.codes.insert(grid.codes.end(), q.e8m0.begin(), q.e8m0.end());
   } else if (r.pow2) {
     try {
@@ -197,19 +198,20 @@ tensor_io::TensorFile quantize_tensor(const Tensor& x, const QuantizeOptions& o,
                                       const std::string& source_name) {
   bool default_runtime = false;
   const Recipe r = make_recipe(o, &default_runtime);
-  const BlockGeometry g = parse_token("block", o.block, kBlocks);
+  const ref::BlockGeometry g = parse_token("block", o.block, kBlocks);
   const Layout layout = parse_layout(o.layout);
   if (o.nan != "propagate" && o.nan != "reject")
     throw UsageError("unknown NaN policy '" + o.nan + "' (one of: propagate, reject)");
   if (x.shape.size() != 2 && x.shape.size() != 3)
     throw UsageError(source_name + ": shape " + tensor_io::shape_string(x.shape) +
                      " is not 2-D (M, K) or 3-D (G, N, K)");
-  const std::vector<Quantized> planes = quantize_planes(x, source_bits(x), r, g, o, source_name);
+  const std::vector<ref::Quantized> planes =
+      quantize_planes(x, source_bits(x), r, g, o, source_name);
   const std::int64_t groups = std::int64_t(planes.size());
   const std::int64_t sr = planes.empty() ? 0 : planes[0].scale_rows,
                      sc = planes.empty() ? 0 : planes[0].scale_cols;
   Tensor codes{r.elem == Format::e4m3 ? DType::F8_E4M3 : DType::F8_E5M2, x.shape, {}};
-  for (const Quantized& q : planes)
+  for (const ref::Quantized& q : planes)
     codes.data.insert(codes.data.end(), q.codes.begin(), q.codes.end());
   auto [dtype, shape] = scale_tensor_shape(layout, sr, sc);
   if (x.shape.size() == 3) shape.insert(shape.begin(), groups);

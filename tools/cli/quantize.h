@@ -1,6 +1,6 @@
 // `fp8-check quantize`: quantize one 2-D (or (G, N, K) per-expert) tensor of a file under a named
 // recipe, block geometry and scale layout, and write the codes and the serialised scales as
-// safetensors (issue 3 item 8; DESIGN §3.3-3.4, §5). docs/recipes.md "CLI" lists the tokens.
+// safetensors (docs/design.md §6-7). docs/recipes.md "CLI" lists the tokens.
 #pragma once
 
 #include <CLI/CLI.hpp>

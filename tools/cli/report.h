@@ -9,6 +9,7 @@
 
 namespace fp8ref::cli {
 
-std::string render_html_report(const std::string& title, const Metric& metric, const std::vector<TensorDiff>& diffs);
+std::string render_html_report(const std::string& title, const Metric& metric,
+                               const std::vector<TensorDiff>& diffs);
 
 }  // namespace fp8ref::cli

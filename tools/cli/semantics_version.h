@@ -1,4 +1,4 @@
-// The semantics version of fp8ref's golden files (STYLE "Golden files", issue 5 item 3). Bump it
+// The semantics version of fp8ref's golden files (golden/README.md). Bump it
 // in the same change that is meant to alter any golden payload (a codec fix, a new profile rule),
 // then run `fp8-check golden regen`; a payload that changes at an unchanged version fails verify.
 #pragma once

@@ -1,7 +1,7 @@
 // Exhaustive (or sampled f64) comparison of a profile codec with a peer implementation
-// (issue 2 items 4-5, DESIGN §4 "Codecs"): every input of the source type is encoded by fp8ref
-// and by the peer, in parallel blocks; the result counts mismatches and keeps the first ones in
-// input order, whatever the thread count.
+// (docs/design.md §14, docs/numerics.md "Verification"): every input of the source type is encoded
+// by fp8ref and by the peer, in parallel blocks; the result counts mismatches and keeps the first
+// ones in input order, whatever the thread count.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -1,7 +1,7 @@
 // The inputs of a sweep: every bit pattern of a 16/32-bit source type in order (index = pattern),
 // or N class-weighted f64 samples (f64 has 2^64 patterns). Samples are counter-based (input i
 // depends only on seed and i), so any thread can draw any input and a run is reproducible.
-// Classes follow STYLE.md "Tests": ties, f32 midpoints (double rounding), exact codes, specials.
+// Classes follow docs/design.md §20: ties, f32 midpoints (double rounding), exact codes, specials.
 #pragma once
 
 #include <array>

@@ -1,5 +1,6 @@
-// libFuzzer harness for the tensor_io npz parser (issue 5 item 5): any input must either parse or
-// throw tensor_io::Error; crashes, leaks and sanitizer reports are bugs. Limit: 64 MiB per tensor.
+// libFuzzer harness for the tensor_io npz parser (docs/design.md §16): any input must either parse
+// or throw tensor_io::Error; crashes, leaks and sanitizer reports are bugs. Limit: 64 MiB per
+// tensor.
 #include <cstddef>
 #include <cstdint>
 #include <span>

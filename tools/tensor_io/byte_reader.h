@@ -1,5 +1,5 @@
 // Bounds-checked little-endian cursor over an in-memory byte span, used by every parser so that
-// no read can leave the input (DESIGN principle 5: bad input gets a clear error, never a crash).
+// no read can leave the input (docs/design.md §16: bad input gets a clear error, never a crash).
 #pragma once
 
 #include <cstdint>

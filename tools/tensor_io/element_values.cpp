@@ -48,7 +48,9 @@ ValueClass classify_minifloat(const MiniFloat& f, std::uint64_t bits) {
       if (m != 0) return ValueClass::NaN;
       return sign ? ValueClass::NegInf : ValueClass::PosInf;
     case Special::FnAllOnes:
-      return mag == ((exp_all << f.man_bits) | ((std::uint64_t{1} << f.man_bits) - 1)) ? ValueClass::NaN : ValueClass::Finite;
+      return mag == ((exp_all << f.man_bits) | ((std::uint64_t{1} << f.man_bits) - 1))
+                 ? ValueClass::NaN
+                 : ValueClass::Finite;
     case Special::Fnuz: return (sign && mag == 0) ? ValueClass::NaN : ValueClass::Finite;
     case Special::FiniteOnly: return ValueClass::Finite;
   }
@@ -96,10 +98,14 @@ std::uint64_t raw_bits(const Tensor& t, std::uint64_t i) {
 ValueClass classify_bits(DType t, std::uint64_t bits) {
   if (is_minifloat(t)) return classify_minifloat(layout(t), bits);
   double v = 0;
-  if (t == DType::F32) v = load<float>(bits);
-  else if (t == DType::F64) v = load<double>(bits);
-  else if (t == DType::F8_E8M0) return bits == 0xff ? ValueClass::NaN : ValueClass::Finite;
-  else return ValueClass::Finite;
+  if (t == DType::F32)
+    v = load<float>(bits);
+  else if (t == DType::F64)
+    v = load<double>(bits);
+  else if (t == DType::F8_E8M0)
+    return bits == 0xff ? ValueClass::NaN : ValueClass::Finite;
+  else
+    return ValueClass::Finite;
   if (std::isnan(v)) return ValueClass::NaN;
   if (std::isinf(v)) return v > 0 ? ValueClass::PosInf : ValueClass::NegInf;
   return ValueClass::Finite;
@@ -110,7 +116,9 @@ double decode_bits(DType t, std::uint64_t bits) {
   switch (t) {
     case DType::F32: return load<float>(bits);
     case DType::F64: return load<double>(bits);
-    case DType::F8_E8M0: return bits == 0xff ? std::numeric_limits<double>::quiet_NaN() : std::ldexp(1.0, static_cast<int>(bits) - 127);
+    case DType::F8_E8M0:
+      return bits == 0xff ? std::numeric_limits<double>::quiet_NaN()
+                          : std::ldexp(1.0, static_cast<int>(bits) - 127);
     case DType::I8: return static_cast<std::int8_t>(bits);
     case DType::I16: return static_cast<std::int16_t>(bits);
     case DType::I32: return static_cast<std::int32_t>(bits);
@@ -131,7 +139,8 @@ std::int64_t ulp_ordinal(DType t, std::uint64_t bits) {
     case DType::I8: return static_cast<std::int8_t>(bits);
     case DType::I16: return static_cast<std::int16_t>(bits);
     case DType::I32: return static_cast<std::int32_t>(bits);
-    case DType::I64: case DType::U64: return static_cast<std::int64_t>(bits);
+    case DType::I64:
+    case DType::U64: return static_cast<std::int64_t>(bits);
     default: return static_cast<std::int64_t>(bits);
   }
 }

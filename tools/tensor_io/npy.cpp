@@ -19,7 +19,8 @@ struct Header {
   std::vector<std::int64_t> shape;
 };
 
-// Recursive-descent reader for the header dict: {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+// Recursive-descent reader for the header dict: {'descr': '<f4', 'fortran_order': False, 'shape':
+// (2, 3), }
 class DictLiteral {
  public:
   DictLiteral(std::string_view s, std::string_view file) : s_(s), file_(file) {}
@@ -44,7 +45,8 @@ class DictLiteral {
       if (!peek_is('}')) expect(',');
     }
     expect('}');
-    if (!seen[0] || !seen[1] || !seen[2]) fail(file_, "npy header lacks descr, fortran_order or shape");
+    if (!seen[0] || !seen[1] || !seen[2])
+      fail(file_, "npy header lacks descr, fortran_order or shape");
     return h;
   }
 
@@ -122,25 +124,30 @@ Descr parse_descr(const std::string& d, std::string_view file) {
   if (d[0] == '<' || d[0] == '>' || d[0] == '|' || d[0] == '=') out.big_endian = d[i++] == '>';
   const char kind = d[i++];
   const std::string digits = d.substr(i);
-  if (digits.empty() || digits.size() > 3 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) fail(file, bad);
+  if (digits.empty() || digits.size() > 3 || !std::all_of(digits.begin(), digits.end(), ::isdigit))
+    fail(file, bad);
   out.itemsize = std::stoi(digits);
   const int n = out.itemsize;
-  if (kind == 'f' && (n == 8 || n == 4 || n == 2)) out.dtype = n == 8 ? DType::F64 : n == 4 ? DType::F32 : DType::F16;
+  if (kind == 'f' && (n == 8 || n == 4 || n == 2))
+    out.dtype = n == 8 ? DType::F64 : n == 4 ? DType::F32 : DType::F16;
   else if (kind == 'i' && (n == 1 || n == 2 || n == 4 || n == 8))
     out.dtype = n == 1 ? DType::I8 : n == 2 ? DType::I16 : n == 4 ? DType::I32 : DType::I64;
   else if (kind == 'u' && (n == 1 || n == 2 || n == 4 || n == 8))
     out.dtype = n == 1 ? DType::U8 : n == 2 ? DType::U16 : n == 4 ? DType::U32 : DType::U64;
-  else if ((kind == 'b' || kind == '?') && n == 1) out.dtype = DType::BOOL;
-  else if (!((kind == 'V' && n >= 1 && n <= 8) || (kind == 'f' && n == 1))) fail(file, bad);
+  else if ((kind == 'b' || kind == '?') && n == 1)
+    out.dtype = DType::BOOL;
+  else if (!((kind == 'V' && n >= 1 && n <= 8) || (kind == 'f' && n == 1)))
+    fail(file, bad);
   return out;
 }
 
 // Column-major (Fortran) element order to row-major, `w` bytes per element.
-std::vector<std::uint8_t> fortran_to_c(const std::vector<std::uint8_t>& src, const std::vector<std::int64_t>& shape,
-                                       std::size_t w) {
+std::vector<std::uint8_t> fortran_to_c(const std::vector<std::uint8_t>& src,
+                                       const std::vector<std::int64_t>& shape, std::size_t w) {
   const std::size_t nd = shape.size();
   std::vector<std::uint64_t> fstride(nd, 1);
-  for (std::size_t k = 1; k < nd; ++k) fstride[k] = fstride[k - 1] * static_cast<std::uint64_t>(shape[k - 1]);
+  for (std::size_t k = 1; k < nd; ++k)
+    fstride[k] = fstride[k - 1] * static_cast<std::uint64_t>(shape[k - 1]);
   std::vector<std::uint8_t> dst(src.size());
   std::vector<std::int64_t> idx(nd, 0);
   const std::size_t n = w ? src.size() / w : 0;
@@ -179,26 +186,34 @@ Header read_header(ByteReader& r, std::string_view file) {
   if (r.remaining() < 10 || r.str(6) != kMagic) fail(file, "not an npy file (bad magic)");
   const std::uint8_t major = r.u8();
   r.u8();  // minor
-  if (major < 1 || major > 3) fail(file, "npy format version " + std::to_string(major) + " is not supported");
+  if (major < 1 || major > 3)
+    fail(file, "npy format version " + std::to_string(major) + " is not supported");
   const std::uint64_t len = major == 1 ? r.le<std::uint16_t>() : r.le<std::uint32_t>();
-  if (len > r.remaining()) fail(file, "npy header length " + std::to_string(len) + " exceeds the file size");
-  if (len > 1'000'000) fail(file, "npy header length " + std::to_string(len) + " exceeds the 1 MB limit");
+  if (len > r.remaining())
+    fail(file, "npy header length " + std::to_string(len) + " exceeds the file size");
+  if (len > 1'000'000)
+    fail(file, "npy header length " + std::to_string(len) + " exceeds the 1 MB limit");
   return DictLiteral(r.str(len), file).parse();
 }
 
-Tensor finish_tensor(std::vector<std::uint8_t> raw, Header& h, const Descr& d, std::string_view file,
-                     const ReadOptions& opts) {
+Tensor finish_tensor(std::vector<std::uint8_t> raw, Header& h, const Descr& d,
+                     std::string_view file, const ReadOptions& opts) {
   const auto w = static_cast<std::size_t>(d.itemsize);
   if (h.fortran && h.shape.size() > 1) raw = fortran_to_c(raw, h.shape, w);
   if (d.big_endian && d.dtype) {
-    for (std::size_t i = 0; i + w <= raw.size(); i += w) std::reverse(raw.begin() + static_cast<std::ptrdiff_t>(i), raw.begin() + static_cast<std::ptrdiff_t>(i + w));
+    for (std::size_t i = 0; i + w <= raw.size(); i += w)
+      std::reverse(raw.begin() + static_cast<std::ptrdiff_t>(i),
+                   raw.begin() + static_cast<std::ptrdiff_t>(i + w));
   }
   if (opts.as_dtype) {
-    if (!d.dtype && w == 1 && *opts.as_dtype == DType::F4) return pack_unpacked_f4(raw, std::move(h.shape), file);
+    if (!d.dtype && w == 1 && *opts.as_dtype == DType::F4)
+      return pack_unpacked_f4(raw, std::move(h.shape), file);
     return reinterpret_as(std::move(raw), std::move(h.shape), d.itemsize * 8, *opts.as_dtype, file);
   }
   if (!d.dtype) {
-    fail(file, "npy descr '" + h.descr + "' is opaque (an ml_dtypes dump such as float8_e4m3fn or bfloat16); pass --as DTYPE");
+    fail(file,
+         "npy descr '" + h.descr +
+             "' is opaque (an ml_dtypes dump such as float8_e4m3fn or bfloat16); pass --as DTYPE");
   }
   return Tensor{*d.dtype, std::move(h.shape), std::move(raw)};
 }
@@ -215,10 +230,11 @@ Tensor parse_npy(Bytes bytes, std::string_view file, const ReadOptions& opts) {
   const Descr d = parse_descr(h.descr, file);
   const std::uint64_t n = checked_numel(h.shape, file);
   const auto w = static_cast<std::uint64_t>(d.itemsize);
-  if (n > opts.max_bytes / w) fail(file, "npy array of shape " + shape_string(h.shape) + " exceeds the size limit");
+  if (n > opts.max_bytes / w)
+    fail(file, "npy array of shape " + shape_string(h.shape) + " exceeds the size limit");
   if (n * w != r.remaining()) {
-    fail(file, "npy data is " + std::to_string(r.remaining()) + " bytes, shape " + shape_string(h.shape) + " x " +
-                   h.descr + " needs " + std::to_string(n * w));
+    fail(file, "npy data is " + std::to_string(r.remaining()) + " bytes, shape " +
+                   shape_string(h.shape) + " x " + h.descr + " needs " + std::to_string(n * w));
   }
   const Bytes data = r.take(n * w);
   return finish_tensor(std::vector<std::uint8_t>(data.begin(), data.end()), h, d, file, opts);
@@ -226,8 +242,10 @@ Tensor parse_npy(Bytes bytes, std::string_view file, const ReadOptions& opts) {
 
 std::vector<std::uint8_t> serialize_npy(const Tensor& t, std::string_view file) {
   const std::uint64_t n = checked_numel(t.shape, file);
-  if (bytes_for(t.dtype, n) != t.data.size()) fail(file, "tensor byte count does not match shape x dtype");
-  std::string dict = "{'descr': '" + descr_for(t.dtype) + "', 'fortran_order': False, 'shape': " + shape_string(t.shape) + ", }";
+  if (bytes_for(t.dtype, n) != t.data.size())
+    fail(file, "tensor byte count does not match shape x dtype");
+  std::string dict = "{'descr': '" + descr_for(t.dtype) +
+                     "', 'fortran_order': False, 'shape': " + shape_string(t.shape) + ", }";
   const bool v2 = dict.size() + 11 > 65535;
   const std::size_t prefix = v2 ? 12 : 10;
   dict.append(63 - (prefix + dict.size()) % 64, ' ');
@@ -235,10 +253,12 @@ std::vector<std::uint8_t> serialize_npy(const Tensor& t, std::string_view file) 
   std::vector<std::uint8_t> out(kMagic.begin(), kMagic.end());
   out.push_back(v2 ? 2 : 1);
   out.push_back(0);
-  for (std::size_t i = 0; i < (v2 ? 4u : 2u); ++i) out.push_back(static_cast<std::uint8_t>(dict.size() >> (8 * i)));
+  for (std::size_t i = 0; i < (v2 ? 4u : 2u); ++i)
+    out.push_back(static_cast<std::uint8_t>(dict.size() >> (8 * i)));
   out.insert(out.end(), dict.begin(), dict.end());
   if (t.dtype == DType::F4) {
-    for (std::uint64_t i = 0; i < n; ++i) out.push_back(static_cast<std::uint8_t>((t.data[i / 2] >> (4 * (i % 2))) & 0xf));
+    for (std::uint64_t i = 0; i < n; ++i)
+      out.push_back(static_cast<std::uint8_t>((t.data[i / 2] >> (4 * (i % 2))) & 0xf));
   } else {
     out.insert(out.end(), t.data.begin(), t.data.end());
   }
@@ -261,7 +281,8 @@ TensorFile parse_npz(Bytes bytes, std::string_view file, const ReadOptions& opts
 
 std::vector<std::uint8_t> serialize_npz(const TensorFile& tf, std::string_view file) {
   std::vector<ZipMember> members;
-  for (const NamedTensor& nt : tf.tensors) members.emplace_back(nt.name + ".npy", serialize_npy(nt.tensor, file));
+  for (const NamedTensor& nt : tf.tensors)
+    members.emplace_back(nt.name + ".npy", serialize_npy(nt.tensor, file));
   return serialize_zip_stored(members, file);
 }
 

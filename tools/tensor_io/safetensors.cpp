@@ -65,7 +65,8 @@ std::map<std::string, std::string> parse_metadata(const json& v, std::string_vie
   if (!v.is_object()) fail(file, "__metadata__ is not an object");
   std::map<std::string, std::string> out;
   for (auto it = v.begin(); it != v.end(); ++it) {
-    if (!it.value().is_string()) fail(file, "__metadata__ value for '" + it.key() + "' is not a string");
+    if (!it.value().is_string())
+      fail(file, "__metadata__ value for '" + it.key() + "' is not a string");
     out[it.key()] = it.value().get<std::string>();
   }
   return out;
@@ -82,8 +83,9 @@ void validate_entries(std::vector<Entry>& entries, std::uint64_t data_size, std:
     }
     const std::uint64_t need = bytes_for(e.dtype, checked_numel(e.shape, file));
     if (need != e.end - e.begin) {
-      fail(file, where + ": shape " + shape_string(e.shape) + " x " + std::string(dtype_name(e.dtype)) +
-                     " needs " + std::to_string(need) + " bytes, offsets span " + std::to_string(e.end - e.begin));
+      fail(file, where + ": shape " + shape_string(e.shape) + " x " +
+                     std::string(dtype_name(e.dtype)) + " needs " + std::to_string(need) +
+                     " bytes, offsets span " + std::to_string(e.end - e.begin));
     }
     if (need > opts.max_bytes) fail(file, where + ": larger than the configured limit");
   }
@@ -93,7 +95,8 @@ void validate_entries(std::vector<Entry>& entries, std::uint64_t data_size, std:
   for (std::size_t i = 1; i < entries.size(); ++i) {
     const Entry& p = entries[i - 1];
     if (entries[i].begin < p.end) {
-      fail(file, "tensors '" + p.name + "' and '" + entries[i].name + "' overlap in the byte buffer");
+      fail(file,
+           "tensors '" + p.name + "' and '" + entries[i].name + "' overlap in the byte buffer");
     }
   }
 }
@@ -104,9 +107,11 @@ TensorFile parse_safetensors(Bytes bytes, std::string_view file, const ReadOptio
   ByteReader r(bytes, file, "safetensors file");
   if (bytes.size() < 8) fail(file, "safetensors file shorter than its 8-byte header length");
   const auto n = r.le<std::uint64_t>();
-  if (n > kSafetensorsMaxHeader) fail(file, "safetensors header length " + std::to_string(n) + " exceeds the 100 MB limit");
+  if (n > kSafetensorsMaxHeader)
+    fail(file, "safetensors header length " + std::to_string(n) + " exceeds the 100 MB limit");
   if (n > r.remaining()) {
-    fail(file, "safetensors header length " + std::to_string(n) + " exceeds the file size " + std::to_string(bytes.size()));
+    fail(file, "safetensors header length " + std::to_string(n) + " exceeds the file size " +
+                   std::to_string(bytes.size()));
   }
   const std::string_view text = r.str(n);
   json header;
@@ -128,9 +133,11 @@ TensorFile parse_safetensors(Bytes bytes, std::string_view file, const ReadOptio
   const Bytes data = bytes.subspan(r.pos());
   validate_entries(entries, data.size(), file, opts);
   for (Entry& e : entries) {
-    const Bytes span = data.subspan(static_cast<std::size_t>(e.begin), static_cast<std::size_t>(e.end - e.begin));
+    const Bytes span =
+        data.subspan(static_cast<std::size_t>(e.begin), static_cast<std::size_t>(e.end - e.begin));
     std::vector<std::uint8_t> raw(span.begin(), span.end());
-    Tensor t = opts.as_dtype ? reinterpret_as(std::move(raw), std::move(e.shape), dtype_bits(e.dtype), *opts.as_dtype, file)
+    Tensor t = opts.as_dtype ? reinterpret_as(std::move(raw), std::move(e.shape),
+                                              dtype_bits(e.dtype), *opts.as_dtype, file)
                              : Tensor{e.dtype, std::move(e.shape), std::move(raw)};
     tf.tensors.push_back({e.name, std::move(t)});
   }
@@ -142,9 +149,11 @@ std::vector<std::uint8_t> serialize_safetensors(const TensorFile& tf, std::strin
   if (!tf.metadata.empty()) header["__metadata__"] = tf.metadata;
   std::uint64_t offset = 0;
   for (const NamedTensor& nt : tf.tensors) {
-    if (nt.name == "__metadata__" || header.contains(nt.name)) fail(file, "duplicate or reserved tensor name '" + nt.name + "'");
+    if (nt.name == "__metadata__" || header.contains(nt.name))
+      fail(file, "duplicate or reserved tensor name '" + nt.name + "'");
     const std::uint64_t size = bytes_for(nt.tensor.dtype, checked_numel(nt.tensor.shape, file));
-    if (size != nt.tensor.data.size()) fail(file, "tensor '" + nt.name + "': byte count does not match shape x dtype");
+    if (size != nt.tensor.data.size())
+      fail(file, "tensor '" + nt.name + "': byte count does not match shape x dtype");
     header[nt.name] = {{"dtype", dtype_name(nt.tensor.dtype)},
                        {"shape", nt.tensor.shape},
                        {"data_offsets", {offset, offset + size}}};
@@ -153,9 +162,11 @@ std::vector<std::uint8_t> serialize_safetensors(const TensorFile& tf, std::strin
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
   std::vector<std::uint8_t> out(8);
-  for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(text.size() >> (8 * i));
+  for (int i = 0; i < 8; ++i)
+    out[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(text.size() >> (8 * i));
   out.insert(out.end(), text.begin(), text.end());
-  for (const NamedTensor& nt : tf.tensors) out.insert(out.end(), nt.tensor.data.begin(), nt.tensor.data.end());
+  for (const NamedTensor& nt : tf.tensors)
+    out.insert(out.end(), nt.tensor.data.begin(), nt.tensor.data.end());
   return out;
 }
 

@@ -16,14 +16,22 @@ struct DTypeInfo {
 };
 
 constexpr std::array<DTypeInfo, kDTypeCount> kInfo{{
-    {DType::F64, "F64", 64, true},          {DType::F32, "F32", 32, true},
-    {DType::F16, "F16", 16, true},          {DType::BF16, "BF16", 16, true},
-    {DType::I64, "I64", 64, false},         {DType::I32, "I32", 32, false},
-    {DType::I16, "I16", 16, false},         {DType::I8, "I8", 8, false},
-    {DType::U8, "U8", 8, false},            {DType::U16, "U16", 16, false},
-    {DType::U32, "U32", 32, false},         {DType::U64, "U64", 64, false},
-    {DType::BOOL, "BOOL", 8, false},        {DType::F8_E4M3, "F8_E4M3", 8, true},
-    {DType::F8_E5M2, "F8_E5M2", 8, true},   {DType::F8_E8M0, "F8_E8M0", 8, true},
+    {DType::F64, "F64", 64, true},
+    {DType::F32, "F32", 32, true},
+    {DType::F16, "F16", 16, true},
+    {DType::BF16, "BF16", 16, true},
+    {DType::I64, "I64", 64, false},
+    {DType::I32, "I32", 32, false},
+    {DType::I16, "I16", 16, false},
+    {DType::I8, "I8", 8, false},
+    {DType::U8, "U8", 8, false},
+    {DType::U16, "U16", 16, false},
+    {DType::U32, "U32", 32, false},
+    {DType::U64, "U64", 64, false},
+    {DType::BOOL, "BOOL", 8, false},
+    {DType::F8_E4M3, "F8_E4M3", 8, true},
+    {DType::F8_E5M2, "F8_E5M2", 8, true},
+    {DType::F8_E8M0, "F8_E8M0", 8, true},
     {DType::F8_E4M3FNUZ, "F8_E4M3FNUZ", 8, true},
     {DType::F8_E5M2FNUZ, "F8_E5M2FNUZ", 8, true},
     {DType::F4, "F4", 4, true},
@@ -35,21 +43,36 @@ struct Alias {
 };
 
 constexpr std::array<Alias, 30> kAliases{{
-    {"e4m3", DType::F8_E4M3},        {"e4m3fn", DType::F8_E4M3},
-    {"float8_e4m3fn", DType::F8_E4M3}, {"e5m2", DType::F8_E5M2},
-    {"float8_e5m2", DType::F8_E5M2}, {"e8m0", DType::F8_E8M0},
-    {"e8m0fnu", DType::F8_E8M0},     {"float8_e8m0fnu", DType::F8_E8M0},
-    {"e4m3fnuz", DType::F8_E4M3FNUZ}, {"float8_e4m3fnuz", DType::F8_E4M3FNUZ},
-    {"e5m2fnuz", DType::F8_E5M2FNUZ}, {"float8_e5m2fnuz", DType::F8_E5M2FNUZ},
-    {"e2m1", DType::F4},             {"fp4", DType::F4},
-    {"float4_e2m1fn", DType::F4},    {"bf16", DType::BF16},
-    {"bfloat16", DType::BF16},       {"f16", DType::F16},
-    {"float16", DType::F16},         {"half", DType::F16},
-    {"f32", DType::F32},             {"float32", DType::F32},
-    {"float", DType::F32},           {"f64", DType::F64},
-    {"float64", DType::F64},         {"double", DType::F64},
-    {"uint8", DType::U8},            {"int8", DType::I8},
-    {"int32", DType::I32},           {"int64", DType::I64},
+    {"e4m3", DType::F8_E4M3},
+    {"e4m3fn", DType::F8_E4M3},
+    {"float8_e4m3fn", DType::F8_E4M3},
+    {"e5m2", DType::F8_E5M2},
+    {"float8_e5m2", DType::F8_E5M2},
+    {"e8m0", DType::F8_E8M0},
+    {"e8m0fnu", DType::F8_E8M0},
+    {"float8_e8m0fnu", DType::F8_E8M0},
+    {"e4m3fnuz", DType::F8_E4M3FNUZ},
+    {"float8_e4m3fnuz", DType::F8_E4M3FNUZ},
+    {"e5m2fnuz", DType::F8_E5M2FNUZ},
+    {"float8_e5m2fnuz", DType::F8_E5M2FNUZ},
+    {"e2m1", DType::F4},
+    {"fp4", DType::F4},
+    {"float4_e2m1fn", DType::F4},
+    {"bf16", DType::BF16},
+    {"bfloat16", DType::BF16},
+    {"f16", DType::F16},
+    {"float16", DType::F16},
+    {"half", DType::F16},
+    {"f32", DType::F32},
+    {"float32", DType::F32},
+    {"float", DType::F32},
+    {"f64", DType::F64},
+    {"float64", DType::F64},
+    {"double", DType::F64},
+    {"uint8", DType::U8},
+    {"int8", DType::I8},
+    {"int32", DType::I32},
+    {"int64", DType::I64},
 }};
 
 const DTypeInfo& info(DType t) { return kInfo.at(static_cast<std::size_t>(t)); }
@@ -62,13 +85,14 @@ std::string lower(std::string_view s) {
 
 }  // namespace
 
-Error::Error(const std::string& what) : std::runtime_error([&] {
-  std::string s = what;
-  for (char& c : s) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-  }
-  return s;
-}()) {}
+Error::Error(const std::string& what)
+    : std::runtime_error([&] {
+        std::string s = what;
+        for (char& c : s) {
+          if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+        }
+        return s;
+      }()) {}
 
 void fail(std::string_view file, std::string_view reason) {
   throw Error(std::string(file) + ": " + std::string(reason));
@@ -130,16 +154,20 @@ Tensor reinterpret_as(std::vector<std::uint8_t> bytes, std::vector<std::int64_t>
                       int src_bits, DType to, std::string_view file) {
   const int dst_bits = dtype_bits(to);
   if (src_bits != dst_bits) {
-    const std::string why = "cannot reinterpret " + std::to_string(src_bits) + "-bit elements of shape " +
-                            shape_string(shape) + " as " + std::string(dtype_name(to));
+    const std::string why = "cannot reinterpret " + std::to_string(src_bits) +
+                            "-bit elements of shape " + shape_string(shape) + " as " +
+                            std::string(dtype_name(to));
     if (shape.empty()) fail(file, why + " (0-d tensor)");
-    const auto last_bits = static_cast<std::uint64_t>(shape.back()) * static_cast<std::uint64_t>(src_bits);
-    if (last_bits % static_cast<std::uint64_t>(dst_bits) != 0) fail(file, why + " (last dimension does not divide)");
+    const auto last_bits =
+        static_cast<std::uint64_t>(shape.back()) * static_cast<std::uint64_t>(src_bits);
+    if (last_bits % static_cast<std::uint64_t>(dst_bits) != 0)
+      fail(file, why + " (last dimension does not divide)");
     shape.back() = static_cast<std::int64_t>(last_bits / static_cast<std::uint64_t>(dst_bits));
   }
   Tensor t{to, std::move(shape), std::move(bytes)};
   if (bytes_for(to, checked_numel(t.shape, file)) != t.data.size()) {
-    fail(file, "reinterpreting as " + std::string(dtype_name(to)) + " does not preserve the byte count");
+    fail(file,
+         "reinterpreting as " + std::string(dtype_name(to)) + " does not preserve the byte count");
   }
   return t;
 }
@@ -150,7 +178,8 @@ Tensor pack_unpacked_f4(const std::vector<std::uint8_t>& bytes, std::vector<std:
   if (n != bytes.size()) fail(file, "float4 dump: element count differs from byte count");
   Tensor t{DType::F4, std::move(shape), std::vector<std::uint8_t>((n + 1) / 2, 0)};
   for (std::uint64_t i = 0; i < n; ++i) {
-    if (bytes[i] > 0x0f) fail(file, "float4 dump: element " + std::to_string(i) + " uses the high nibble");
+    if (bytes[i] > 0x0f)
+      fail(file, "float4 dump: element " + std::to_string(i) + " uses the high nibble");
     t.data[i / 2] |= static_cast<std::uint8_t>(bytes[i] << (4 * (i % 2)));
   }
   return t;

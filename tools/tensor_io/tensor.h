@@ -1,5 +1,5 @@
 // Tensor value type of the fp8-check file I/O: dtype, logical shape, raw little-endian bytes.
-// DESIGN §5 (fp8-check reads every dtype incl. FP8 and packed FP4); issue 5 item 1.
+// fp8-check reads every dtype incl. FP8 and packed FP4 (docs/cli.md "File formats").
 // All I/O failures are reported as tensor_io::Error with a one-line reason naming the file.
 #pragma once
 
@@ -15,8 +15,25 @@ namespace fp8ref::tensor_io {
 
 // Element types. F4 is e2m1, packed two per byte (element 2i in the low nibble), shape logical.
 enum class DType : std::uint8_t {
-  F64, F32, F16, BF16, I64, I32, I16, I8, U8, U16, U32, U64, BOOL,
-  F8_E4M3, F8_E5M2, F8_E8M0, F8_E4M3FNUZ, F8_E5M2FNUZ, F4,
+  F64,
+  F32,
+  F16,
+  BF16,
+  I64,
+  I32,
+  I16,
+  I8,
+  U8,
+  U16,
+  U32,
+  U64,
+  BOOL,
+  F8_E4M3,
+  F8_E5M2,
+  F8_E8M0,
+  F8_E4M3FNUZ,
+  F8_E5M2FNUZ,
+  F4,
 };
 inline constexpr int kDTypeCount = 19;
 
@@ -48,8 +65,8 @@ struct NamedTensor {
 };
 
 struct TensorFile {
-  std::vector<NamedTensor> tensors;              // file order
-  std::map<std::string, std::string> metadata;   // safetensors __metadata__
+  std::vector<NamedTensor> tensors;             // file order
+  std::map<std::string, std::string> metadata;  // safetensors __metadata__
   const Tensor* find(std::string_view name) const;
 };
 

@@ -13,8 +13,10 @@ enum class FileFormat { Safetensors, Npy, Npz, TorchZip };
 
 std::string_view format_name(FileFormat f);
 // Sniffs the content (not the extension). Single-array npy files hold one tensor named "tensor".
-TensorFile parse_tensor_bytes(Bytes bytes, std::string_view file, const ReadOptions& opts, FileFormat* format = nullptr);
-TensorFile read_tensor_file(const std::string& path, const ReadOptions& opts, FileFormat* format = nullptr);
+TensorFile parse_tensor_bytes(Bytes bytes, std::string_view file, const ReadOptions& opts,
+                              FileFormat* format = nullptr);
+TensorFile read_tensor_file(const std::string& path, const ReadOptions& opts,
+                            FileFormat* format = nullptr);
 
 // Writes by extension: .safetensors, .npz (stored), .npy (exactly one tensor).
 void write_tensor_file(const std::string& path, const TensorFile& tf);

@@ -20,17 +20,26 @@ struct StorageType {
 };
 
 constexpr std::array<StorageType, 21> kStorageTypes{{
-    {"torch.DoubleStorage", DType::F64},        {"torch.FloatStorage", DType::F32},
-    {"torch.HalfStorage", DType::F16},          {"torch.BFloat16Storage", DType::BF16},
-    {"torch.LongStorage", DType::I64},          {"torch.IntStorage", DType::I32},
-    {"torch.ShortStorage", DType::I16},         {"torch.CharStorage", DType::I8},
-    {"torch.ByteStorage", DType::U8},           {"torch.UInt16Storage", DType::U16},
-    {"torch.UInt32Storage", DType::U32},        {"torch.UInt64Storage", DType::U64},
-    {"torch.BoolStorage", DType::BOOL},         {"torch.Float8_e4m3fnStorage", DType::F8_E4M3},
-    {"torch.Float8_e5m2Storage", DType::F8_E5M2}, {"torch.Float8_e8m0fnuStorage", DType::F8_E8M0},
+    {"torch.DoubleStorage", DType::F64},
+    {"torch.FloatStorage", DType::F32},
+    {"torch.HalfStorage", DType::F16},
+    {"torch.BFloat16Storage", DType::BF16},
+    {"torch.LongStorage", DType::I64},
+    {"torch.IntStorage", DType::I32},
+    {"torch.ShortStorage", DType::I16},
+    {"torch.CharStorage", DType::I8},
+    {"torch.ByteStorage", DType::U8},
+    {"torch.UInt16Storage", DType::U16},
+    {"torch.UInt32Storage", DType::U32},
+    {"torch.UInt64Storage", DType::U64},
+    {"torch.BoolStorage", DType::BOOL},
+    {"torch.Float8_e4m3fnStorage", DType::F8_E4M3},
+    {"torch.Float8_e5m2Storage", DType::F8_E5M2},
+    {"torch.Float8_e8m0fnuStorage", DType::F8_E8M0},
     {"torch.Float8_e4m3fnuzStorage", DType::F8_E4M3FNUZ},
     {"torch.Float8_e5m2fnuzStorage", DType::F8_E5M2FNUZ},
-    {"torch.UntypedStorage", DType::U8},        {"torch.Float4_e2m1fn_x2Storage", DType::U8},
+    {"torch.UntypedStorage", DType::U8},
+    {"torch.Float4_e2m1fn_x2Storage", DType::U8},
     {"torch.storage.UntypedStorage", DType::U8},  // the module path torch 2.x pickles it under
 }};
 
@@ -41,15 +50,24 @@ constexpr std::array<std::string_view, 4> kCallables{
 // torch dtype objects, the explicit dtype argument of _rebuild_tensor_v3 (torch >= 2.x writes
 // it with an UntypedStorage for dtypes such as the float8 family).
 constexpr std::array<StorageType, 18> kDtypeGlobals{{
-    {"torch.float64", DType::F64},        {"torch.float32", DType::F32},
-    {"torch.float16", DType::F16},        {"torch.bfloat16", DType::BF16},
-    {"torch.int64", DType::I64},          {"torch.int32", DType::I32},
-    {"torch.int16", DType::I16},          {"torch.int8", DType::I8},
-    {"torch.uint8", DType::U8},           {"torch.uint16", DType::U16},
-    {"torch.uint32", DType::U32},         {"torch.uint64", DType::U64},
-    {"torch.bool", DType::BOOL},          {"torch.float8_e4m3fn", DType::F8_E4M3},
-    {"torch.float8_e5m2", DType::F8_E5M2}, {"torch.float8_e8m0fnu", DType::F8_E8M0},
-    {"torch.float8_e4m3fnuz", DType::F8_E4M3FNUZ}, {"torch.float8_e5m2fnuz", DType::F8_E5M2FNUZ},
+    {"torch.float64", DType::F64},
+    {"torch.float32", DType::F32},
+    {"torch.float16", DType::F16},
+    {"torch.bfloat16", DType::BF16},
+    {"torch.int64", DType::I64},
+    {"torch.int32", DType::I32},
+    {"torch.int16", DType::I16},
+    {"torch.int8", DType::I8},
+    {"torch.uint8", DType::U8},
+    {"torch.uint16", DType::U16},
+    {"torch.uint32", DType::U32},
+    {"torch.uint64", DType::U64},
+    {"torch.bool", DType::BOOL},
+    {"torch.float8_e4m3fn", DType::F8_E4M3},
+    {"torch.float8_e5m2", DType::F8_E5M2},
+    {"torch.float8_e8m0fnu", DType::F8_E8M0},
+    {"torch.float8_e4m3fnuz", DType::F8_E4M3FNUZ},
+    {"torch.float8_e5m2fnuz", DType::F8_E5M2FNUZ},
 }};
 
 PyRef make(PyValue::Kind k) {
@@ -81,7 +99,8 @@ class Vm {
         bad("pickle opcode " + std::string(hex) + " at byte " + std::to_string(at) +
             " is outside the torch tensors-only subset (refused)");
       }
-      if (stack_.size() > kMaxStack) bad("pickle stack exceeds " + std::to_string(kMaxStack) + " entries");
+      if (stack_.size() > kMaxStack)
+        bad("pickle stack exceeds " + std::to_string(kMaxStack) + " entries");
     }
     if (stack_.size() != 1 || !marks_.empty()) bad("pickle stream ends with a malformed stack");
     return stack_.back();
@@ -103,7 +122,8 @@ class Vm {
   std::size_t base() const { return marks_.empty() ? 0 : marks_.back(); }
   std::vector<PyRef> pop_mark() {
     if (marks_.empty()) bad("pickle MARK missing");
-    std::vector<PyRef> items(stack_.begin() + static_cast<std::ptrdiff_t>(marks_.back()), stack_.end());
+    std::vector<PyRef> items(stack_.begin() + static_cast<std::ptrdiff_t>(marks_.back()),
+                             stack_.end());
     stack_.resize(marks_.back());
     marks_.pop_back();
     return items;
@@ -117,10 +137,13 @@ class Vm {
 
   bool scalar_op(std::uint8_t op) {
     switch (op) {
-      case 0x80: if (r_.u8() > 5) bad("pickle protocol above 5"); return true;  // PROTO
-      case 0x95: r_.take(8); return true;                                         // FRAME
+      case 0x80:
+        if (r_.u8() > 5) bad("pickle protocol above 5");
+        return true;                       // PROTO
+      case 0x95: r_.take(8); return true;  // FRAME
       case 'N': push(make(PyValue::Kind::None)); return true;
-      case 0x88: case 0x89: {  // NEWTRUE / NEWFALSE
+      case 0x88:
+      case 0x89: {  // NEWTRUE / NEWFALSE
         PyRef v = make(PyValue::Kind::Bool);
         v->i = op == 0x88;
         push(std::move(v));
@@ -147,11 +170,13 @@ class Vm {
         push(std::move(v));
         return true;
       }
-      case 'X': push_str(r_.le<std::uint32_t>()); return true;  // BINUNICODE
+      case 'X': push_str(r_.le<std::uint32_t>()); return true;   // BINUNICODE
       case 0x8c: push_str(r_.u8()); return true;                 // SHORT_BINUNICODE
       case 0x8d: push_str(r_.le<std::uint64_t>()); return true;  // BINUNICODE8
-      case 'U': case 'C': push_str(r_.u8()); return true;        // SHORT_BINSTRING / SHORT_BINBYTES
-      case 'T': case 'B': push_str(r_.le<std::uint32_t>()); return true;
+      case 'U':
+      case 'C': push_str(r_.u8()); return true;  // SHORT_BINSTRING / SHORT_BINBYTES
+      case 'T':
+      case 'B': push_str(r_.le<std::uint32_t>()); return true;
       default: return false;
     }
   }
@@ -162,27 +187,39 @@ class Vm {
       case ')': push(container(PyValue::Kind::Tuple)); return true;
       case ']': push(container(PyValue::Kind::List)); return true;
       case '}': push(container(PyValue::Kind::Dict)); return true;
-      case 't': case 'l': {  // TUPLE / LIST
+      case 't':
+      case 'l': {  // TUPLE / LIST
         PyRef v = container(op == 't' ? PyValue::Kind::Tuple : PyValue::Kind::List);
         v->items = pop_mark();
         push(std::move(v));
         return true;
       }
-      case 0x85: case 0x86: case 0x87: {  // TUPLE1..3
+      case 0x85:
+      case 0x86:
+      case 0x87: {  // TUPLE1..3
         PyRef v = container(PyValue::Kind::Tuple);
         v->items.resize(op - 0x84u);
         for (std::size_t k = v->items.size(); k-- > 0;) v->items[k] = pop();
         push(std::move(v));
         return true;
       }
-      case 'a': { PyRef x = pop(); list_of(top()).items.push_back(std::move(x)); return true; }
+      case 'a': {
+        PyRef x = pop();
+        list_of(top()).items.push_back(std::move(x));
+        return true;
+      }
       case 'e': {
         std::vector<PyRef> xs = pop_mark();
         PyValue& l = list_of(top());
         l.items.insert(l.items.end(), xs.begin(), xs.end());
         return true;
       }
-      case 's': { PyRef v = pop(); PyRef k = pop(); dict_of(top()).dict.emplace_back(k, v); return true; }
+      case 's': {
+        PyRef v = pop();
+        PyRef k = pop();
+        dict_of(top()).dict.emplace_back(k, v);
+        return true;
+      }
       case 'u': {
         std::vector<PyRef> xs = pop_mark();
         if (xs.size() % 2) bad("pickle SETITEMS with an odd item count");
@@ -190,9 +227,9 @@ class Vm {
         for (std::size_t k = 0; k < xs.size(); k += 2) d.dict.emplace_back(xs[k], xs[k + 1]);
         return true;
       }
-      case '0': pop(); return true;       // POP
-      case '1': pop_mark(); return true;  // POP_MARK
-      case '2': push(top()); return true; // DUP
+      case '0': pop(); return true;        // POP
+      case '1': pop_mark(); return true;   // POP_MARK
+      case '2': push(top()); return true;  // DUP
       default: return false;
     }
   }
@@ -211,10 +248,12 @@ class Vm {
       case 'q': memo_put(r_.u8()); return true;
       case 'r': memo_put(r_.le<std::uint32_t>()); return true;
       case 0x94: memo_put(static_cast<std::uint32_t>(memo_.size())); return true;  // MEMOIZE
-      case 'h': case 'j': {
+      case 'h':
+      case 'j': {
         const std::uint32_t k = op == 'h' ? r_.u8() : r_.le<std::uint32_t>();
         const auto it = memo_.find(k);
-        if (it == memo_.end()) bad("pickle memo key " + std::to_string(k) + " read before it was written");
+        if (it == memo_.end())
+          bad("pickle memo key " + std::to_string(k) + " read before it was written");
         push(it->second);
         return true;
       }
@@ -222,7 +261,8 @@ class Vm {
     }
   }
   void memo_put(std::uint32_t k) {
-    if (memo_.size() >= kMaxMemo) bad("pickle memo exceeds " + std::to_string(kMaxMemo) + " entries");
+    if (memo_.size() >= kMaxMemo)
+      bad("pickle memo exceeds " + std::to_string(kMaxMemo) + " entries");
     memo_[k] = top();
   }
 
@@ -235,15 +275,26 @@ class Vm {
       }
       case 0x93: {  // STACK_GLOBAL
         PyRef name = pop(), module = pop();
-        if (name->kind != PyValue::Kind::Str || module->kind != PyValue::Kind::Str) bad("pickle STACK_GLOBAL on non-strings");
+        if (name->kind != PyValue::Kind::Str || module->kind != PyValue::Kind::Str)
+          bad("pickle STACK_GLOBAL on non-strings");
         push(global(module->s, name->s));
         return true;
       }
-      case 'Q': { PyRef pid = pop(); push(persistent_load(*pid)); return true; }  // BINPERSID
-      case 'R': { PyRef args = pop(); PyRef fn = pop(); push(reduce(*fn, *args)); return true; }
+      case 'Q': {
+        PyRef pid = pop();
+        push(persistent_load(*pid));
+        return true;
+      }  // BINPERSID
+      case 'R': {
+        PyRef args = pop();
+        PyRef fn = pop();
+        push(reduce(*fn, *args));
+        return true;
+      }
       case 'b': {  // BUILD: only OrderedDict instance state (state_dict()._metadata), dropped
         pop();
-        if (top()->kind != PyValue::Kind::Dict) bad("pickle BUILD on a non-dict object is outside the tensors-only subset");
+        if (top()->kind != PyValue::Kind::Dict)
+          bad("pickle BUILD on a non-dict object is outside the tensors-only subset");
         return true;
       }
       default: return false;
@@ -266,7 +317,9 @@ class Vm {
     for (const StorageType& st : kStorageTypes) ok = ok || st.name == full;
     for (std::string_view c : kCallables) ok = ok || c == full;
     for (const StorageType& d : kDtypeGlobals) ok = ok || d.name == full;
-    if (!ok) bad("pickle references global '" + full + "', outside the torch tensors-only subset (refused, not executed)");
+    if (!ok)
+      bad("pickle references global '" + full +
+          "', outside the torch tensors-only subset (refused, not executed)");
     PyRef g = make(PyValue::Kind::Global);
     g->s = full;
     return g;
@@ -294,14 +347,17 @@ class Vm {
 
 PyRef Vm::persistent_load(const PyValue& pid) {
   const auto& t = pid.items;
-  if (pid.kind != PyValue::Kind::Tuple || t.size() != 5 || t[0]->kind != PyValue::Kind::Str || t[0]->s != "storage" ||
-      t[1]->kind != PyValue::Kind::Global || t[2]->kind != PyValue::Kind::Str || t[4]->kind != PyValue::Kind::Int) {
+  if (pid.kind != PyValue::Kind::Tuple || t.size() != 5 || t[0]->kind != PyValue::Kind::Str ||
+      t[0]->s != "storage" || t[1]->kind != PyValue::Kind::Global ||
+      t[2]->kind != PyValue::Kind::Str || t[4]->kind != PyValue::Kind::Int) {
     bad("pickle persistent id is not ('storage', StorageType, key, location, numel)");
   }
   PyRef s = make(PyValue::Kind::Storage);
   bool found = false;
   for (const StorageType& st : kStorageTypes) {
-    if (st.name == t[1]->s) s->tensor.dtype = st.dtype, s->tensor.fp4_x2 = st.name.find("Float4") != std::string_view::npos, found = true;
+    if (st.name == t[1]->s)
+      s->tensor.dtype = st.dtype,
+      s->tensor.fp4_x2 = st.name.find("Float4") != std::string_view::npos, found = true;
   }
   if (!found) bad("pickle persistent id names '" + t[1]->s + "', which is not a storage type");
   if (t[4]->i < 0) bad("pickle storage '" + t[2]->s + "' has a negative size");
@@ -311,25 +367,30 @@ PyRef Vm::persistent_load(const PyValue& pid) {
 }
 
 std::vector<std::int64_t> Vm::int_tuple(const PyValue& v, const char* what) {
-  if (v.kind != PyValue::Kind::Tuple) bad(std::string("_rebuild_tensor_v2 ") + what + " is not a tuple");
+  if (v.kind != PyValue::Kind::Tuple)
+    bad(std::string("_rebuild_tensor_v2 ") + what + " is not a tuple");
   std::vector<std::int64_t> out;
   for (const PyRef& x : v.items) {
-    if (x->kind != PyValue::Kind::Int || x->i < 0) bad(std::string("_rebuild_tensor_v2 ") + what + " has a non-integer or negative entry");
+    if (x->kind != PyValue::Kind::Int || x->i < 0)
+      bad(std::string("_rebuild_tensor_v2 ") + what + " has a non-integer or negative entry");
     out.push_back(x->i);
   }
   return out;
 }
 
 PyRef Vm::rebuild_tensor(const std::vector<PyRef>& a) {
-  if (a.size() < 6 || a.size() > 7) bad("_rebuild_tensor_v2 called with " + std::to_string(a.size()) + " arguments");
+  if (a.size() < 6 || a.size() > 7)
+    bad("_rebuild_tensor_v2 called with " + std::to_string(a.size()) + " arguments");
   if (a[0]->kind != PyValue::Kind::Storage) bad("_rebuild_tensor_v2 argument 0 is not a storage");
-  if (a[1]->kind != PyValue::Kind::Int || a[1]->i < 0) bad("_rebuild_tensor_v2 storage offset is not a non-negative integer");
+  if (a[1]->kind != PyValue::Kind::Int || a[1]->i < 0)
+    bad("_rebuild_tensor_v2 storage offset is not a non-negative integer");
   PyRef t = make(PyValue::Kind::Tensor);
   t->tensor = a[0]->tensor;
   t->tensor.offset = a[1]->i;
   t->tensor.size = int_tuple(*a[2], "size");
   t->tensor.stride = int_tuple(*a[3], "stride");
-  if (t->tensor.size.size() != t->tensor.stride.size()) bad("_rebuild_tensor_v2 size and stride differ in length");
+  if (t->tensor.size.size() != t->tensor.stride.size())
+    bad("_rebuild_tensor_v2 size and stride differ in length");
   if (t->tensor.size.size() > 64) bad("_rebuild_tensor_v2 tensor has more than 64 dimensions");
   return t;
 }
@@ -337,12 +398,15 @@ PyRef Vm::rebuild_tensor(const std::vector<PyRef>& a) {
 // _rebuild_tensor_v3(storage, offset, size, stride, requires_grad, hooks, dtype[, metadata]):
 // the tensor's dtype is explicit; an UntypedStorage counts bytes, re-expressed in elements.
 PyRef Vm::rebuild_tensor_v3(const std::vector<PyRef>& a) {
-  if (a.size() < 7 || a.size() > 8) bad("_rebuild_tensor_v3 called with " + std::to_string(a.size()) + " arguments");
-  if (a[6]->kind != PyValue::Kind::Global) bad("_rebuild_tensor_v3 dtype argument is not a torch dtype");
+  if (a.size() < 7 || a.size() > 8)
+    bad("_rebuild_tensor_v3 called with " + std::to_string(a.size()) + " arguments");
+  if (a[6]->kind != PyValue::Kind::Global)
+    bad("_rebuild_tensor_v3 dtype argument is not a torch dtype");
   const StorageType* dt = nullptr;
   for (const StorageType& d : kDtypeGlobals)
     if (d.name == a[6]->s) dt = &d;
-  if (dt == nullptr) bad("_rebuild_tensor_v3 dtype '" + a[6]->s + "' is not a supported torch dtype");
+  if (dt == nullptr)
+    bad("_rebuild_tensor_v3 dtype '" + a[6]->s + "' is not a supported torch dtype");
   PyRef t = rebuild_tensor(std::vector<PyRef>(a.begin(), a.begin() + 6));
   const std::uint64_t width = static_cast<std::uint64_t>(dtype_bits(dt->dtype)) / 8;
   if (t->tensor.dtype == DType::U8 && !t->tensor.fp4_x2) {
@@ -364,10 +428,12 @@ PyRef Vm::reduce(const PyValue& fn, const PyValue& args) {
   if (fn.s == "torch._utils._rebuild_tensor_v2") return rebuild_tensor(args.items);
   if (fn.s == "torch._utils._rebuild_tensor_v3") return rebuild_tensor_v3(args.items);
   if (fn.s == "torch._utils._rebuild_parameter") {
-    if (args.items.size() != 3 || args.items[0]->kind != PyValue::Kind::Tensor) bad("_rebuild_parameter arguments malformed");
+    if (args.items.size() != 3 || args.items[0]->kind != PyValue::Kind::Tensor)
+      bad("_rebuild_parameter arguments malformed");
     return args.items[0];
   }
-  bad("pickle calls '" + fn.s + "', which is not a tensor-rebuild function (refused, not executed)");
+  bad("pickle calls '" + fn.s +
+      "', which is not a tensor-rebuild function (refused, not executed)");
 }
 
 }  // namespace

@@ -28,7 +28,8 @@ std::uint32_t crc32_of(Bytes b) {
 }
 
 // Zip64 extended information extra field (APPNOTE 4.5.3): only saturated fields are present.
-void apply_zip64_extra(ZipEntry& e, Bytes extra, bool u_sat, bool c_sat, bool o_sat, std::string_view file) {
+void apply_zip64_extra(ZipEntry& e, Bytes extra, bool u_sat, bool c_sat, bool o_sat,
+                       std::string_view file) {
   ByteReader r(extra, file, "zip extra field");
   while (r.remaining() >= 4) {
     const auto id = r.le<std::uint16_t>();
@@ -40,11 +41,13 @@ void apply_zip64_extra(ZipEntry& e, Bytes extra, bool u_sat, bool c_sat, bool o_
     if (o_sat) e.local_offset = f.le<std::uint64_t>();
     return;
   }
-  if (u_sat || c_sat || o_sat) fail(file, "zip entry '" + e.name + "' has saturated sizes but no zip64 field");
+  if (u_sat || c_sat || o_sat)
+    fail(file, "zip entry '" + e.name + "' has saturated sizes but no zip64 field");
 }
 
 ZipEntry read_central_entry(ByteReader& r, std::string_view file) {
-  if (r.le<std::uint32_t>() != kCentralSig) fail(file, "zip central directory entry has a bad signature");
+  if (r.le<std::uint32_t>() != kCentralSig)
+    fail(file, "zip central directory entry has a bad signature");
   r.take(4);  // versions
   ZipEntry e;
   e.flags = r.le<std::uint16_t>();
@@ -112,13 +115,16 @@ ZipReader::ZipReader(Bytes bytes, std::string file, std::uint64_t max_bytes)
   read_central_directory(cd_offset, cd_size, count);
 }
 
-void ZipReader::read_central_directory(std::uint64_t cd_offset, std::uint64_t cd_size, std::uint64_t count) {
+void ZipReader::read_central_directory(std::uint64_t cd_offset, std::uint64_t cd_size,
+                                       std::uint64_t count) {
   if (cd_offset > bytes_.size() || cd_size > bytes_.size() - cd_offset) {
     fail(file_, "zip central directory lies outside the file");
   }
-  if (count > cd_size / 46) fail(file_, "zip entry count " + std::to_string(count) + " does not fit the central directory");
-  ByteReader r(bytes_.subspan(static_cast<std::size_t>(cd_offset), static_cast<std::size_t>(cd_size)), file_,
-               "zip central directory");
+  if (count > cd_size / 46)
+    fail(file_, "zip entry count " + std::to_string(count) + " does not fit the central directory");
+  ByteReader r(
+      bytes_.subspan(static_cast<std::size_t>(cd_offset), static_cast<std::size_t>(cd_size)), file_,
+      "zip central directory");
   for (std::uint64_t i = 0; i < count; ++i) {
     ZipEntry e = read_central_entry(r, file_);
     if (find(e.name) != nullptr) fail(file_, "zip archive has two entries named '" + e.name + "'");
@@ -142,26 +148,31 @@ Bytes ZipReader::entry_payload(const ZipEntry& e) const {
   const auto name_len = r.le<std::uint16_t>();
   const auto extra_len = r.le<std::uint16_t>();
   r.take(std::uint64_t{name_len} + extra_len);
-  if (e.compressed_size > r.remaining()) fail(file_, where + ": compressed data runs past the end of the file");
+  if (e.compressed_size > r.remaining())
+    fail(file_, where + ": compressed data runs past the end of the file");
   return r.take(e.compressed_size);
 }
 
 std::vector<std::uint8_t> ZipReader::extract(const ZipEntry& e) const {
   const std::string where = "zip entry '" + e.name + "'";
   if (e.flags & 0x1) fail(file_, where + " is encrypted");
-  if (e.method != 0 && e.method != 8) fail(file_, where + " uses unsupported compression method " + std::to_string(e.method));
+  if (e.method != 0 && e.method != 8)
+    fail(file_, where + " uses unsupported compression method " + std::to_string(e.method));
   if (e.uncompressed_size > max_bytes_) {
-    fail(file_, where + " claims " + std::to_string(e.uncompressed_size) + " bytes, above the limit of " + std::to_string(max_bytes_));
+    fail(file_, where + " claims " + std::to_string(e.uncompressed_size) +
+                    " bytes, above the limit of " + std::to_string(max_bytes_));
   }
   const Bytes payload = entry_payload(e);
   std::vector<std::uint8_t> out;
   if (e.method == 0) {
-    if (e.compressed_size != e.uncompressed_size) fail(file_, where + ": stored entry with differing sizes");
+    if (e.compressed_size != e.uncompressed_size)
+      fail(file_, where + ": stored entry with differing sizes");
     out.assign(payload.begin(), payload.end());
   } else {
     if (e.uncompressed_size > e.compressed_size * kDeflateMaxRatio + 1024) {
       fail(file_, where + " claims " + std::to_string(e.uncompressed_size) + " bytes from " +
-                      std::to_string(e.compressed_size) + " deflated bytes (beyond deflate's 1032:1 ratio)");
+                      std::to_string(e.compressed_size) +
+                      " deflated bytes (beyond deflate's 1032:1 ratio)");
     }
     out.resize(static_cast<std::size_t>(e.uncompressed_size));
     z_stream zs{};
@@ -178,7 +189,8 @@ std::vector<std::uint8_t> ZipReader::extract(const ZipEntry& e) const {
       rc = inflate(&zs, Z_NO_FLUSH);
       in_pos += in_chunk - zs.avail_in;
       out_pos += out_chunk - zs.avail_out;
-      if (rc == Z_OK && in_chunk - zs.avail_in == 0 && out_chunk - zs.avail_out == 0) rc = Z_BUF_ERROR;
+      if (rc == Z_OK && in_chunk - zs.avail_in == 0 && out_chunk - zs.avail_out == 0)
+        rc = Z_BUF_ERROR;
     }
     inflateEnd(&zs);
     if (rc != Z_STREAM_END || out_pos != out.size()) {
@@ -189,7 +201,8 @@ std::vector<std::uint8_t> ZipReader::extract(const ZipEntry& e) const {
   return out;
 }
 
-std::vector<std::uint8_t> serialize_zip_stored(const std::vector<ZipMember>& members, std::string_view file) {
+std::vector<std::uint8_t> serialize_zip_stored(const std::vector<ZipMember>& members,
+                                               std::string_view file) {
   std::vector<std::uint8_t> out, cd;
   auto put = [](std::vector<std::uint8_t>& v, std::uint64_t x, int n) {
     for (int i = 0; i < n; ++i) v.push_back(static_cast<std::uint8_t>(x >> (8 * i)));

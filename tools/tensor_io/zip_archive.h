@@ -43,6 +43,7 @@ bool looks_like_zip(Bytes bytes);
 
 using ZipMember = std::pair<std::string, std::vector<std::uint8_t>>;
 // Stored (uncompressed) archive; members must be < 4 GiB each (no zip64 on write).
-std::vector<std::uint8_t> serialize_zip_stored(const std::vector<ZipMember>& members, std::string_view file);
+std::vector<std::uint8_t> serialize_zip_stored(const std::vector<ZipMember>& members,
+                                               std::string_view file);
 
 }  // namespace fp8ref::tensor_io

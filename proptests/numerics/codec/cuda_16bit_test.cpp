@@ -1,6 +1,6 @@
-// The cuda_* profiles against CUDA's own host conversions from <cuda_fp8.h> (issue 2 item 5) on
-// every bf16 and f16 input: __nv_cvt_bfloat16raw_to_fp8, __nv_cvt_halfraw_to_fp8 (satfinite /
-// nosat x e4m3 / e5m2) and __nv_cvt_bfloat16raw_to_e8m0 (rz / rp x satfinite / nosat).
+// The cuda_* profiles against CUDA's own host conversions from <cuda_fp8.h> (docs/numerics.md
+// "Verification") on every bf16 and f16 input: __nv_cvt_bfloat16raw_to_fp8, __nv_cvt_halfraw_to_fp8
+// (satfinite / nosat x e4m3 / e5m2) and __nv_cvt_bfloat16raw_to_e8m0 (rz / rp x satfinite / nosat).
 #include <cuda_fp8.h>
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The cuda_* profiles against CUDA's own host conversions from <cuda_fp8.h> on all 2^32 f32
-// inputs (issue 2 item 5; label exhaustive): __nv_cvt_float_to_fp8 (satfinite / nosat x e4m3 /
+// inputs (label exhaustive): __nv_cvt_float_to_fp8 (satfinite / nosat x e4m3 /
 // e5m2) and __nv_cvt_float_to_e8m0 (rz / rp x satfinite / nosat). One pass per format.
 #include <cuda_fp8.h>
 #include <gtest/gtest.h>

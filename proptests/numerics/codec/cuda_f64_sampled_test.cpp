@@ -1,7 +1,7 @@
-// The cuda_* profiles against CUDA's double-precision host conversions (issue 2 item 5: >= 10^7
-// sampled f64): __nv_cvt_double_to_fp8 (satfinite / nosat x e4m3 / e5m2) on class-weighted f64,
-// 10^7 inputs at level 1, each under all four; and the CUDA e8m0 policies (rz / rp x satfinite /
-// nosat) against __nv_cvt_double_to_e8m0 on the same classes, 2.5 * 10^6 inputs.
+// The cuda_* profiles against CUDA's double-precision host conversions (docs/numerics.md
+// "Verification": >= 10^7 sampled f64): __nv_cvt_double_to_fp8 (satfinite / nosat x e4m3 / e5m2) on
+// class-weighted f64, 10^7 inputs at level 1, each under all four; and the CUDA e8m0 policies (rz /
+// rp x satfinite / nosat) against __nv_cvt_double_to_e8m0 on the same classes, 2.5 * 10^6 inputs.
 #include <cuda_fp8.h>
 #include <rapidcheck.h>
 

@@ -1,6 +1,7 @@
-// Decode over all 256 codes per format (DESIGN §3.1): decode_f64 / decode_f32 equal the rational
-// oracle's value of each code, and encode(decode(c)) == c for every non-NaN code under every
-// profile, source type and rounding the profile has (Inf: == c unless the profile saturates it).
+// Decode over all 256 codes per format (docs/design.md §4): decode_f64 / decode_f32 equal the
+// rational oracle's value of each code, and encode(decode(c)) == c for every non-NaN code under
+// every profile, source type and rounding the profile has (Inf: == c unless the profile saturates
+// it).
 #include <gtest/gtest.h>
 
 #include <bit>

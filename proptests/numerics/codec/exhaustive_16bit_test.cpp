@@ -1,6 +1,7 @@
 // Every bf16 and every f16 input under every profile x format x rounding the profile has (sr
 // left to the stochastic suite): the codec equals the table oracle applied to the exactly widened
-// value with the profile's declared policy (DESIGN §4: domains <= 2^16 are checked exhaustively).
+// value with the profile's declared policy (docs/design.md §14: small domains are checked
+// exhaustively).
 #include <gtest/gtest.h>
 
 #include <bit>

@@ -1,4 +1,4 @@
-// Class-weighted f64 inputs for the FP8 / E8M0 encode properties (STYLE "Tests", TestFloat's
+// Class-weighted f64 inputs for the FP8 / E8M0 encode properties (docs/design.md §20, TestFloat's
 // exponent-class x significand-pattern idea): each class aims at one rounding hazard. Candidate
 // values come from the table oracle's value table, never from the codec under test.
 #pragma once

@@ -1,7 +1,8 @@
 // The codec (through the ocp_* profiles and directly with every NaN / Inf / E8M0 policy) and the
-// table oracle against the rational oracle on class-weighted f64 inputs: issue 2 item 5, at
-// level 1 10^6 inputs per format, each under every rounding x overflow (rne rtz rup rdn x sat
-// nonsat), so 10^6 per combination. Each RapidCheck case is one input class and one batch.
+// table oracle against the rational oracle on class-weighted f64 inputs (docs/numerics.md
+// "Verification"), at level 1 10^6 inputs per format, each under every rounding x overflow (rne rtz
+// rup rdn x sat nonsat), so 10^6 per combination. Each RapidCheck case is one input class and one
+// batch.
 #include "numerics/oracle/rational_oracle.h"
 
 #include <rapidcheck.h>

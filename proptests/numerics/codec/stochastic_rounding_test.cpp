@@ -1,4 +1,4 @@
-// Stochastic rounding (DESIGN §3.2, codec.h EncodeSpec::sr_bits; issue 2 item 5): the result is
+// Stochastic rounding (docs/design.md §5, codec.h EncodeSpec::sr_bits): the result is
 // always one of the two neighbours the rational oracle gives (toward and away from zero), and
 // enumerating all 2^R random values rounds away exactly floor(frac * 2^R) times, frac computed
 // rationally. Each random value's outcome also matches the table oracle's reading of the rule.

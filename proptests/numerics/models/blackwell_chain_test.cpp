@@ -1,8 +1,8 @@
-// Chains of the Blackwell steps (numerics/blackwell_chain.h) against the exact scaled sum
+// Chains of the Blackwell steps (numerics/models/blackwell_chain.h) against the exact scaled sum
 // (Boost cpp_rational, decode of every code and scale), class-weighted finite operands and scales:
 // every chain lies within its bound, and a chain over one step is that step. The steps themselves
 // are held to MMA-Sim bitwise by the golden vectors (blackwell_golden_test.cpp).
-#include "numerics/blackwell_chain.h"
+#include "numerics/models/blackwell_chain.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // MMA-Sim 2.1.1 (an independent implementation, run by
 // proptests/fidelity/mmasim_blackwell_xcheck.py with torch on a CPU), one step per line `kind fa fb
 // scale_format block a b sa sb c z` (hex codes, FP6 / FP4 in the low bits, element k = byte k).
-// Every line must be reproduced bitwise by numerics/blackwell_step.h. The file path is compiled in
+// Every line must be reproduced bitwise by numerics/models/blackwell_step.h. The file path is compiled in
 // (FP8REF_BLACKWELL_GOLDEN_FILE).
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "numerics/blackwell_step.h"
+#include "numerics/models/blackwell_step.h"
 
 #ifndef FP8REF_BLACKWELL_GOLDEN_FILE
 #error "FP8REF_BLACKWELL_GOLDEN_FILE must name proptests/numerics/models/data/blackwell_step_mmasim.hex"

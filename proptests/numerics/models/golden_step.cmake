@@ -1,4 +1,4 @@
-# Golden vectors of the hopper_wgmma step from mmasim (issue 4 item 7a), labels cpu;golden:
+# Golden vectors of the hopper_wgmma step from mmasim (docs/models.md), labels cpu;golden:
 # golden/regressions/hopper_wgmma_step_mmasim.safetensors, written on the GPU machine by
 # proptests/fidelity/run_fidelity.sh and added with `fp8-check golden accept`. A missing file fails
 # the test (FP8REF_GOLDEN_STEP_FILE in the environment points it elsewhere, e.g. at a .hex).

@@ -1,7 +1,8 @@
-// Golden vectors of one Hopper wgmma FP8 step (DESIGN §3.5 `hopper_wgmma`, issue 4 item 7a):
+// Golden vectors of one Hopper wgmma FP8 step (docs/design.md §10, docs/models.md `hopper_wgmma`
+// step):
 // outputs of mmasim's Hopper FP8 wgmma model (an independent implementation, run on the GPU machine
 // by proptests/fidelity/mmasim_step_xcheck.py). Every vector must be reproduced bitwise by
-// numerics/accumulate.h `hopper_wgmma_step`. Two encodings of the same vectors:
+// numerics/models/wgmma_step.h `hopper_wgmma_step`. Two encodings of the same vectors:
 //   .hex          TestFloat-style lines `fa fb a0..a31 b0..b31 c z` (hex; '#' starts a comment)
 //   .safetensors  tensors fa, fb (U8, 0 = e4m3, 1 = e5m2), a, b (U8, n x 32), c, z (F32), as
 //                 `fp8-check golden accept` keeps them (needs FP8REF_GOLDEN_STEP_TENSOR_IO)
@@ -20,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "numerics/accumulate.h"
+#include "numerics/models.h"
 #ifdef FP8REF_GOLDEN_STEP_TENSOR_IO
 #include "tensor_io/tensor_file.h"
 #endif

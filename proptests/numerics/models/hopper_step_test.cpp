@@ -1,4 +1,4 @@
-// Properties of the hopper_wgmma step model (DESIGN §3.5) that follow from its definition
+// Properties of the hopper_wgmma step model (docs/design.md §10) that follow from its definition
 // independently of the implementation: exactness when nothing is cut, dropping of tiny terms,
 // C-only truncation, sign symmetry, specials, hand-derived raw-exponent vectors, and the bound.
 #include <gtest/gtest.h>
@@ -8,9 +8,9 @@
 #include <cmath>
 #include <vector>
 
-#include "numerics/accumulate.h"
-#include "proptests/common/test_level.h"
+#include "numerics/models.h"
 #include "proptests/common/oracle.h"
+#include "proptests/common/test_level.h"
 
 namespace fp8ref {
 namespace {

@@ -1,6 +1,7 @@
-// Properties of the hopper_mma_sync step model (DESIGN §3.5, numerics/accumulate.h): agreement
-// with a rational transcription of the written interpretation (a second implementation: exact
-// rationals and f64 exponents instead of integer shifts), and properties that follow from the
+// Properties of the hopper_mma_sync step model (docs/design.md §10,
+// numerics/models/mma_sync_step.h):
+// agreement with a rational transcription of the written interpretation (a second implementation:
+// exact rationals and f64 exponents instead of integer shifts), and properties that follow from the
 // interpretation alone: the k mod 4 split, C added last in RN, zero products give C, order
 // independence inside one HMMA, sign symmetry, specials and the error bound.
 #include <gtest/gtest.h>
@@ -11,10 +12,10 @@
 #include <cmath>
 #include <vector>
 
-#include "numerics/accumulate.h"
 #include "numerics/codec.h"
-#include "proptests/common/test_level.h"
+#include "numerics/models.h"
 #include "proptests/common/oracle.h"
+#include "proptests/common/test_level.h"
 
 namespace fp8ref {
 namespace {

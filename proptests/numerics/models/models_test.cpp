@@ -1,15 +1,16 @@
-// Accumulation models of one output element (DESIGN §3.5): `exact` equals a Boost cpp_rational
-// dot product rounded once; every other model lies within its documented bound of it; and the
-// identities between models that follow from their definitions.
+// Accumulation models of one output element (docs/design.md §10): `exact` equals a Boost
+// cpp_rational dot product rounded once; every other model lies within its documented bound of it;
+// and the identities between models that follow from their definitions.
+#include "numerics/models.h"
+
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
 #include <bit>
 #include <vector>
 
-#include "numerics/accumulation_models.h"
-#include "proptests/common/test_level.h"
 #include "proptests/common/oracle.h"
+#include "proptests/common/test_level.h"
 
 namespace fp8ref {
 namespace {

@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "numerics/accumulate.h"
+#include "numerics/models.h"
 #include "proptests/common/test_level.h"
-#include "proptests/reference/gemm_problem.h"
 #include "proptests/numerics/models/wgmma_step_integer.h"
+#include "proptests/reference/gemm_problem.h"
 
 namespace fp8ref {
 namespace {

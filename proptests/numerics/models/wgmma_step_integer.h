@@ -1,7 +1,7 @@
-// A second implementation of the hopper_wgmma step (DESIGN §3.5), written on integer significands
-// and shifts as the model's definition reads (numerics/accumulate.h steps 1-6), where the library
-// scales f32 products and truncates them by conversion. Test oracle only: the library never calls
-// it.
+// A second implementation of the hopper_wgmma step (docs/design.md §10), written on integer
+// significands and shifts as the model's definition reads (numerics/models/wgmma_step.h steps 1-6),
+// where the library scales f32 products and truncates them by conversion. Test oracle only: the
+// library never calls it.
 #pragma once
 
 #include <algorithm>
@@ -10,9 +10,8 @@
 #include <cstdint>
 #include <limits>
 
-#include "numerics/accumulate.h"
 #include "numerics/codec.h"
-#include "numerics/exact_sum.h"
+#include "numerics/models.h"
 
 namespace fp8ref::test {
 

@@ -1,5 +1,5 @@
-// Scale layouts (DESIGN §3.4): every serialiser round-trips, sizes and padding are as specified,
-// and spot offsets match the layouts' defining formulas written out independently.
+// Scale layouts (docs/design.md §7): every serialiser round-trips, sizes and padding are as
+// specified, and spot offsets match the layouts' defining formulas written out independently.
 #include "numerics/scale_layout.h"
 
 #include <gtest/gtest.h>

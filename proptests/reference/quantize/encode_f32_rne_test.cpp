@@ -15,7 +15,7 @@
 #include "proptests/common/sweep_report.h"
 #include "proptests/common/test_level.h"
 
-namespace fp8ref {
+namespace fp8ref::ref {
 namespace {
 
 constexpr std::uint32_t kLow[4] = {0x000, 0x001, 0x400, 0x7FF};
@@ -65,4 +65,4 @@ TEST(EncodeF32Rne, E5m2MatchesGenericCodecOnEveryRoundingClass) {
 }
 
 }  // namespace
-}  // namespace fp8ref
+}  // namespace fp8ref::ref

@@ -1,4 +1,4 @@
-// quantize_3d (reference/quantize.h; issue 3 item 4): G per-expert planes of a strided 3-D view,
+// quantize_3d (reference/quantize.h): G per-expert planes of a strided 3-D view,
 // group_stride elements apart, each equal to quantize() of a contiguous copy of that plane made
 // here with its own index arithmetic (so the plane offsets, in elements of each source type, and
 // the plane strides are checked, not assumed).
@@ -16,7 +16,7 @@
 #include "proptests/reference/quantize/scale_gen.h"
 #include "reference/quantize.h"
 
-namespace fp8ref {
+namespace fp8ref::ref {
 namespace {
 
 using test::require;
@@ -115,4 +115,4 @@ TEST(Quantize3d, BadGroupsThrowNamingQuantize3d) {
 }
 
 }  // namespace
-}  // namespace fp8ref
+}  // namespace fp8ref::ref

@@ -1,4 +1,4 @@
-// The library's bad-input errors (issue 3, "Bad input"; docs/recipes.md "Shapes" and "NaN
+// The library's bad-input errors (docs/design.md §16; docs/recipes.md "Shapes" and "NaN
 // input"): each is a std::invalid_argument whose message names the problem. Which shapes each
 // library rejects is restated here from docs/recipes.md and compared on every recipe, geometry
 // and a grid of shapes; NaN rejection names the first NaN of a strided view of each source type.
@@ -15,7 +15,7 @@
 #include "proptests/reference/quantize/scale_gen.h"
 #include "reference/quantize.h"
 
-namespace fp8ref {
+namespace fp8ref::ref {
 namespace {
 
 // Runs f; expects std::invalid_argument whose message contains every one of `parts`.
@@ -35,19 +35,25 @@ constexpr BlockGeometry kGeometries[] = {BlockGeometry::tensorwise,  BlockGeomet
                                          BlockGeometry::b128x1,      BlockGeometry::b128x128,
                                          BlockGeometry::b1x32,       BlockGeometry::b32x1};
 
-// docs/recipes.md "Shapes", restated: (rejects?, a word of the reason).
-std::pair<bool, std::string> documented_rule(const Recipe& r, BlockGeometry g, std::int64_t m,
-                                             std::int64_t k) {
+// docs/recipes.md "Shapes", restated: the rule broken (accepted if none) and a word of its reason.
+std::pair<ShapeRule, std::string> documented_rule(const Recipe& r, BlockGeometry g, std::int64_t m,
+                                                  std::int64_t k) {
   // Block extents that must divide the dimension (0: none, the extent is 1 or the whole dimension).
   const std::string t(to_string(g));
   const std::int64_t br = t == "128x1" || t == "128x128" ? 128 : (t == "32x1" ? 32 : 0);
   const std::int64_t bc = t == "1x128" || t == "128x128" ? 128 : (t == "1x32" ? 32 : 0);
-  if (r.kind == RecipeKind::te) return {false, ""};
+  const auto rule = [](bool rejects, ShapeRule broken) {
+    return rejects ? broken : ShapeRule::accepted;
+  };
+  if (r.kind == RecipeKind::te) return {ShapeRule::accepted, ""};
   if (r.kind == RecipeKind::deepgemm)  // per_channel_cast_to_fp8: 128x1 / 32x1 need rows % block
-    return {bc == 0 && br > 0 && m % br != 0, "per_channel_cast_to_fp8"};
+    return {rule(bc == 0 && br > 0 && m % br != 0, ShapeRule::deepgemm_channel_rows),
+            "per_channel_cast_to_fp8"};
   if (r.kind == RecipeKind::mx_rceil && r.runtime == Runtime::cuda_kernel)
-    return {m % 32 != 0 || k % 32 != 0, "divisible by 32"};
-  return {(br > 0 && m % br != 0) || (bc > 0 && k % bc != 0), "divide"};  // torchao
+    return {rule(m % 32 != 0 || k % 32 != 0, ShapeRule::te_mxfp8_dims), "divisible by 32"};
+  return {rule((br > 0 && m % br != 0) || (bc > 0 && k % bc != 0),  // torchao
+               ShapeRule::torchao_extent_divides),
+          "divide"};
 }
 
 TEST(QuantizeErrors, LibraryShapeRulesAsDocumented) {
@@ -57,11 +63,14 @@ TEST(QuantizeErrors, LibraryShapeRulesAsDocumented) {
     for (const BlockGeometry g : kGeometries)
       for (const std::int64_t m : sizes)
         for (const std::int64_t k : sizes) {
-          const auto [rejects, reason] = documented_rule(r, g, m, k);
-          const std::string why = library_shape_violation(r, g, m, k);
+          const auto [want_rule, reason] = documented_rule(r, g, m, k);
+          const bool rejects = want_rule != ShapeRule::accepted;
+          const ShapeCheck got = library_shape_check(r, g, m, k);
+          const std::string& why = got.reason;
           const std::string where =
               std::string(to_string(r.kind)) + " " + std::string(to_string(r.runtime)) + " " +
               std::string(to_string(g)) + " (" + std::to_string(m) + ", " + std::to_string(k) + ")";
+          ASSERT_EQ(got.rule, want_rule) << where << ": " << why;
           ASSERT_EQ(!why.empty(), rejects) << where << ": " << why;
           if (!rejects) {
             EXPECT_NO_THROW(require_library_shape(r, g, m, k)) << where;
@@ -137,66 +146,78 @@ FP8REF_RC_PROP(QuantizeErrors, RejectNamesTheFirstNanOfTheView, 200, ()) {
   }
 }
 
-TEST(QuantizeErrors, BadViewsRecipesAndGroupsThrowWithTheirReason) {
-  const std::vector<float> x(64, 1.0f);
-  const Recipe te{RecipeKind::te, Format::e4m3, Runtime::cuda_kernel, false, 0.0f};
-  const auto q = [&](SourceView2d v, Recipe r) { quantize(v, r, BlockGeometry::b1x32); };
-  const SourceView2d ok{x.data(), Source::f32, 8, 8, 8, 1};
+const Recipe kTe{RecipeKind::te, Format::e4m3, Runtime::cuda_kernel, false, 0.0f};
+
+// Quantizes v under r with 1x32 blocks (the geometry is never what a test here gets wrong).
+void quantize_1x32(const SourceView2d& v, const Recipe& r) { quantize(v, r, BlockGeometry::b1x32); }
+
+// Views with an unsupported source, a negative extent or stride, or no data.
+void expect_bad_views_throw(const std::vector<float>& x) {
+  const auto q = [](SourceView2d v) { quantize_1x32(v, kTe); };
   expect_invalid(
       [&] {
-        q({x.data(), Source::f64, 8, 8, 8, 1}, te);
+        q({x.data(), Source::f64, 8, 8, 8, 1});
       },
       {"source must be f32, bf16 or f16"});
-  expect_invalid([&] { q({x.data(), Source::f32, -1, 8, 8, 1}, te); }, {"negative shape"});
-  expect_invalid([&] { q({x.data(), Source::f32, 8, 8, 8, -1}, te); }, {"stride"});
-  expect_invalid([&] { q({nullptr, Source::f32, 8, 8, 8, 1}, te); }, {"null data"});
+  expect_invalid([&] { q({x.data(), Source::f32, -1, 8, 8, 1}); }, {"negative shape"});
+  expect_invalid([&] { q({x.data(), Source::f32, 8, 8, 8, -1}); }, {"stride"});
+  expect_invalid([&] { q({nullptr, Source::f32, 8, 8, 8, 1}); }, {"null data"});
   expect_invalid(
       [&] {
         check_nan_input({nullptr, Source::f32, 8, 8, 8, 1}, NanInput::reject);
       },
       {"null data"});
+}
+
+// Recipes whose fields contradict their library: element format, runtime, pow2, epsilon, source.
+void expect_bad_recipes_throw(const SourceView2d& ok) {
+  const auto q = [&](Recipe r) { quantize_1x32(ok, r); };
   expect_invalid(
       [&] {
-        q(ok, {RecipeKind::deepgemm, Format::e5m2, Runtime::torch_cuda, false, 0});
+        q({RecipeKind::deepgemm, Format::e5m2, Runtime::torch_cuda, false, 0});
       },
       {"deepgemm", "e4m3 only"});
   expect_invalid(
       [&] {
-        q(ok, {RecipeKind::te, Format::e4m3, Runtime::torch_cpu, false, 0});
+        q({RecipeKind::te, Format::e4m3, Runtime::torch_cpu, false, 0});
       },
       {"te", "cuda_kernel"});
   expect_invalid(
       [&] {
-        q(ok, {RecipeKind::mx_floor, Format::e4m3, Runtime::cuda_kernel, false, 0});
+        q({RecipeKind::mx_floor, Format::e4m3, Runtime::cuda_kernel, false, 0});
       },
       {"mx_floor", "torch_cpu or torch_cuda"});
   expect_invalid(
       [&] {
-        q(ok, {RecipeKind::torchao, Format::e4m3, Runtime::torch_cpu, false, 1});
+        q({RecipeKind::torchao, Format::e4m3, Runtime::torch_cpu, false, 1});
       },
       {"torchao", "epsilon is a te parameter"});
   expect_invalid(
       [&] {
-        q(ok, {RecipeKind::mx_ceil, Format::e4m3, Runtime::torch_cpu, true, 0});
+        q({RecipeKind::mx_ceil, Format::e4m3, Runtime::torch_cpu, true, 0});
       },
       {"mx_ceil", "pow2 must be false"});
   for (const float eps :
        {-1.0f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()})
     expect_invalid(
         [&] {
-          q(ok, {RecipeKind::te, Format::e4m3, Runtime::cuda_kernel, false, eps});
+          q({RecipeKind::te, Format::e4m3, Runtime::cuda_kernel, false, eps});
         },
         {"epsilon must be finite and >= 0"});
   const std::vector<std::uint16_t> h(64, 0x3C00);
   for (const RecipeKind kind : {RecipeKind::mx_floor, RecipeKind::mx_rceil})
     expect_invalid(
         [&] {
-          q({h.data(), Source::f16, 8, 8, 8, 1},
-            {kind, Format::e4m3, Runtime::torch_cuda, false, 0});
+          quantize_1x32({h.data(), Source::f16, 8, 8, 8, 1},
+                        {kind, Format::e4m3, Runtime::torch_cuda, false, 0});
         },
         {"to_mx takes bf16 or f32"});
+}
+
+// Group ends that do not end at the row count or decrease.
+void expect_bad_group_ends_throw(const SourceView2d& ok) {
   const auto grouped = [&](std::vector<std::int64_t> ends) {
-    quantize_grouped_rows(ok, te, BlockGeometry::b32x1, ends);
+    quantize_grouped_rows(ok, kTe, BlockGeometry::b32x1, ends);
   };
   expect_invalid([&] { grouped({}); }, {"last group end must equal rows (8)"});
   expect_invalid([&] { grouped({4, 7}); }, {"last group end must equal rows (8)"});
@@ -204,5 +225,13 @@ TEST(QuantizeErrors, BadViewsRecipesAndGroupsThrowWithTheirReason) {
   expect_invalid([&] { grouped({-1, 8}); }, {"group ends decrease"});
 }
 
+TEST(QuantizeErrors, BadViewsRecipesAndGroupsThrowWithTheirReason) {
+  const std::vector<float> x(64, 1.0f);
+  const SourceView2d ok{x.data(), Source::f32, 8, 8, 8, 1};
+  expect_bad_views_throw(x);
+  expect_bad_recipes_throw(ok);
+  expect_bad_group_ends_throw(ok);
+}
+
 }  // namespace
-}  // namespace fp8ref
+}  // namespace fp8ref::ref

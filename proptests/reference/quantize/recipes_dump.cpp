@@ -1,8 +1,8 @@
 // fp8ref's codes and scales as raw little-endian files for the recipe cross-checks: OUT_DIR mode
 // writes inputs with one class per block (ordinary, zero, subnormal / tiny / huge amax, amax at or
 // next to a recipe threshold, one NaN or Inf) and fp8ref's results for every recipe, geometry and
-// source type, for proptests/reference/quantize/recipes_xcheck.py (numpy + ml_dtypes); --requests mode
-// quantizes inputs another program wrote (the GPU machine's torch cross-check,
+// source type, for proptests/reference/quantize/recipes_xcheck.py (numpy + ml_dtypes); --requests
+// mode quantizes inputs another program wrote (the GPU machine's torch cross-check,
 // proptests/fidelity/recipes_torch_xcheck.py). Usage: fp8ref_recipes_dump OUT_DIR |
 // fp8ref_recipes_dump --requests DIR
 #include <algorithm>
@@ -27,6 +27,7 @@
 namespace {
 
 using namespace fp8ref;
+using namespace fp8ref::ref;
 
 std::uint64_t g_state = 0x9E3779B97F4A7C15ULL;
 std::uint32_t next_u32() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent numpy + ml_dtypes implementation of the scale recipes (docs/recipes.md, DESIGN §3.3,
+"""Independent numpy + ml_dtypes implementation of the scale recipes (docs/recipes.md,
 written from the libraries' published formulas, not from the C++), compared bitwise with fp8ref's
 quantize on every recipe, the block geometries its library uses (tensorwise, rowwise, per-channel,
 1x128, 128x1, 128x128, 1x32, 32x1) and f32 / bf16 / f16 sources. Every block is classified from

@@ -1,4 +1,4 @@
-// A failing scale property writes its input as a safetensors file (STYLE "Tests"): tensor x
+// A failing scale property writes its input as a safetensors file (docs/design.md §20): tensor x
 // (F32 bit patterns, rows x cols flattened; `fp8-check inspect` opens it) with the recipe, the
 // geometry and the replay command as metadata. RapidCheck re-runs failing cases while it
 // shrinks, so the file left behind is the minimal counterexample.
@@ -16,9 +16,9 @@
 #include "proptests/common/test_level.h"
 #include "reference/quantize.h"
 
-namespace fp8ref {
+namespace fp8ref::ref {
 inline std::ostream& operator<<(std::ostream& os, BlockGeometry g) { return os << to_string(g); }
-}  // namespace fp8ref
+}  // namespace fp8ref::ref
 
 namespace fp8ref::test {
 
@@ -27,7 +27,7 @@ struct ScaleCase {
   const std::vector<float>* x;
   std::int64_t rows, cols;
   Recipe recipe;
-  BlockGeometry geometry;
+  ref::BlockGeometry geometry;
 };
 
 inline std::string dump_scale_case(const ScaleCase& c) {

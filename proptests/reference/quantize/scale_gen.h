@@ -1,6 +1,6 @@
 // Generators for the scale suites: every valid recipe, and class-weighted f32 tensors with one
 // magnitude class per row (ordinary, power of two, next to a recipe threshold, subnormal, huge,
-// zero) and a few NaN / Inf elements, plus the per-block amax classification (DESIGN §4).
+// zero) and a few NaN / Inf elements, plus the per-block amax classification (docs/design.md §14).
 #pragma once
 
 #include <rapidcheck.h>
@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "numerics/scale_recipe.h"
 #include "campaign/gen/choices.h"
+#include "numerics/scale_recipe.h"
 #include "reference/quantize.h"
 
 namespace fp8ref {
@@ -46,11 +46,11 @@ inline std::vector<Recipe> all_recipes() {
 
 inline rc::Gen<Recipe> gen_recipe() { return rc::gen::elementOf(all_recipes()); }
 
-inline BlockGeometry gen_geometry() {
-  return *rc::gen::elementOf(std::vector<BlockGeometry>{
-      BlockGeometry::tensorwise, BlockGeometry::rowwise, BlockGeometry::per_channel,
-      BlockGeometry::b1x128, BlockGeometry::b128x1, BlockGeometry::b128x128, BlockGeometry::b1x32,
-      BlockGeometry::b32x1});
+inline ref::BlockGeometry gen_geometry() {
+  return *rc::gen::elementOf(std::vector<ref::BlockGeometry>{
+      ref::BlockGeometry::tensorwise, ref::BlockGeometry::rowwise, ref::BlockGeometry::per_channel,
+      ref::BlockGeometry::b1x128, ref::BlockGeometry::b128x1, ref::BlockGeometry::b128x128,
+      ref::BlockGeometry::b1x32, ref::BlockGeometry::b32x1});
 }
 
 inline float from_bits(std::uint32_t b) { return std::bit_cast<float>(b); }
@@ -169,8 +169,8 @@ inline const char* amax_class(float a) {
 // Tags the case with the amax classes of its full blocks of geometry g, e.g. "full blocks: NaN
 // ordinary pow2" (partial blocks are left out; "no full block" when there is none).
 inline void classify_block_amax(const std::vector<float>& x, std::int64_t m, std::int64_t k,
-                                BlockGeometry g, AmaxNan p) {
-  const BlockShape b = block_shape(g, m, k);
+                                ref::BlockGeometry g, AmaxNan p) {
+  const ref::BlockShape b = block_shape(g, m, k);
   std::set<std::string> seen;
   for (std::int64_t r0 = 0; r0 + b.rows <= m; r0 += b.rows)
     for (std::int64_t c0 = 0; c0 + b.cols <= k; c0 += b.cols) {

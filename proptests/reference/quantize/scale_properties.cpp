@@ -1,4 +1,4 @@
-// Properties of quantize / dequantize (issue 3 §5): the per-element definition on every source
+// Properties of quantize / dequantize (docs/recipes.md): the per-element definition on every source
 // type and stride, the derived error bound, the dgrad transpose identity, per-group vs global
 // blocking, thread-count invariance. Case counts scale with FP8REF_TEST_LEVEL.
 #include <gtest/gtest.h>
@@ -17,7 +17,7 @@
 #include "proptests/reference/quantize/scale_gen.h"
 #include "reference/quantize.h"
 
-namespace fp8ref {
+namespace fp8ref::ref {
 namespace {
 
 using test::amax_class;
@@ -234,19 +234,9 @@ float widen(Source src, std::uint32_t bits) {
   return float(std::bit_cast<double>(source_to_f64_bits(src, bits)));
 }
 
-// The fast kernels (reference/encode_f32_rne.h, templated loaders) against the recipe's
-// per-element definition: amax_fold over the block, block_scale, quantize_element — for every
-// source type, a transposed view and a padded row stride.
-FP8REF_RC_PROP(Quantize, CodesAndScalesMatchPerElementDefinition, 300, ()) {
-  const Recipe r = *gen_recipe();
-  const BlockGeometry g = gen_geometry();
-  const std::int64_t m = *test::gen_extent(160, 1), k = *test::gen_extent(160, 1);
-  const Source src =
-      *rc::gen::elementOf(std::vector<Source>{Source::f32, Source::bf16, Source::f16});
-  RC_PRE(!(src == Source::f16 && is_mx(r.kind) &&
-           r.runtime != Runtime::cuda_kernel));  // torchao: bf16 / f32 only
-  const int layout = *rc::gen::elementOf(
-      std::vector<int>{0, 1, 2});  // 0 row-major, 1 transposed storage, 2 padded rows
+// Source bit patterns of an (m, k) matrix of `src`: f32 / bf16 from class-weighted f32 values,
+// f16 from its own generator.
+std::vector<std::uint32_t> gen_source_bits(Source src, std::int64_t m, std::int64_t k) {
   const auto xf = *gen_matrix(m, k, true);
   std::vector<std::uint32_t> bits(std::size_t(m * k));
   if (src == Source::f16) {
@@ -256,39 +246,45 @@ FP8REF_RC_PROP(Quantize, CodesAndScalesMatchPerElementDefinition, 300, ()) {
     for (std::size_t i = 0; i < bits.size(); ++i)
       bits[i] = std::bit_cast<std::uint32_t>(xf[i]) >> (src == Source::bf16 ? 16 : 0);
   }
-  std::vector<float> logical(bits.size());  // for the failure dump
-  for (std::size_t i = 0; i < bits.size(); ++i) logical[i] = widen(src, bits[i]);
-  const ScaleCase c{"scale_per_element_definition", &logical, m, k, r, g};
-  classify_block_amax(logical, m, k, g, amax_nan_policy(r));
-  // Store element (i, j) at offset i * rs + j * cs.
-  const std::int64_t rs = layout == 1 ? 1 : (layout == 2 ? k + 3 : k), cs = layout == 1 ? m : 1;
+  return bits;
+}
+
+// The matrix stored with element (i, j) at offset i * rs + j * cs: layout 0 row-major, 1
+// transposed storage, 2 rows padded by 3 elements (the padding holds NaN patterns).
+struct StridedSource {
+  std::vector<std::uint32_t> s32;
+  std::vector<std::uint16_t> s16;
+  std::int64_t rs, cs;
+  const void* data() const {
+    return s32.empty() ? static_cast<const void*>(s16.data()) : s32.data();
+  }
+};
+StridedSource store_strided(const std::vector<std::uint32_t>& bits, Source src, std::int64_t m,
+                            std::int64_t k, int layout) {
+  StridedSource st;
+  st.rs = layout == 1 ? 1 : (layout == 2 ? k + 3 : k), st.cs = layout == 1 ? m : 1;
   const std::size_t storage = std::size_t(layout == 2 ? m * (k + 3) : m * k);
-  std::vector<std::uint32_t> s32(src == Source::f32 ? storage : 0, 0xFFC00000u);
-  std::vector<std::uint16_t> s16(src == Source::f32 ? 0 : storage, 0xFE00);
+  st.s32.assign(src == Source::f32 ? storage : 0, 0xFFC00000u);
+  st.s16.assign(src == Source::f32 ? 0 : storage, 0xFE00);
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < k; ++j) {
       const std::uint32_t b = bits[std::size_t(i * k + j)];
       if (src == Source::f32)
-        s32[std::size_t(i * rs + j * cs)] = b;
+        st.s32[std::size_t(i * st.rs + j * st.cs)] = b;
       else
-        s16[std::size_t(i * rs + j * cs)] = std::uint16_t(b);
+        st.s16[std::size_t(i * st.rs + j * st.cs)] = std::uint16_t(b);
     }
-  const void* data = src == Source::f32 ? static_cast<const void*>(s32.data()) : s16.data();
-  const Quantized q = quantize({data, src, m, k, rs, cs}, r, g);
-  const BlockShape b = block_shape(g, m, k);
+  return st;
+}
+
+// Every block of q against the definition: amax_fold over the block's logical values,
+// block_scale, and quantize_element for each of its codes.
+void require_blocks_match_definition(const Quantized& q, Source src,
+                                     const std::vector<float>& logical, const ScaleCase& c) {
+  const Recipe& r = q.recipe;
+  const std::int64_t m = q.rows, k = q.cols;
+  const BlockShape b = block_shape(q.geometry, m, k);
   const EncodeSpec spec = element_spec(r);
-  RC_CLASSIFY(true, std::string(to_string(src)) + (layout == 1   ? " transposed"
-                                                   : layout == 2 ? " padded"
-                                                                 : " row-major"));
-  const Recipe other{RecipeKind::mx_rceil, Format::e5m2, Runtime::cuda_kernel, false, 0.0f};
-  Quantized reused = quantize({data, src, k, m, cs, rs}, other, BlockGeometry::b1x32);  // dirty
-  quantize_into({data, src, m, k, rs, cs}, r, g, reused);
-  require(reused.codes == q.codes && reused.e8m0 == q.e8m0 &&
-              reused.block_row_start == q.block_row_start &&
-              reused.scale.size() == q.scale.size() &&
-              (q.scale.size() * 4 == 0 ||
-               std::memcmp(reused.scale.data(), q.scale.data(), q.scale.size() * 4) == 0),
-          "quantize_into on a reused output differs from quantize", c);
   for (std::int64_t br = 0; br < q.scale_rows; ++br)
     for (std::int64_t bc = 0; bc < q.scale_cols; ++bc) {
       const std::int64_t r0 = br * b.rows, r1 = std::min(m, r0 + b.rows);
@@ -310,5 +306,41 @@ FP8REF_RC_PROP(Quantize, CodesAndScalesMatchPerElementDefinition, 300, ()) {
     }
 }
 
+// The fast kernels (reference/encode_f32_rne.h, templated loaders) against the recipe's
+// per-element definition: amax_fold over the block, block_scale, quantize_element — for every
+// source type, a transposed view and a padded row stride; quantize_into on a reused output too.
+FP8REF_RC_PROP(Quantize, CodesAndScalesMatchPerElementDefinition, 300, ()) {
+  const Recipe r = *gen_recipe();
+  const BlockGeometry g = gen_geometry();
+  const std::int64_t m = *test::gen_extent(160, 1), k = *test::gen_extent(160, 1);
+  const Source src =
+      *rc::gen::elementOf(std::vector<Source>{Source::f32, Source::bf16, Source::f16});
+  RC_PRE(!(src == Source::f16 && is_mx(r.kind) &&
+           r.runtime != Runtime::cuda_kernel));  // torchao: bf16 / f32 only
+  const int layout = *rc::gen::elementOf(
+      std::vector<int>{0, 1, 2});  // 0 row-major, 1 transposed storage, 2 padded rows
+  const std::vector<std::uint32_t> bits = gen_source_bits(src, m, k);
+  std::vector<float> logical(bits.size());  // for the failure dump
+  for (std::size_t i = 0; i < bits.size(); ++i) logical[i] = widen(src, bits[i]);
+  const ScaleCase c{"scale_per_element_definition", &logical, m, k, r, g};
+  classify_block_amax(logical, m, k, g, amax_nan_policy(r));
+  const StridedSource st = store_strided(bits, src, m, k, layout);
+  const Quantized q = quantize({st.data(), src, m, k, st.rs, st.cs}, r, g);
+  RC_CLASSIFY(true, std::string(to_string(src)) + (layout == 1   ? " transposed"
+                                                   : layout == 2 ? " padded"
+                                                                 : " row-major"));
+  const Recipe other{RecipeKind::mx_rceil, Format::e5m2, Runtime::cuda_kernel, false, 0.0f};
+  Quantized reused =
+      quantize({st.data(), src, k, m, st.cs, st.rs}, other, BlockGeometry::b1x32);  // dirty
+  quantize_into({st.data(), src, m, k, st.rs, st.cs}, r, g, reused);
+  require(reused.codes == q.codes && reused.e8m0 == q.e8m0 &&
+              reused.block_row_start == q.block_row_start &&
+              reused.scale.size() == q.scale.size() &&
+              (q.scale.size() * 4 == 0 ||
+               std::memcmp(reused.scale.data(), q.scale.data(), q.scale.size() * 4) == 0),
+          "quantize_into on a reused output differs from quantize", c);
+  require_blocks_match_definition(q, src, logical, c);
+}
+
 }  // namespace
-}  // namespace fp8ref
+}  // namespace fp8ref::ref

@@ -1,4 +1,4 @@
-// Sharded weights (issue 3 item 7; docs/recipes.md "Sharded weights"): FSDP-style all-gather of
+// Sharded weights (docs/recipes.md "Sharded weights"): FSDP-style all-gather of
 // quantized shards equals quantizing the whole bitwise when every shard starts on a block
 // boundary; otherwise each shard's blocks restart at its start (the per-group blocking of the
 // whole) and shifted blocks take their own amax; dequantizing gathered shards = the whole's.
@@ -14,7 +14,7 @@
 #include "proptests/reference/quantize/scale_gen.h"
 #include "reference/quantize.h"
 
-namespace fp8ref {
+namespace fp8ref::ref {
 namespace {
 
 using test::require;
@@ -171,6 +171,68 @@ FP8REF_RC_PROP(ShardedWeights, DequantizingGatheredFp8ShardsEqualsDequantizingTh
           "per-shard dequantize differs", c);
 }
 
+// A matrix x (m, k) sharded along dim at the cumulative ends, quantized under r with blocks g.
+struct ShardedCase {
+  const std::vector<float>& x;
+  std::int64_t m, k;
+  int dim;
+  const std::vector<std::int64_t>& ends;
+  Recipe r;
+  BlockGeometry g;
+};
+
+// The gathered shards z are exactly the per-group blocking of the whole (dim 1: of its transpose).
+void require_per_group_blocking(const ShardedCase& t, const Quantized& z, const ScaleCase& c) {
+  const std::int64_t m = t.m, k = t.k;
+  const Quantized grouped =
+      t.dim == 0 ? quantize_grouped_rows({t.x.data(), Source::f32, m, k, k, 1}, t.r, t.g, t.ends)
+                 : quantize_grouped_rows({t.x.data(), Source::f32, k, m, 1, k}, t.r,
+                                         transposed(t.g), t.ends);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < k; ++j)
+      require(z.codes[std::size_t(i * k + j)] ==
+                  grouped.codes[std::size_t(t.dim == 0 ? i * k + j : j * m + i)],
+              "codes differ from per-group blocking", c);
+}
+
+// Piece by piece along dim (a piece: one restarted block of a shard): its scale is the recipe of
+// its own amax, and equals the whole's where the piece coincides with a block of the whole.
+// Returns how many piece scales differ from the whole's.
+std::int64_t require_piece_scales(const ShardedCase& t, const Quantized& z, const Quantized& whole,
+                                  const ScaleCase& c) {
+  const std::int64_t m = t.m, k = t.k, e = extent(t.g, t.dim), n = t.ends.back();
+  const std::int64_t nother = t.dim == 0 ? z.scale_cols : z.scale_rows, bo = extent(t.g, 1 - t.dim);
+  std::int64_t begin = 0, piece = 0, differing = 0;
+  for (std::size_t s = 0; s < t.ends.size(); ++s) {
+    for (std::int64_t p0 = begin; p0 < t.ends[s]; p0 += e, ++piece) {
+      const std::int64_t p1 = std::min(t.ends[s], p0 + e), w = p0 / e;
+      const bool coincides = p0 % e == 0 && p1 == std::min(n, p0 + e);
+      for (std::int64_t o = 0; o < nother; ++o) {
+        const std::int64_t o0 = o * bo, o1 = std::min(t.dim == 0 ? k : m, o0 + bo);
+        float amax = 0.0f;
+        for (std::int64_t a = p0; a < p1; ++a)
+          for (std::int64_t bb = o0; bb < o1; ++bb)
+            amax = amax_fold(amax_nan_policy(t.r), amax,
+                             t.x[std::size_t(t.dim == 0 ? a * k + bb : bb * k + a)]);
+        const float got =
+            z.scale[std::size_t(t.dim == 0 ? piece * nother + o : o * z.scale_cols + piece)];
+        const float want_whole =
+            whole.scale[std::size_t(t.dim == 0 ? w * nother + o : o * whole.scale_cols + w)];
+        const float own = block_scale(t.r, amax, Source::f32).s;
+        require(std::memcmp(&got, &own, 4) == 0, "piece scale is not the recipe of its own amax",
+                c);
+        if (coincides)
+          require(std::memcmp(&got, &want_whole, 4) == 0, "coinciding piece differs from the whole",
+                  c);
+        differing += std::memcmp(&got, &want_whole, 4) != 0;
+      }
+    }
+    begin = t.ends[s];
+  }
+  require(piece == (t.dim == 0 ? z.scale_rows : z.scale_cols), "piece count", c);
+  return differing;
+}
+
 // A shard that starts off a block boundary restarts its blocks there: the sharded result is the
 // per-group blocking of the whole with the shards as groups (dim 1: of the transpose). Pieces
 // that coincide with a block of the whole are bit-identical to it; every other piece takes the
@@ -195,45 +257,9 @@ FP8REF_RC_PROP(ShardedWeights, MisalignedShardsRestartBlocksAtTheirStart, 80, ()
   const auto shards = quantize_shards(x, m, k, dim, ends, r, g);
   const Quantized z = gather(shards, dim, m, k);
   const Quantized whole = quantize({x.data(), Source::f32, m, k, k, 1}, r, g);
-  // 1. Exactly per-group blocking.
-  const Quantized grouped =
-      dim == 0 ? quantize_grouped_rows({x.data(), Source::f32, m, k, k, 1}, r, g, ends)
-               : quantize_grouped_rows({x.data(), Source::f32, k, m, 1, k}, r, transposed(g), ends);
-  for (std::int64_t i = 0; i < m; ++i)
-    for (std::int64_t j = 0; j < k; ++j)
-      require(z.codes[std::size_t(i * k + j)] ==
-                  grouped.codes[std::size_t(dim == 0 ? i * k + j : j * m + i)],
-              "codes differ from per-group blocking", c);
-  // 2. Piece by piece along dim: coinciding pieces equal the whole, others follow their own amax.
-  const std::int64_t nother = dim == 0 ? z.scale_cols : z.scale_rows, bo = extent(g, 1 - dim);
-  std::int64_t begin = 0, piece = 0, differing = 0;
-  for (std::size_t s = 0; s < shards.size(); ++s) {
-    for (std::int64_t p0 = begin; p0 < ends[s]; p0 += e, ++piece) {
-      const std::int64_t p1 = std::min(ends[s], p0 + e), w = p0 / e;
-      const bool coincides = p0 % e == 0 && p1 == std::min(n, p0 + e);
-      for (std::int64_t o = 0; o < nother; ++o) {
-        const std::int64_t o0 = o * bo, o1 = std::min(dim == 0 ? k : m, o0 + bo);
-        float amax = 0.0f;
-        for (std::int64_t a = p0; a < p1; ++a)
-          for (std::int64_t bb = o0; bb < o1; ++bb)
-            amax = amax_fold(amax_nan_policy(r), amax,
-                             x[std::size_t(dim == 0 ? a * k + bb : bb * k + a)]);
-        const float got =
-            z.scale[std::size_t(dim == 0 ? piece * nother + o : o * z.scale_cols + piece)];
-        const float want_whole =
-            whole.scale[std::size_t(dim == 0 ? w * nother + o : o * whole.scale_cols + w)];
-        const float own = block_scale(r, amax, Source::f32).s;
-        require(std::memcmp(&got, &own, 4) == 0, "piece scale is not the recipe of its own amax",
-                c);
-        if (coincides)
-          require(std::memcmp(&got, &want_whole, 4) == 0, "coinciding piece differs from the whole",
-                  c);
-        differing += std::memcmp(&got, &want_whole, 4) != 0;
-      }
-    }
-    begin = ends[s];
-  }
-  require(piece == (dim == 0 ? z.scale_rows : z.scale_cols), "piece count", c);
+  const ShardedCase t{x, m, k, dim, ends, r, g};
+  require_per_group_blocking(t, z, c);
+  const std::int64_t differing = require_piece_scales(t, z, whole, c);
   RC_CLASSIFY(differing > 0, "some piece's scale differs from the whole's");
 }
 
@@ -257,4 +283,4 @@ TEST(ShardedWeights, MisalignedShardChangesCodesOfShiftedBlocks) {
 }
 
 }  // namespace
-}  // namespace fp8ref
+}  // namespace fp8ref::ref

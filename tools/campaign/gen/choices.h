@@ -1,6 +1,8 @@
-// Shape, scaling, model and recipe generators shared by the CPU and GPU suites (issue 6 item 1):
+// Shape, scaling, model and recipe generators shared by the CPU and GPU suites (docs/fuzz.md
+// "Generators"):
 // small GEMM extents (suite throughput) and, rarely, MoE-like ones; scalings; every accumulation
-// model a scaling admits with split-K and epilogue; scale recipes (DESIGN §3.3) for quantizers.
+// model a scaling admits with split-K and epilogue; scale recipes (docs/design.md §6) for
+// quantizers.
 #pragma once
 
 #include <rapidcheck.h>
@@ -13,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "numerics/accumulation_models.h"
 #include "numerics/format.h"
+#include "numerics/models.h"
 #include "numerics/scale_recipe.h"
 #include "reference/grouped_gemm.h"
 
@@ -115,8 +117,8 @@ inline float draw_scale(std::uint64_t r, bool pow2) {
   return std::bit_cast<float>(std::uint32_t(0x3B800000u + (r >> 8) % (0x43800000u - 0x3B800000u)));
 }
 
-// Every scale recipe of DESIGN §3.3 in each runtime whose arithmetic it reproduces (deepgemm and
-// torchao with and without power-of-two scales, TE's kernel, the four MX rules), both elements,
+// Every scale recipe of docs/recipes.md in each runtime whose arithmetic it reproduces (deepgemm
+// and torchao with and without power-of-two scales, TE's kernel, the four MX rules), both elements,
 // that takes any shape: TE's MXFP8 kernel (mx_rceil cuda_kernel) is left to the scale suites
 // (proptests/reference/quantize/scale_gen.h adds it and TE's epsilon).
 inline std::vector<Recipe> all_recipes() {

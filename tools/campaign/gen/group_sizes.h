@@ -1,7 +1,7 @@
-// Tokens-per-group generators (DESIGN §4, issue 6 item 1): the distributions that found real
-// grouped-GEMM bugs, as RapidCheck generators that CPU and GPU suites share. A draw is a small
-// set of parameters (distribution, group count, total, alignment, a seed) from which the sizes
-// are computed, so RapidCheck shrinks a failing case toward few groups and few tokens.
+// Tokens-per-group generators (docs/design.md §14, docs/fuzz.md "Generators"): the distributions
+// that found real grouped-GEMM bugs, as RapidCheck generators that CPU and GPU suites share. A draw
+// is a small set of parameters (distribution, group count, total, alignment, a seed) from which the
+// sizes are computed, so RapidCheck shrinks a failing case toward few groups and few tokens.
 #pragma once
 
 #include <rapidcheck.h>

@@ -1,4 +1,4 @@
-// Value generators (issue 6 item 1): FP8 operand codes and f32 source tensors by class.
+// Value generators (docs/fuzz.md "Generators"): FP8 operand codes and f32 source tensors by class.
 // Tensors are filled from one drawn seed (per-element shrinkables dominated suite run time);
 // RapidCheck shrinks the class, the seed and the shapes around them.
 #pragma once

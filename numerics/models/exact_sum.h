@@ -1,6 +1,7 @@
-// Exact accumulation of FP8 x FP8 products and of scaled block partials, and the single
-// rounding of an exact value to f32 / bf16 (DESIGN §3.5: "exactness fact to build on", model
-// `exact`). No floating-point arithmetic touches a value here until the final rounding.
+// Exact accumulation of FP8 x FP8 products and of scaled block partials, and the single rounding
+// of an exact value (or of a model's f32 result) to an output type (docs/design.md §9 "the
+// exactness fact", §10 model `exact`). No floating-point arithmetic touches a value here until
+// the final rounding. Part of the accumulation models (numerics/models.h).
 #pragma once
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "numerics/format.h"
+#include "numerics/out_dtype.h"
 
 namespace fp8ref {
 
@@ -126,26 +128,6 @@ inline F32Parts f32_parts_odd(float x) {
   if (p.sig == 0) return p;
   const int tz = std::countr_zero(std::uint64_t(p.sig < 0 ? -p.sig : p.sig));
   return {p.sig / (std::int64_t{1} << tz), p.exp + tz};
-}
-
-// Output formats of the reference ops: binary32, bfloat16 (8 significant bits, f32 range) and
-// IEEE binary16 (11 significant bits, normal exponents -14..15, max 65504).
-enum class OutDtype : std::uint8_t { f32, bf16, f16 };
-
-constexpr int out_precision(OutDtype d) {
-  return d == OutDtype::f32 ? 24 : d == OutDtype::bf16 ? 8 : 11;
-}
-constexpr int out_min_exp(OutDtype d) {
-  return d == OutDtype::f16 ? -14 : -126;
-}  // smallest normal
-constexpr int out_max_exp(OutDtype d) { return d == OutDtype::f16 ? 15 : 127; }
-constexpr const char* to_string(OutDtype d) {
-  return d == OutDtype::f32 ? "f32" : d == OutDtype::bf16 ? "bf16" : "f16";
-}
-constexpr std::optional<OutDtype> parse_out_dtype(std::string_view s) {
-  for (OutDtype d : {OutDtype::f32, OutDtype::bf16, OutDtype::f16})
-    if (std::string_view(to_string(d)) == s) return d;
-  return std::nullopt;
 }
 
 namespace detail {
@@ -286,30 +268,17 @@ inline double round_terms(const i128* t, const int* e, std::int64_t n, OutDtype 
   return acc.round_to(d);
 }
 
-// The bit pattern of an f64 that holds a value of `d` exactly (f32: 32 bits; bf16, f16: 16).
-inline std::uint32_t out_bits(double z, OutDtype d) {
-  if (d != OutDtype::f16) {
-    const std::uint32_t u = std::bit_cast<std::uint32_t>(float(z));
-    return d == OutDtype::f32 ? u : u >> 16;
-  }
-  const std::uint32_t sign = std::signbit(z) ? 0x8000u : 0u;
-  if (std::isnan(z)) return sign | 0x7E00u;
-  if (std::isinf(z)) return sign | 0x7C00u;
-  const double a = std::fabs(z);
-  if (a < 0x1p-14) return sign | std::uint32_t(a * 0x1p24);  // subnormal (or zero)
-  int e = 0;
-  const double m = std::frexp(a, &e);  // a = m·2^e, m in [0.5, 1)
-  return sign | std::uint32_t(e - 1 + 15) << 10 | (std::uint32_t(m * 2048.0) - 1024u);
-}
-
-// The value of a bit pattern of `d` (bf16 / f16 in the low 16 bits), exactly, as an f64.
-inline double out_value(std::uint32_t bits, OutDtype d) {
-  if (d == OutDtype::f32) return double(std::bit_cast<float>(bits));
-  if (d == OutDtype::bf16) return double(std::bit_cast<float>(bits << 16));
-  const double sign = (bits & 0x8000u) ? -1.0 : 1.0;
-  const int field = int((bits >> 10) & 0x1F), man = int(bits & 0x3FF);
-  if (field == 31) return man ? std::numeric_limits<double>::quiet_NaN() : sign * INFINITY;
-  return sign * (field ? std::ldexp(1024.0 + man, field - 25) : std::ldexp(double(man), -24));
+// A model's f32 result converted to the output type, RNE (cvt.rn): f32 bits unchanged, bf16 by
+// f32_to_bf16_rne, f16 with gradual underflow and overflow to ±Inf (NaN -> sign | 0x7E00).
+inline std::uint32_t f32_to_out_bits(float x, OutDtype d) {
+  if (d == OutDtype::f32) return std::bit_cast<std::uint32_t>(x);
+  if (d == OutDtype::bf16) return f32_to_bf16_rne(x);
+  if (std::isnan(x)) return (std::signbit(x) ? 0x8000u : 0u) | 0x7E00u;
+  if (std::isinf(x)) return out_bits(double(x), OutDtype::f16);
+  const F32Parts p = f32_parts(x);
+  const double z =
+      p.sig == 0 ? (std::signbit(x) ? -0.0 : 0.0) : round_to(p.sig, p.exp, OutDtype::f16);
+  return out_bits(z, OutDtype::f16);
 }
 
 }  // namespace fp8ref

@@ -1,4 +1,4 @@
-// The Blackwell tensor-core step models (DESIGN §3.5; docs/models.md "Blackwell"): tcgen05.mma and
+// The Blackwell tensor-core step models (docs/design.md §10; docs/models.md "Blackwell"): tcgen05.mma and
 // sm_120 mma.sync kind::f8f6f4 (T-FDPA), kind::mxf8f6f4 block32 (ST-FDPA), kind::mxf4 /
 // mxf4nvf4 k64 (GST-FDPA), each with a per-step error bound against the exact value.
 // Source: MMA-Sim 2.1.1 (github.com/microsoft/MMA-Sim, mmasim/arithmetic/fdpa.py t_fdpa, st_fdpa,
@@ -32,9 +32,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "numerics/bounded.h"
+#include "numerics/models/bounded.h"
 #include "numerics/codec.h"
-#include "numerics/exact_sum.h"
+#include "numerics/models/exact_sum.h"
 #include "numerics/format.h"
 
 namespace fp8ref {
@@ -273,8 +273,8 @@ inline Bounded blackwell_mxf8f6f4_step_bounded(const std::uint8_t* a, const std:
 // kind::mxf4 / mxf4nvf4 (k64, e2m1 operands one code per byte, element k = code k): scales sa[j],
 // sb[j] (ue8m0 or ue4m3 codes, `scale` names which) for the products of block j of `block` (16 or
 // 32) elements. n <= 64 products; a short step's missing products are zero.
-// (numerics/blackwell_mxf4_step.h)
+// (numerics/models/blackwell_mxf4_step.h)
 
 }  // namespace fp8ref
 
-#include "numerics/blackwell_mxf4_step.h"  // IWYU pragma: export
+#include "numerics/models/blackwell_mxf4_step.h"  // IWYU pragma: export

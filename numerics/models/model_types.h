@@ -1,5 +1,6 @@
-// The names and parameters of the accumulation models (DESIGN §3.5 "Accumulation models"): the
-// model and epilogue enums with their tokens, the scales of one output element, split-K.
+// The names and parameters of the accumulation models (docs/design.md §10-12): the model and
+// epilogue enums with their tokens, the scales of one output element, split-K. Part of the
+// accumulation models (numerics/models.h).
 #pragma once
 
 #include <algorithm>
@@ -14,11 +15,11 @@ namespace fp8ref {
 enum class AccumulationModel : std::uint8_t {
   exact,                       // real value, rounded once to the output type
   fp32_sequential,             // dequantize to f32, fmaf in increasing k
-  hopper_unpromoted,           // DESIGN "fast": one wgmma chain over K, scales applied once
+  hopper_unpromoted,           // "fast accumulation": one wgmma chain over K, scales once
   hopper_promoted_blockwise,   // T per scale block; acc = fmaf(RN(sa·sb), T, acc)
   hopper_promoted_tensorwise,  // T per 128-block summed in f32; out = RN(acc·RN(sa·sb))
   hopper_promoted_rowwise,     // T per 128-block summed in f32; out = RN(sa·RN(sb·acc))
-  hopper_mma_sync,             // mma.sync FP8 emulated on sm_90 (accumulate.h), chained over K
+  hopper_mma_sync,             // mma.sync FP8 emulated on sm_90 (mma_sync_step.h), over K
 };
 
 inline constexpr std::array kAllAccumulationModels = {

@@ -1,6 +1,6 @@
-// A model's f32 result with its error bound, and what the tensor-core step models share: FP8
-// values, the special-value result of a step, truncating shifts, and the f32 -> bf16 / f16
-// output conversions (DESIGN §3.5).
+// A model's f32 result with its error bound (Bounded, f32_rounding_bound), and what the
+// tensor-core step models share: FP8 values, the special-value result of a step, truncating
+// shifts. Part of the accumulation models (numerics/models.h, docs/design.md §10).
 #pragma once
 
 #include <algorithm>
@@ -13,8 +13,8 @@
 #include <string>
 
 #include "numerics/codec.h"
-#include "numerics/exact_sum.h"
 #include "numerics/format.h"
+#include "numerics/models/exact_sum.h"
 
 namespace fp8ref {
 
@@ -78,27 +78,4 @@ inline std::int64_t shift_truncate(std::int64_t sig, int shift, bool& inexact) {
 // results and 2^-150 below 2^-126.
 inline double f32_rounding_bound(float r) { return std::fabs(double(r)) * 0x1p-24 + 0x1p-150; }
 
-// f32 -> bf16 bits, round to nearest even (NaN stays NaN, quiet, sign kept).
-constexpr std::uint16_t f32_to_bf16_rne(float x) {
-  const std::uint32_t u = std::bit_cast<std::uint32_t>(x);
-  if ((u & 0x7FFFFFFF) > 0x7F800000) return std::uint16_t((u >> 16) | 0x0040);
-  const std::uint32_t rounded = u + 0x7FFF + ((u >> 16) & 1);
-  return std::uint16_t(rounded >> 16);
-}
-constexpr float bf16_to_f32(std::uint16_t h) {
-  return std::bit_cast<float>(std::uint32_t(h) << 16);
-}
-
-// A model's f32 result converted to the output type, RNE (cvt.rn): f32 bits unchanged, bf16 as
-// above, f16 with gradual underflow and overflow to ±Inf (NaN -> sign | 0x7E00).
-inline std::uint32_t f32_to_out_bits(float x, OutDtype d) {
-  if (d == OutDtype::f32) return std::bit_cast<std::uint32_t>(x);
-  if (d == OutDtype::bf16) return f32_to_bf16_rne(x);
-  if (std::isnan(x)) return (std::signbit(x) ? 0x8000u : 0u) | 0x7E00u;
-  if (std::isinf(x)) return out_bits(double(x), OutDtype::f16);
-  const F32Parts p = f32_parts(x);
-  const double z =
-      p.sig == 0 ? (std::signbit(x) ? -0.0 : 0.0) : round_to(p.sig, p.exp, OutDtype::f16);
-  return out_bits(z, OutDtype::f16);
-}
 }  // namespace fp8ref

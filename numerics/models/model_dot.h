@@ -1,7 +1,8 @@
 // The named accumulation models of one output element y = sum_kb sa_kb·sb_kb·sum_{k in kb} a_k·b_k
-// (DESIGN §3.5 "Accumulation models"), each returning its f32 result with a rigorous error bound
-// against the exact value, plus `exact` (the real value rounded once). docs/models.md has the
-// definitions, sources and bound derivations.
+// (docs/design.md §10): `exact` (the real value rounded once), fp32_sequential, and model_dot,
+// which evaluates any named model with its split-K and epilogue order and returns the f32 result
+// with a rigorous error bound against the exact value. docs/models.md has the definitions,
+// sources and bound derivations; numerics/models.h is the entry point.
 #pragma once
 
 #include <algorithm>
@@ -10,11 +11,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "numerics/accumulate.h"
 #include "numerics/codec.h"
-#include "numerics/exact_sum.h"
-#include "numerics/hopper_models.h"
-#include "numerics/model_types.h"
+#include "numerics/models/bounded.h"
+#include "numerics/models/exact_sum.h"
+#include "numerics/models/hopper_models.h"
+#include "numerics/models/model_types.h"
 
 namespace fp8ref {
 

@@ -1,6 +1,7 @@
-// The Hopper tensor-core accumulation models of one output element (DESIGN §3.5): wgmma or
-// mma.sync chains per promotion block or over all of K, split-K slices, the scale epilogues, each
-// with a rigorous error bound against the exact value. docs/models.md has the derivations.
+// The Hopper tensor-core accumulation models of one output element (docs/design.md §10-12): wgmma
+// or mma.sync chains per promotion block or over all of K, split-K slices, the scale epilogues,
+// each with a rigorous error bound against the exact value. docs/models.md has the derivations;
+// numerics/models.h is the entry point.
 #pragma once
 
 #include <algorithm>
@@ -9,14 +10,16 @@
 #include <stdexcept>
 #include <string>
 
-#include "numerics/accumulate.h"
-#include "numerics/model_types.h"
+#include "numerics/models/bounded.h"
+#include "numerics/models/mma_sync_step.h"
+#include "numerics/models/model_types.h"
+#include "numerics/models/wgmma_step.h"
 
 namespace fp8ref {
 
 // ---- Hopper tensor-core models --------------------------------------------------------------
 
-// The tensor-core step a model chains: wgmma (DESIGN "hopper_wgmma") or emulated mma.sync.
+// The tensor-core step a model chains: wgmma (the `hopper_wgmma` step) or emulated mma.sync.
 enum class TensorCoreStep : std::uint8_t { wgmma, mma_sync };
 
 // The two FP8 operand runs of one output element: codes and formats, and optionally the wgmma

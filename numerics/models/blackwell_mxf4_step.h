@@ -2,7 +2,7 @@
 // tcgen05.mma block32 / block16 and the sm_120 mma.sync forms: groups of 16 e2m1 products summed
 // exactly, each group sum times its block's scale significands at the scales' exponent sum, then
 // the truncated fused sum with C (35 fraction bits, e_zero -139) and RZ to f32. See
-// numerics/blackwell_step.h for the step's numbered rules and its bound.
+// numerics/models/blackwell_step.h for the step's numbered rules and its bound.
 #pragma once
 
 #include <cmath>
@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "numerics/blackwell_step.h"
+#include "numerics/models/blackwell_step.h"
 
 namespace fp8ref {
 

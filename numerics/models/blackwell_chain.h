@@ -1,4 +1,4 @@
-// Chains of the Blackwell tensor-core steps over K (DESIGN §3.5; docs/models.md "Blackwell"): the
+// Chains of the Blackwell tensor-core steps over K (docs/design.md §10; docs/models.md "Blackwell"): the
 // accumulator is each step's C, as a tcgen05.mma or sm_120 mma.sync main loop issues its steps
 // into one f32 accumulator. The block-scaled kinds apply their scales inside each step, so a chain
 // needs no promotion; a short last step is a step whose missing products are zero (kernels pad K
@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "numerics/blackwell_step.h"
+#include "numerics/models/blackwell_step.h"
 
 namespace fp8ref {
 

@@ -1,5 +1,6 @@
-// The Hopper mma.sync FP8 step model `hopper_mma_sync_step` and its chain (DESIGN §3.5), with a
-// running per-element error bound against the exact result.
+// The Hopper mma.sync FP8 step model `hopper_mma_sync_step` and its chain (docs/design.md §10),
+// with a running per-element error bound against the exact result. Part of the accumulation
+// models (numerics/models.h).
 #pragma once
 
 #include <algorithm>
@@ -9,14 +10,14 @@
 #include <cstdint>
 #include <limits>
 
-#include "numerics/bounded.h"
 #include "numerics/codec.h"
-#include "numerics/exact_sum.h"
 #include "numerics/format.h"
+#include "numerics/models/bounded.h"
+#include "numerics/models/exact_sum.h"
 
 namespace fp8ref {
 
-// ---- hopper_mma_sync: mma.sync FP8 on sm_90 (DESIGN §3.5) -----------------------------------
+// ---- hopper_mma_sync: mma.sync FP8 on sm_90 ---------------------------------------------------
 // sm_90 has no FP8 mma.sync; nvcc emulates mma.sync.m16n8k32 e4m3/e5m2 -> f32 (CUTLASS #1986:
 // "the compiler will use software emulation to convert the data and use fp16 tensor core").
 // Exact interpretation implemented here, for one step D = sum_{k<32} a_k·b_k + C:

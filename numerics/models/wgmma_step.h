@@ -1,5 +1,6 @@
-// The Hopper wgmma FP8 step model `hopper_wgmma_step` and its chains (DESIGN §3.5), on codes and
-// on decoded planes, each with a running per-element error bound against the exact result.
+// The Hopper wgmma FP8 step model `hopper_wgmma_step` and its chains (docs/design.md §10, entry
+// point numerics/models.h), on codes and on decoded planes, each with a running per-element error
+// bound against the exact result.
 // Source of the model: MMA-Sim (Microsoft, github.com/microsoft/MMA-Sim, mmasim/simulator:
 // WGMMASim with n_accum_fractional_bits = 13 and output "f32_e8m13" for FP8 inputs).
 //
@@ -38,10 +39,10 @@
 #include <string>
 #include <vector>
 
-#include "numerics/bounded.h"
 #include "numerics/codec.h"
-#include "numerics/exact_sum.h"
 #include "numerics/format.h"
+#include "numerics/models/bounded.h"
+#include "numerics/models/exact_sum.h"
 
 // The planes paths (chains, instructions) also come as a copy compiled for AVX2 on x86-64, chosen
 // at run time: the same operations on wider vectors, so the same bits (ISO mode contracts no

@@ -1,14 +1,15 @@
-// One Hopper wgmma FP8 instruction m{M}n{N}k32 under the hopper_wgmma step model (DESIGN §3.5,
-// numerics/wgmma_step.h): the operands decoded once, each output one step, vectorised across
-// consecutive columns, four rows at a time, in the AVX2 / AVX-512 copies. The like-for-like of
-// MMA-Sim's WGMMA(A, B, C).
+// One Hopper wgmma FP8 instruction m{M}n{N}k32 under the hopper_wgmma step model
+// (docs/design.md §10, numerics/models/wgmma_step.h): the operands decoded once, each output one
+// step, vectorised across consecutive columns, four rows at a time, in the AVX2 / AVX-512 copies.
+// The like-for-like of MMA-Sim's WGMMA(A, B, C). Part of the accumulation models
+// (numerics/models.h).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
-#include "numerics/wgmma_step.h"
+#include "numerics/models/wgmma_step.h"
 
 namespace fp8ref {
 namespace detail {
@@ -62,17 +63,16 @@ struct Lanes {
 // every lane computed is one kept (no conversion of a NaN or out-of-range value).
 inline constexpr int kTileRows = 4;
 
+// Step 3 for R rows x W columns: the largest raw product exponent of each lane (a sentinel far
+// below every exponent when all products are zero; far above when one is NaN / Inf).
 template <int W, int R>
-FP8REF_ALWAYS_INLINE void tile_lanes(const TilePlanes& t, int i, int j0, const float* c, float* d) {
+FP8REF_ALWAYS_INLINE void lane_product_exponents(const TilePlanes& t, int i, int j0,
+                                                 typename Lanes<W>::I (&e_prod)[R]) {
   using I = typename Lanes<W>::I;
-  using F = typename Lanes<W>::F;
-  constexpr int K = kHopperWgmmaK, kF = kHopperFp8FractionBits;
-  const std::size_t stride = std::size_t(t.N);
-  const float* va = t.va + std::size_t(i) * K;
+  constexpr int K = kHopperWgmmaK;
   const std::int16_t* ea = t.ea + std::size_t(i) * K;
-  const float* vbt = t.vbt + std::size_t(j0) * K;  // the block of columns j0 .. j0 + W
-  const std::int32_t* ebt = t.ebt + std::size_t(j0) * K;
-  I e_prod[R], e, eb;
+  const std::int32_t* ebt = t.ebt + std::size_t(j0) * K;  // the block of columns j0 .. j0 + W
+  I e, eb;
   for (int r = 0; r < R; ++r) e_prod[r] = I{} + 2 * kStepNoTerm;
   for (int k = 0; k < K; ++k) {
     std::memcpy(&eb, ebt + k * W, sizeof eb);
@@ -81,8 +81,18 @@ FP8REF_ALWAYS_INLINE void tile_lanes(const TilePlanes& t, int i, int j0, const f
       e_prod[r] = e_prod[r] > e ? e_prod[r] : e;
     }
   }
-  F cv[R], scale[R], out_scale[R], vb;
-  I s[R];
+}
+
+// With C: E of each lane, the scales 2^(13-E) and 2^(E-13) of steps 4 and 6, and C itself.
+// Returns a bit per row whose lanes need a branch of the core (the per-output path).
+template <int W, int R>
+FP8REF_ALWAYS_INLINE unsigned lane_scales(const float* c, std::size_t stride,
+                                          const typename Lanes<W>::I (&e_prod)[R],
+                                          typename Lanes<W>::F (&cv)[R],
+                                          typename Lanes<W>::F (&scale)[R],
+                                          typename Lanes<W>::F (&out_scale)[R]) {
+  using I = typename Lanes<W>::I;
+  constexpr int kF = kHopperFp8FractionBits;
   unsigned fallback = 0;
   for (int r = 0; r < R; ++r) {
     I cu;
@@ -105,14 +115,23 @@ FP8REF_ALWAYS_INLINE void tile_lanes(const TilePlanes& t, int i, int j0, const f
     std::memcpy(&scale[r], &scale_bits, sizeof scale[r]);
     std::memcpy(&out_scale[r], &out_bits, sizeof out_scale[r]);
   }
-  if (fallback != 0) {
-    if constexpr (R == 1) {
-      for (int l = 0; l < W; ++l) d[l] = tile_output(t, i, j0 + l, c[l]);
-    } else {
-      for (int r = 0; r < R; ++r) tile_lanes<W, 1>(t, i + r, j0, c + r * stride, d + r * stride);
-    }
-    return;
-  }
+  return fallback;
+}
+
+// Steps 4-6 on lanes that need no branch: the truncated terms summed exactly in int32, the sum
+// normalised and truncated to 14 significant bits, scaled back by 2^(E-13) into d.
+template <int W, int R>
+FP8REF_ALWAYS_INLINE void lane_sums(const TilePlanes& t, int i, int j0, std::size_t stride,
+                                    const typename Lanes<W>::F (&cv)[R],
+                                    const typename Lanes<W>::F (&scale)[R],
+                                    const typename Lanes<W>::F (&out_scale)[R], float* d) {
+  using I = typename Lanes<W>::I;
+  using F = typename Lanes<W>::F;
+  constexpr int K = kHopperWgmmaK;
+  const float* va = t.va + std::size_t(i) * K;
+  const float* vbt = t.vbt + std::size_t(j0) * K;
+  F vb;
+  I s[R];
   for (int r = 0; r < R; ++r) s[r] = __builtin_convertvector(cv[r] * scale[r], I);
   for (int k = 0; k < K; ++k) {
     std::memcpy(&vb, vbt + k * W, sizeof vb);
@@ -128,6 +147,23 @@ FP8REF_ALWAYS_INLINE void tile_lanes(const TilePlanes& t, int i, int j0, const f
     z *= out_scale[r];  // exact: |t14| >= 1 and 2^(E-13) >= 2^-126, or t14 = +0
     std::memcpy(d + r * stride, &z, sizeof z);
   }
+}
+
+template <int W, int R>
+FP8REF_ALWAYS_INLINE void tile_lanes(const TilePlanes& t, int i, int j0, const float* c, float* d) {
+  const std::size_t stride = std::size_t(t.N);
+  typename Lanes<W>::I e_prod[R];
+  typename Lanes<W>::F cv[R], scale[R], out_scale[R];
+  lane_product_exponents<W, R>(t, i, j0, e_prod);
+  if (lane_scales<W, R>(c, stride, e_prod, cv, scale, out_scale) != 0) {
+    if constexpr (R == 1) {
+      for (int l = 0; l < W; ++l) d[l] = tile_output(t, i, j0 + l, c[l]);
+    } else {
+      for (int r = 0; r < R; ++r) tile_lanes<W, 1>(t, i + r, j0, c + r * stride, d + r * stride);
+    }
+    return;
+  }
+  lane_sums<W, R>(t, i, j0, stride, cv, scale, out_scale, d);
 }
 
 // W = 1: every output through tile_output (the baseline copy).
