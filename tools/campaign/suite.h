@@ -141,6 +141,9 @@ const std::vector<Suite>& all_suites();
 void add_gemm_suites(std::vector<Suite>& out);
 void add_data_suites(std::vector<Suite>& out);
 void add_gpu_suites(std::vector<Suite>& out);
+void add_gpu_quantize_suites(std::vector<Suite>& out);
+// Why the GPU suites cannot run here ("" when a device is present): no CUDA build, no device.
+std::string gpu_unavailable();
 
 // Helpers for the save / load of cases.
 tensor_io::Tensor u8_tensor(const std::vector<std::uint8_t>& v, std::vector<std::int64_t> shape);

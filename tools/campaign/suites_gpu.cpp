@@ -31,6 +31,8 @@ struct CastCase {
   std::vector<std::uint32_t> x;
 };
 
+}  // namespace
+
 std::string gpu_unavailable() {
 #ifdef FP8REF_CAMPAIGN_HAVE_GPU
   return gpu::device_available() ? std::string() : std::string("no CUDA device");
@@ -38,6 +40,8 @@ std::string gpu_unavailable() {
   return "built without CUDA (FP8REF_ENABLE_CUDA=OFF or no nvcc)";
 #endif
 }
+
+namespace {
 
 void check_cast(const CastCase& c) {
 #ifdef FP8REF_CAMPAIGN_HAVE_GPU
@@ -131,6 +135,7 @@ void add_gpu_suites(std::vector<Suite>& out) {
                                              : "";
        }},
       gpu_unavailable));
+  add_gpu_quantize_suites(out);
 }
 
 }  // namespace fp8ref::fuzz
