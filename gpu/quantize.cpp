@@ -124,8 +124,10 @@ detail::QuantizeLaunch launch_of(const DeviceMatrix& x, const Recipe& r, BlockGe
 ScaleGridShape scale_grid_shape(BlockGeometry g, std::int64_t rows, std::int64_t cols,
                                 std::span<const std::int64_t> group_ends) {
   const BlockShape b = block_of(g, rows, cols);
-  return {std::int64_t(row_starts(g, rows, cols, group_ends).size()) - 1,
-          (cols + b.cols - 1) / b.cols};
+  const std::int64_t block_rows =
+      group_ends.empty() ? (rows + b.rows - 1) / b.rows
+                         : std::int64_t(row_starts(g, rows, cols, group_ends).size()) - 1;
+  return {block_rows, (cols + b.cols - 1) / b.cols};
 }
 
 std::size_t scale_bytes(const Recipe& r, BlockGeometry g, std::int64_t rows, std::int64_t cols,
@@ -152,7 +154,14 @@ void quantize(const DeviceMatrix& x, const Recipe& r, BlockGeometry g,
               cudaStream_t stream, LaunchOptions opt) {
   validate(r);
   if (x.rows < 0 || x.cols < 0) fail("negative shape");
-  const std::vector<std::int64_t> starts = row_starts(g, x.rows, x.cols, group_ends);
+  const BlockShape b = block_of(g, x.rows, x.cols);
+  const bool grouped = !group_ends.empty() && b.rows > 1;
+  // Global blocking needs no row-start table: block row br starts at br * h.
+  const std::vector<std::int64_t> starts =
+      grouped ? row_starts(g, x.rows, x.cols, group_ends) : std::vector<std::int64_t>{};
+  if (!grouped && !group_ends.empty()) row_starts(g, x.rows, x.cols, group_ends);  // checks
+  const std::int64_t block_rows =
+      grouped ? std::int64_t(starts.size()) - 1 : (x.rows + b.rows - 1) / b.rows;
   check_arguments(x, r, g, out, scale_bytes(r, g, x.rows, x.cols, group_ends, out));
   if (x.rows == 0 || x.cols == 0) return;
   detail::QuantizeLaunch q = launch_of(x, r, g, std::int64_t(starts.size()) - 1, out, stream, opt);
@@ -161,8 +170,6 @@ void quantize(const DeviceMatrix& x, const Recipe& r, BlockGeometry g,
     detail::launch_fill_words(out.scales, 0x3F800000u, std::int64_t(sb / 4), stream);
   else
     FP8REF_CUDA_CHECK(cudaMemsetAsync(out.scales, 0, sb, stream));
-  const BlockShape b = block_of(g, x.rows, x.cols);
-  const bool grouped = !group_ends.empty() && b.rows > 1;
   void* ws = nullptr;
   const std::size_t ws_bytes = grouped ? starts.size() * sizeof(std::int64_t) : 4;
   const bool need_ws = grouped || g == BlockGeometry::tensorwise;
