@@ -142,6 +142,7 @@ void add_gemm_suites(std::vector<Suite>& out);
 void add_data_suites(std::vector<Suite>& out);
 void add_gpu_suites(std::vector<Suite>& out);
 void add_gpu_quantize_suites(std::vector<Suite>& out);
+void add_gpu_data_suites(std::vector<Suite>& out);
 // Why the GPU suites cannot run here ("" when a device is present): no CUDA build, no device.
 std::string gpu_unavailable();
 
