@@ -19,16 +19,10 @@ namespace {
   throw std::invalid_argument("gpu quantize: " + why);
 }
 
-BlockShape block_of(BlockGeometry g, std::int64_t rows, std::int64_t cols) {
-  const BlockShape e = fixed_block_extent(g);
-  const std::int64_t m = rows > 0 ? rows : 1, k = cols > 0 ? cols : 1;
-  return {e.rows == 0 ? m : e.rows, e.cols == 0 ? k : e.cols};
-}
-
 // First row of every block row, then rows (ref::quantize_grouped_rows' boundaries).
 std::vector<std::int64_t> row_starts(BlockGeometry g, std::int64_t rows, std::int64_t cols,
                                      std::span<const std::int64_t> group_ends) {
-  const std::int64_t h = block_of(g, rows, cols).rows;
+  const std::int64_t h = block_shape(g, rows, cols).rows;
   std::vector<std::int64_t> starts;
   std::int64_t begin = 0;
   const std::vector<std::int64_t> whole{rows};
@@ -98,7 +92,7 @@ void check_arguments(const DeviceMatrix& x, const Recipe& r, BlockGeometry g,
 detail::QuantizeLaunch launch_of(const DeviceMatrix& x, const Recipe& r, BlockGeometry g,
                                  std::int64_t block_rows, const QuantizeOutput& out,
                                  cudaStream_t stream, LaunchOptions opt) {
-  const BlockShape b = block_of(g, x.rows, x.cols);
+  const BlockShape b = block_shape(g, x.rows, x.cols);
   const ScaleGridShape grid{block_rows, (x.cols + b.cols - 1) / b.cols};
   const bool aligned = reinterpret_cast<std::uintptr_t>(x.data) % 16 == 0 &&
                        reinterpret_cast<std::uintptr_t>(out.codes) % 8 == 0;
@@ -123,7 +117,7 @@ detail::QuantizeLaunch launch_of(const DeviceMatrix& x, const Recipe& r, BlockGe
 
 ScaleGridShape scale_grid_shape(BlockGeometry g, std::int64_t rows, std::int64_t cols,
                                 std::span<const std::int64_t> group_ends) {
-  const BlockShape b = block_of(g, rows, cols);
+  const BlockShape b = block_shape(g, rows, cols);
   const std::int64_t block_rows =
       group_ends.empty() ? (rows + b.rows - 1) / b.rows
                          : std::int64_t(row_starts(g, rows, cols, group_ends).size()) - 1;
@@ -154,7 +148,7 @@ void quantize(const DeviceMatrix& x, const Recipe& r, BlockGeometry g,
               cudaStream_t stream, LaunchOptions opt) {
   validate(r);
   if (x.rows < 0 || x.cols < 0) fail("negative shape");
-  const BlockShape b = block_of(g, x.rows, x.cols);
+  const BlockShape b = block_shape(g, x.rows, x.cols);
   const bool grouped = !group_ends.empty() && b.rows > 1;
   // Global blocking needs no row-start table: block row br starts at br * h.
   const std::vector<std::int64_t> starts =

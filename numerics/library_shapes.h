@@ -57,6 +57,13 @@ constexpr BlockShape fixed_block_extent(BlockGeometry g) {
   return {0, 0};
 }
 
+// The block of geometry g on an (rows, cols) tensor (whole-extent blocks are at least 1 long).
+constexpr BlockShape block_shape(BlockGeometry g, std::int64_t rows, std::int64_t cols) {
+  const BlockShape e = fixed_block_extent(g);
+  const std::int64_t m = rows > 0 ? rows : 1, k = cols > 0 ? cols : 1;
+  return {e.rows == 0 ? m : e.rows, e.cols == 0 ? k : e.cols};
+}
+
 enum class ShapeRule : std::uint8_t {
   accepted,                // the library takes (rows, cols) with this geometry
   deepgemm_channel_rows,   // DeepGEMM per_channel_cast_to_fp8: rows % block height

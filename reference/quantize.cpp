@@ -391,21 +391,6 @@ std::vector<std::int64_t> global_starts(const SourceView2d& x, BlockGeometry g) 
 
 }  // namespace
 
-BlockShape block_shape(BlockGeometry g, std::int64_t rows, std::int64_t cols) {
-  const std::int64_t m = rows > 0 ? rows : 1, k = cols > 0 ? cols : 1;
-  switch (g) {
-    case BlockGeometry::tensorwise: return {m, k};
-    case BlockGeometry::rowwise: return {1, k};
-    case BlockGeometry::per_channel: return {m, 1};
-    case BlockGeometry::b1x128: return {1, 128};
-    case BlockGeometry::b128x1: return {128, 1};
-    case BlockGeometry::b128x128: return {128, 128};
-    case BlockGeometry::b1x32: return {1, 32};
-    case BlockGeometry::b32x1: return {32, 1};
-  }
-  throw std::invalid_argument("unknown block geometry");
-}
-
 Quantized quantize(const SourceView2d& x, const Recipe& r, BlockGeometry g) {
   Quantized q{};
   quantize_blocks(x, r, g, global_starts(x, g), q);

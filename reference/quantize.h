@@ -17,6 +17,7 @@ namespace fp8ref::ref {
 
 // The geometries, block shapes and library shape rules live in numerics/library_shapes.h (the GPU
 // launchers read them too); they are re-exported here.
+using fp8ref::block_shape;
 using fp8ref::BlockGeometry;
 using fp8ref::BlockShape;
 using fp8ref::library_shape_check;
@@ -24,9 +25,6 @@ using fp8ref::require_library_shape;
 using fp8ref::ShapeCheck;
 using fp8ref::ShapeRule;
 using fp8ref::to_string;
-
-// The block of geometry g on an (M, K) tensor (whole-extent blocks are at least 1 long).
-BlockShape block_shape(BlockGeometry g, std::int64_t rows, std::int64_t cols);
 
 // A strided 2-D view of source bit patterns: f32 as uint32_t, bf16 / f16 as uint16_t. Strides are
 // in elements and may be any non-negative values (a transpose is a stride swap).
