@@ -182,3 +182,16 @@ def test_torch_cpu_operands_give_a_torch_result(rng):
     y = fp8ref.grouped_gemm(ta, tb, offs=torch.from_numpy(t["offs"]), model="exact")
     assert isinstance(y, torch.Tensor)
     assert_bitwise_equal(y, fp8ref.grouped_gemm(**t, model="exact"))
+
+
+@pytest.mark.parametrize("recipe,block,layout", [
+    ("deepgemm", "tensorwise", "row_major"), ("deepgemm", "128x128", "row_major"),
+    ("torchao", "rowwise", "row_major"), ("mx_rceil", "1x32", "e8m0_row_major")])
+def test_dequantize_of_3d_quantize_is_within_half_an_e4m3_ulp(rng, recipe, block, layout):
+    x = rng.normal(size=(2, 64, 256)).astype(np.float32)
+    c, s = fp8ref.quantize(x, recipe=recipe, block=block, layout=layout)
+    z = fp8ref.dequantize(c, s, block=block, to="f64")
+    # |x| >= 1e-2 lies far above every block's FP8 subnormal range (scale ~ amax / 448 < 0.02):
+    # round to nearest with 3 fraction bits errs by at most 2^-4 |x|
+    big = np.abs(x) >= 1e-2
+    assert (np.abs(z - x)[big] <= np.ldexp(np.abs(x[big]), -4)).all()
