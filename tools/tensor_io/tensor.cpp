@@ -113,8 +113,10 @@ std::optional<DType> dtype_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+// 2^60 elements: the byte count of any dtype (at most 8 bytes an element) then stays below 2^63,
+// so no size computed from a file's shape can wrap modulo 2^64 (docs/security.md).
 std::uint64_t checked_numel(const std::vector<std::int64_t>& shape, std::string_view file) {
-  constexpr std::uint64_t kLimit = std::uint64_t{1} << 62;
+  constexpr std::uint64_t kLimit = kMaxElements;
   std::uint64_t n = 1;
   bool zero = false;
   for (std::int64_t d : shape) {
@@ -124,7 +126,7 @@ std::uint64_t checked_numel(const std::vector<std::int64_t>& shape, std::string_
   if (zero) return 0;
   for (std::int64_t d : shape) {
     const auto u = static_cast<std::uint64_t>(d);
-    if (u > kLimit / n) fail(file, "shape " + shape_string(shape) + " has more than 2^62 elements");
+    if (u > kLimit / n) fail(file, "shape " + shape_string(shape) + " has more than 2^60 elements");
     n *= u;
   }
   return n;
@@ -133,6 +135,11 @@ std::uint64_t checked_numel(const std::vector<std::int64_t>& shape, std::string_
 std::uint64_t bytes_for(DType t, std::uint64_t n) {
   const auto bits = static_cast<std::uint64_t>(dtype_bits(t));
   return bits == 4 ? (n + 1) / 2 : n * (bits / 8);
+}
+
+std::uint64_t checked_byte_size(DType t, const std::vector<std::int64_t>& shape,
+                                std::string_view file) {
+  return bytes_for(t, checked_numel(shape, file));
 }
 
 std::uint64_t Tensor::numel() const {

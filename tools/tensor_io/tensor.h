@@ -78,9 +78,15 @@ struct ReadOptions {
   std::uint64_t max_bytes = std::uint64_t{1} << 36;
 };
 
+// Most elements a tensor may have: 2^60, so that its byte count (<= 8 bytes an element) cannot
+// wrap modulo 2^64.
+inline constexpr std::uint64_t kMaxElements = std::uint64_t{1} << 60;
 // Element count of `shape`, failing (with `file` in the message) on negative extents or
-// products above 2^62.
+// products above kMaxElements.
 std::uint64_t checked_numel(const std::vector<std::int64_t>& shape, std::string_view file);
+// Bytes of a tensor of dtype t and `shape` (checked_numel, then bytes_for: cannot overflow).
+std::uint64_t checked_byte_size(DType t, const std::vector<std::int64_t>& shape,
+                                std::string_view file);
 // Bytes needed for n elements of t (F4 rounds up to whole bytes).
 std::uint64_t bytes_for(DType t, std::uint64_t n);
 

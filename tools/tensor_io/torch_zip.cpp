@@ -93,7 +93,9 @@ class Walker {
                                            static_cast<std::uint64_t>(p.stride[k]), &term);
         overflow |= __builtin_add_overflow(last, term, &last);
       }
-      if (overflow || last >= p.storage_numel) {
+      // Against the storage's real bytes, not only its pickled element count: a storage key
+      // read again with a wider dtype or a larger count must not reach past what was loaded.
+      if (overflow || last >= p.storage_numel || last >= src.size() / w) {
         fail(file, "tensor '" + name + "' (offset " + std::to_string(p.offset) + ", size " +
                        shape_string(p.size) + ", stride " + shape_string(p.stride) +
                        ") reaches past its storage of " + std::to_string(p.storage_numel) +
