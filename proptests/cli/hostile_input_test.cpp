@@ -2,6 +2,7 @@
 // at test time by hostile_files.h; each must end in one `fp8-check: error:` line and exit 2 (or,
 // for a valid file, a normal result) within a time limit and a bounded peak RSS.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 
@@ -90,6 +91,97 @@ TEST_F(Hostile, FuzzThreadCountOutsideItsRangeIsRefused) {
   for (const char* n : {"100000", "0", "-1", "1e3"})
     expect_refused(check({"fuzz", "--threads", n, "--cases", "1", "--quiet"}),
                    std::string("--threads ") + n);
+}
+
+// --- hangs and memory blow-ups ------------------------------------------------------------------
+
+constexpr long kRssBoundKib = 1024 * 1024;  // 1 GiB: far above a bounded read, far below a blow-up
+
+TEST_F(Hostile, PickleGraphLargerThanTheFileIsRefused) {
+  // 120 bytes of pickle: t0 = (); t_{k+1} = (t_k, t_k) through DUP: a DAG whose tree has 2^61
+  // nodes, nested less deep than the walker's depth limit.
+  Blob p = "\x80\x02)";
+  for (int k = 0; k < 60; ++k) p += "2\x86";
+  p += ".";
+  const std::string f = file("dag.pt", torch_zip_blob(p, {}));
+  const LimitedRun r = check({"inspect", f}, 10s);
+  expect_refused(r, "shared sub-tuples");
+  EXPECT_LT(r.max_rss_kib, kRssBoundKib);
+}
+
+TEST_F(Hostile, DeflatedPickleIsBoundedRelativeToTheFile) {
+  // 64 MiB of ")0" (push an empty tuple, pop it) deflates to ~64 KiB.
+  Blob p = "\x80\x02";
+  p.reserve(std::size_t{64} << 20);
+  for (int k = 0; k < (32 << 20); ++k) p += ")0";
+  p += "N.";
+  const std::string f = file("tuples.pt", torch_zip_blob(p, {}, /*deflate_pickle=*/true));
+  const LimitedRun r = check({"inspect", f}, 20s);
+  expect_refused(r, "deflated empty tuples");
+  EXPECT_LT(r.max_rss_kib, kRssBoundKib);
+}
+
+TEST_F(Hostile, DecompressedBytesAreBoundedRelativeToTheFile) {
+  // The directory claims 2 GiB from 4 MiB of deflate (within deflate's 1032:1 ratio).
+  const Blob npz = zip_blob({{"x.npy", Blob(4 << 20, 'z'), false, std::uint64_t{2} << 30}});
+  Blob deflated = npz;
+  deflated[8] = 8;  // local header method: deflate (the payload is never inflated)
+  const std::size_t cd = npz.rfind(std::string("PK\x01\x02", 4));
+  deflated[cd + 10] = 8;
+  const std::string f = file("bomb.npz", deflated);
+  const LimitedRun r = check({"inspect", f}, 10s);
+  expect_refused(r, "2 GiB member");
+  EXPECT_NE(r.err.find("FP8REF_MAX_READ_BYTES"), std::string::npos) << r.err;
+  EXPECT_LT(r.max_rss_kib, kRssBoundKib);
+}
+
+TEST_F(Hostile, ReadLimitIsRaisableAndLowerable) {
+  // 8 MiB of zeros deflated: within the default limit; refused under FP8REF_MAX_READ_BYTES=1e6.
+  Blob npy("\x93NUMPY\x01\x00", 8);
+  std::string dict = "{'descr': '|u1', 'fortran_order': False, 'shape': (8388608,), }";
+  dict.append(118 - dict.size(), ' ');
+  dict += '\n';
+  put_le(npy, dict.size(), 2);
+  npy += dict + Blob(8 << 20, '\0');
+  const std::string f = file("zeros.npz", zip_blob({{"x.npy", npy, true, 0}}));
+  EXPECT_EQ(check({"inspect", f}).status, 0);
+  setenv("FP8REF_MAX_READ_BYTES", "1000000", 1);
+  const LimitedRun r = check({"inspect", f});
+  unsetenv("FP8REF_MAX_READ_BYTES");
+  expect_refused(r, "FP8REF_MAX_READ_BYTES=1000000");
+}
+
+TEST_F(Hostile, InputsThatAreNotRegularFilesAreRefusedWithoutBlocking) {
+  const std::string fifo = (dir_ / "pipe").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  expect_refused(check({"inspect", fifo}, 5s), "named pipe");
+  expect_refused(check({"diff", fifo, fifo}, 5s), "named pipe (diff)");
+  expect_refused(check({"inspect", "/dev/zero"}, 5s), "character device");
+  expect_refused(check({"inspect", dir_.string()}, 5s), "directory");
+}
+
+TEST_F(Hostile, QuantizeOfATensorWithAZeroExtentTerminates) {
+  const std::string f =
+      file("zero.safetensors", safetensors_blob(R"({"x":{"dtype":"F32",)"
+                                                R"("shape":[1099511627776,0,128],)"
+                                                R"("data_offsets":[0,0]}})"));
+  const LimitedRun r = check({"quantize", "--recipe", "deepgemm", "--block", "1x128", "--layout",
+                              "row_major", "--in", f, "--out", (dir_ / "q.safetensors").string()},
+                             10s);
+  expect_refused(r, "zero extent");
+}
+
+TEST_F(Hostile, WholeFileDiffIsNotQuadraticInTheTensorCount) {
+  // 60000 one-byte tensors: a quadratic pairing takes minutes, a name index well under a second.
+  std::string h = "{";
+  for (int i = 0; i < 60000; ++i) {
+    h += (i ? ",\"t" : "\"t") + std::to_string(i) + R"(":{"dtype":"U8","shape":[1],)" +
+         R"("data_offsets":[)" + std::to_string(i) + "," + std::to_string(i + 1) + "]}";
+  }
+  const std::string f = file("many.safetensors", safetensors_blob(h + "}", Blob(60000, '\7')));
+  const LimitedRun r = check({"diff", f, f}, 8s);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.status, 0) << r.err;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "cli/errors.h"
 #include "cli/inspect.h"
@@ -380,6 +381,13 @@ std::unique_ptr<Progress> make_progress(const std::string& label, std::uint64_t 
   return std::make_unique<Progress>(label, total, default_progress_style(false));
 }
 
+using NameIndex = std::unordered_map<std::string, std::size_t>;
+NameIndex index_names(const TensorFile& tf) {
+  NameIndex ix;
+  for (std::size_t i = 0; i < tf.tensors.size(); ++i) ix.emplace(tf.tensors[i].name, i);
+  return ix;
+}
+
 std::vector<TensorDiff> pair_and_diff(const DiffOptions& o, const Metric& metric,
                                       const std::vector<std::int64_t>* offs) {
   ReadOptions ro;
@@ -401,21 +409,27 @@ std::vector<TensorDiff> pair_and_diff(const DiffOptions& o, const Metric& metric
                                metric, offs, o.max_report, progress.get()));
     return out;
   }
+  // Paired by name through an index: linear in the tensor count (MoE checkpoints hold 10^5).
+  const NameIndex ia = index_names(fa), ib = index_names(fb);
+  auto in = [](const NameIndex& ix, const TensorFile& tf, const std::string& name) {
+    const auto it = ix.find(name);
+    return it == ix.end() ? nullptr : &tf.tensors[it->second].tensor;
+  };
   std::uint64_t total = 0;
   for (const NamedTensor& t : fa.tensors) {
-    const Tensor* tb = fb.find(t.name);
+    const Tensor* tb = in(ib, fb, t.name);
     if (tb != nullptr && tb->shape == t.tensor.shape && tb->dtype == t.tensor.dtype)
       total += t.tensor.numel();
   }
   const auto progress = make_progress("diff", total, o.no_progress);
   for (const NamedTensor& t : fa.tensors) {
-    const Tensor* tb = fb.find(t.name);
+    const Tensor* tb = in(ib, fb, t.name);
     out.push_back(
         tb ? diff_tensors(t.name, t.tensor, *tb, metric, offs, o.max_report, progress.get())
            : header_only(t.name, "only_in_a", t.tensor));
   }
   for (const NamedTensor& t : fb.tensors) {
-    if (!fa.find(t.name)) out.push_back(header_only(t.name, "only_in_b", t.tensor));
+    if (!in(ia, fa, t.name)) out.push_back(header_only(t.name, "only_in_b", t.tensor));
   }
   return out;
 }

@@ -205,6 +205,11 @@ tensor_io::TensorFile quantize_tensor(const Tensor& x, const QuantizeOptions& o,
   if (x.shape.size() != 2 && x.shape.size() != 3)
     throw UsageError(source_name + ": shape " + tensor_io::shape_string(x.shape) +
                      " is not 2-D (M, K) or 3-D (G, N, K)");
+  // A zero extent leaves nothing to quantize; refused before the per-group loop, which would
+  // otherwise run over every (empty) group of a huge leading dimension.
+  if (x.numel() == 0)
+    throw UsageError(source_name + ": shape " + tensor_io::shape_string(x.shape) +
+                     " has no elements to quantize");
   const std::vector<ref::Quantized> planes =
       quantize_planes(x, source_bits(x), r, g, o, source_name);
   const std::int64_t groups = std::int64_t(planes.size());

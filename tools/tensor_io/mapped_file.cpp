@@ -14,13 +14,22 @@
 
 namespace fp8ref::tensor_io {
 
+// O_NONBLOCK: opening a named pipe for reading would otherwise wait for a writer (forever);
+// the descriptor's type is then checked with fstat before a byte is read (docs/security.md).
 MappedFile::MappedFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    fail(path, "not a regular file");
+    fail(path, std::string("not a regular file (") +
+                   (S_ISDIR(st.st_mode)    ? "a directory"
+                    : S_ISFIFO(st.st_mode) ? "a named pipe"
+                    : S_ISCHR(st.st_mode)  ? "a character device"
+                    : S_ISBLK(st.st_mode)  ? "a block device"
+                    : S_ISSOCK(st.st_mode) ? "a socket"
+                                           : "not a plain file") +
+                   "): refused");
   }
   size_ = static_cast<std::size_t>(st.st_size);
   if (size_ > 0) {

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cctype>
+#include <cstdlib>
 
 namespace fp8ref::tensor_io {
 namespace {
@@ -96,6 +97,41 @@ Error::Error(const std::string& what)
 
 void fail(std::string_view file, std::string_view reason) {
   throw Error(std::string(file) + ": " + std::string(reason));
+}
+
+void ReadBudget::charge(std::uint64_t n, std::string_view what) {
+  if (n <= limit_ - used_) {
+    used_ += n;
+    return;
+  }
+  fail(file_, "reading it needs more than " + std::to_string(limit_) + " bytes for " +
+                  std::string(what) + " (the limit is " + std::to_string(kReadExpansion) +
+                  " x the file size + 256 MiB; set FP8REF_MAX_READ_BYTES to change it, "
+                  "docs/security.md)");
+}
+
+std::uint64_t read_limit(const ReadOptions& opts, std::uint64_t file_size, std::string_view file) {
+  if (opts.max_read_bytes != 0) return opts.max_read_bytes;
+  const char* env = std::getenv("FP8REF_MAX_READ_BYTES");
+  if (env != nullptr && *env != '\0') {
+    const std::string v = env;
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+    if (v.find_first_not_of("0123456789") != std::string::npos || end != v.c_str() + v.size() ||
+        v.size() > 19 || n == 0)
+      fail(file, "FP8REF_MAX_READ_BYTES='" + v + "' is not a positive whole number of bytes");
+    return n;
+  }
+  const std::uint64_t relative = file_size > (UINT64_MAX - kReadSlackBytes) / kReadExpansion
+                                     ? UINT64_MAX
+                                     : file_size * kReadExpansion + kReadSlackBytes;
+  return relative;
+}
+
+BudgetScope::BudgetScope(const ReadOptions& opts, std::uint64_t file_size, std::string_view file)
+    : own_(opts.budget != nullptr ? 0 : read_limit(opts, file_size, file), std::string(file)),
+      opts_(opts) {
+  if (opts_.budget == nullptr) opts_.budget = &own_;
 }
 
 std::string_view dtype_name(DType t) { return info(t).name; }

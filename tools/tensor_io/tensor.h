@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace fp8ref::tensor_io {
@@ -70,12 +71,57 @@ struct TensorFile {
   const Tensor* find(std::string_view name) const;
 };
 
+class ReadBudget;
+
 struct ReadOptions {
   // Reinterpret every tensor's bytes as this dtype (required for opaque npy descr such as
   // ml_dtypes' '<V1', '<V2', '<f1'). See reinterpret_as() for the shape rule.
   std::optional<DType> as_dtype;
   // Largest tensor or zip entry accepted, in bytes (zip bombs, hostile headers).
   std::uint64_t max_bytes = std::uint64_t{1} << 36;
+  // Total bytes one read may decompress and materialise (docs/security.md "Limits"); 0: the
+  // FP8REF_MAX_READ_BYTES environment variable when set, else kReadExpansion x the file size +
+  // kReadSlackBytes.
+  std::uint64_t max_read_bytes = 0;
+  // Shared by the parsers of one read; set by the readers' entry points (callers leave it null).
+  ReadBudget* budget = nullptr;
+};
+
+inline constexpr std::uint64_t kReadExpansion = 64;
+inline constexpr std::uint64_t kReadSlackBytes = std::uint64_t{256} << 20;
+// What one unpickled object or one visited node of the object graph is charged (its heap cost).
+inline constexpr std::uint64_t kPickleNodeBytes = 256;
+
+// Running total of the bytes one read has decompressed or materialised; charge() fails (one line
+// naming the file, the limit and how to raise it) once the total would pass the limit.
+class ReadBudget {
+ public:
+  ReadBudget(std::uint64_t limit, std::string file) : limit_(limit), file_(std::move(file)) {}
+  void charge(std::uint64_t n, std::string_view what);
+  std::uint64_t used() const { return used_; }
+  std::uint64_t limit() const { return limit_; }
+
+ private:
+  std::uint64_t limit_;
+  std::uint64_t used_ = 0;
+  std::string file_;
+};
+
+// The limit of a read of a `file_size`-byte file under `opts` (see ReadOptions::max_read_bytes).
+std::uint64_t read_limit(const ReadOptions& opts, std::uint64_t file_size, std::string_view file);
+
+// The options a parser works with: `opts` itself when it carries a budget, else a copy with a
+// budget of its own for a `file_size`-byte input.
+class BudgetScope {
+ public:
+  BudgetScope(const ReadOptions& opts, std::uint64_t file_size, std::string_view file);
+  BudgetScope(const BudgetScope&) = delete;
+  BudgetScope& operator=(const BudgetScope&) = delete;
+  const ReadOptions& options() const { return opts_; }
+
+ private:
+  ReadBudget own_;
+  ReadOptions opts_;
 };
 
 // Most elements a tensor may have: 2^60, so that its byte count (<= 8 bytes an element) cannot

@@ -19,15 +19,17 @@ std::string_view format_name(FileFormat f) {
   return "?";
 }
 
-TensorFile parse_tensor_bytes(Bytes bytes, std::string_view file, const ReadOptions& opts,
+TensorFile parse_tensor_bytes(Bytes bytes, std::string_view file, const ReadOptions& opts_in,
                               FileFormat* format) {
+  const BudgetScope scope(opts_in, bytes.size(), file);
+  const ReadOptions& opts = scope.options();
   FileFormat f;
   TensorFile tf;
   if (looks_like_npy(bytes)) {
     f = FileFormat::Npy;
     tf.tensors.push_back({"tensor", parse_npy(bytes, file, opts)});
   } else if (looks_like_zip(bytes)) {
-    const ZipReader zip(bytes, std::string(file), opts.max_bytes);
+    const ZipReader zip(bytes, std::string(file), opts);
     f = zip_is_torch(zip) ? FileFormat::TorchZip : FileFormat::Npz;
     tf = f == FileFormat::TorchZip ? parse_torch_zip(zip, opts) : parse_npz(bytes, file, opts);
   } else if (bytes.size() >= 9 && bytes[8] == '{') {

@@ -88,8 +88,20 @@ bool looks_like_zip(Bytes bytes) {
   return bytes.size() >= 4 && (load_le(bytes, 4) == kLocalSig || load_le(bytes, 4) == kEocdSig);
 }
 
+ZipReader::ZipReader(Bytes bytes, std::string file, const ReadOptions& opts)
+    : ZipReader(bytes, std::move(file), opts.max_bytes) {
+  if (opts.budget != nullptr) {
+    own_budget_.reset();
+    budget_ = opts.budget;
+  } else if (opts.max_read_bytes != 0) {
+    *own_budget_ = ReadBudget(opts.max_read_bytes, file_);
+  }
+}
+
 ZipReader::ZipReader(Bytes bytes, std::string file, std::uint64_t max_bytes)
     : bytes_(bytes), file_(std::move(file)), max_bytes_(max_bytes) {
+  own_budget_ = std::make_shared<ReadBudget>(read_limit({}, bytes_.size(), file_), file_);
+  budget_ = own_budget_.get();
   const std::size_t eocd = find_eocd(bytes_, file_);
   ByteReader r(bytes_.subspan(eocd + 4), file_, "zip end record");
   r.take(4);  // disk numbers
@@ -127,16 +139,15 @@ void ZipReader::read_central_directory(std::uint64_t cd_offset, std::uint64_t cd
       "zip central directory");
   for (std::uint64_t i = 0; i < count; ++i) {
     ZipEntry e = read_central_entry(r, file_);
-    if (find(e.name) != nullptr) fail(file_, "zip archive has two entries named '" + e.name + "'");
+    if (!index_.emplace(e.name, entries_.size()).second)
+      fail(file_, "zip archive has two entries named '" + e.name + "'");
     entries_.push_back(std::move(e));
   }
 }
 
 const ZipEntry* ZipReader::find(std::string_view name) const {
-  for (const ZipEntry& e : entries_) {
-    if (e.name == name) return &e;
-  }
-  return nullptr;
+  const auto it = index_.find(std::string(name));
+  return it == index_.end() ? nullptr : &entries_[it->second];
 }
 
 Bytes ZipReader::entry_payload(const ZipEntry& e) const {
@@ -163,6 +174,8 @@ std::vector<std::uint8_t> ZipReader::extract(const ZipEntry& e) const {
                     " bytes, above the limit of " + std::to_string(max_bytes_));
   }
   const Bytes payload = entry_payload(e);
+  budget_->charge(e.uncompressed_size,
+                  where + " (" + std::to_string(e.uncompressed_size) + " bytes decompressed)");
   std::vector<std::uint8_t> out;
   if (e.method == 0) {
     if (e.compressed_size != e.uncompressed_size)
