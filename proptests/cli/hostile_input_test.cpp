@@ -184,5 +184,54 @@ TEST_F(Hostile, WholeFileDiffIsNotQuadraticInTheTensorCount) {
   EXPECT_EQ(r.status, 0) << r.err;
 }
 
+// --- exit codes and options ---------------------------------------------------------------------
+
+Blob small_f32_file() {
+  return safetensors_blob(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+                          Blob("\0\0\x80\x3f\0\0\0\x40", 8));
+}
+
+TEST_F(Hostile, CountOptionsRefuseNegativeNanInfAndTrailingGarbage) {
+  const std::string f = file("ok.safetensors", small_f32_file());
+  const std::vector<std::vector<std::string>> uses = {
+      {"inspect", f, "--top"},
+      {"diff", f, f, "--max-report"},
+      {"sweep", "--format", "e4m3", "--profile", "ocp_sat", "--against", "oracle", "--threads"},
+      {"sweep", "--format", "e4m3", "--profile", "ocp_sat", "--against", "oracle", "--show"},
+      {"encode", "--format", "e4m3", "--profile", "ocp_sat", "--sr-bits"},
+      {"golden", "gen-codec", "encode", "--profile", "ocp_sat", "--format", "e4m3", "--count"}};
+  for (const auto& use : uses) {
+    for (const char* bad : {"-1", "nan", "inf", "1abc", "", "1e3", "18446744073709551616"}) {
+      std::vector<std::string> args = use;
+      args.push_back(bad);
+      expect_refused(check(args), use[0] + " " + use.back() + " '" + bad + "'");
+    }
+  }
+}
+
+TEST_F(Hostile, FuzzCasesZeroIsRefusedNotPassedOnNothing) {
+  if (!have_fuzz()) GTEST_SKIP() << "fp8-check built without `fuzz` (no RapidCheck)";
+  for (const char* n : {"0", "-3"}) expect_refused(check({"fuzz", "--cases", n}), n);
+  for (const char* s : {"-1", "0", "nan", "inf", "1e400", "5s"})
+    expect_refused(check({"fuzz", "--seconds", s}), std::string("--seconds ") + s);
+  expect_refused(check({"fuzz", "--seed", "-1", "--cases", "1"}), "--seed -1");
+}
+
+TEST_F(Hostile, TolAndUlpMetricsAreReadWhole) {
+  const std::string f = file("ok.safetensors", small_f32_file());
+  for (const char* m : {"tol:1abc,0", "tol:1,0x", "tol:nan,0", "tol:0,inf", "tol:-1,0", "ulp: 5",
+                        "ulp:+5", "ulp:5k"})
+    expect_refused(check({"diff", f, f, "--metric", m}), m);
+  EXPECT_EQ(check({"diff", f, f, "--metric", "tol:0.5,1e-3"}).status, 0);
+  EXPECT_EQ(check({"diff", f, f, "--metric", "ulp:3"}).status, 0);
+}
+
+TEST_F(Hostile, AFailedWriteToStandardOutputExitsTwo) {
+  const std::string f = file("ok.safetensors", small_f32_file());
+  expect_refused(check({"inspect", "--json", f}, 20s, "/dev/full"), "inspect --json > /dev/full");
+  expect_refused(check({"inspect", f}, 20s, "/dev/full"), "inspect > /dev/full");
+  expect_refused(check({"diff", f, f}, 20s, "/dev/full"), "diff > /dev/full");
+}
+
 }  // namespace
 }  // namespace fp8ref::test

@@ -16,6 +16,7 @@
 
 #include "cli/errors.h"
 #include "cli/inspect.h"
+#include "cli/number_options.h"
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "tensor_io/element_values.h"
@@ -173,6 +174,13 @@ void check_bound_shape(const Metric& metric, const std::string& name, const Tens
                    " (give the same shape, or a single element)");
 }
 
+bool finite_number(const std::string& s, double& out) {
+  if (s.empty() || s.find_first_not_of("0123456789.eE+-") != std::string::npos) return false;
+  std::size_t used = 0;
+  out = std::stod(s, &used);
+  return used == s.size() && std::isfinite(out);
+}
+
 }  // namespace
 
 Metric parse_metric(const std::string& s) {
@@ -183,8 +191,9 @@ Metric parse_metric(const std::string& s) {
     if (s.rfind("ulp:", 0) == 0) {
       m.kind = Metric::Kind::Ulp;
       std::size_t used = 0;
-      m.ulp = std::stoull(s.substr(4), &used);
-      if (used == s.size() - 4 && s[4] != '-') return m;
+      const std::string n = s.substr(4);
+      m.ulp = std::stoull(n, &used);
+      if (used == n.size() && n.find_first_not_of("0123456789") == std::string::npos) return m;
     } else if (s.rfind("bound:", 0) == 0 && s.size() > 6) {
       m.kind = Metric::Kind::Bound;
       m.bound_spec = s.substr(6);
@@ -192,9 +201,10 @@ Metric parse_metric(const std::string& s) {
     } else if (s.rfind("tol:", 0) == 0 && s.find(',') != std::string::npos) {
       m.kind = Metric::Kind::Tol;
       const std::size_t comma = s.find(',');
-      m.atol = std::stod(s.substr(4, comma - 4));
-      m.rtol = std::stod(s.substr(comma + 1));
-      if (m.atol >= 0 && m.rtol >= 0) return m;
+      // Each number whole (no "1abc" read as 1), finite and non-negative.
+      const bool atol_ok = finite_number(s.substr(4, comma - 4), m.atol);
+      const bool rtol_ok = finite_number(s.substr(comma + 1), m.rtol);
+      if (atol_ok && rtol_ok && m.atol >= 0 && m.rtol >= 0) return m;
     }
   } catch (const std::exception&) {
   }
@@ -481,6 +491,7 @@ void add_diff_command(CLI::App& app) {
   sub->add_option("--groups", o->groups,
                   "FILE:NAME of an offsets tensor (cumulative end rows over dim 0)");
   sub->add_option("--max-report", o->max_report, "Mismatches listed per tensor")
+      ->check(count_in(0, kMaxReport))
       ->capture_default_str();
   sub->add_flag("--json", o->json, "Machine-readable output (schema fp8ref.diff/1)");
   sub->add_option("--html", o->html,

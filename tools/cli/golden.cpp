@@ -18,6 +18,7 @@
 #include "cli/errors.h"
 #include "cli/golden_manifest.h"
 #include "cli/golden_plan.h"
+#include "cli/number_options.h"
 #include "cli/semantics_version.h"
 #include "cli/sha256.h"
 #include "tensor_io/safetensors.h"
@@ -382,7 +383,8 @@ void add_golden_command(CLI::App& app) {
   accept->add_option("--as", a->name, "NAME of the regression case")->required();
   accept->add_option("--replay", a->replay,
                      "Replay command to record (default: the file's metadata 'replay')");
-  accept->add_option("--seed", a->seed, "Seed to record (default: the file's metadata 'seed')");
+  accept->add_option("--seed", a->seed, "Seed to record (default: the file's metadata 'seed')")
+      ->check(count_in(0, UINT64_MAX));
   accept->add_flag("--replace", a->replace, "Overwrite an existing case of that name");
   accept->callback([a] {
     finish(golden_accept(a->root, a->file, a->name, {a->replay, a->seed, a->replace}), *a);

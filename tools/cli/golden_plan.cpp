@@ -12,6 +12,7 @@
 #include "cli/encode_options.h"
 #include "cli/errors.h"
 #include "cli/golden_codec.h"
+#include "cli/number_options.h"
 #include "cli/sha256.h"
 
 namespace fp8ref::cli {
@@ -123,9 +124,12 @@ void define_gen_codec(CLI::App& golden, const Sink& sink) {
     sub->add_option("--format", s->format, format_choices())->required();
     if (s->table != "decode") {
       sub->add_option("--from", s->from, "Input type (f32)")->capture_default_str();
-      sub->add_option("--count", s->count, "Number of inputs")->capture_default_str();
+      sub->add_option("--count", s->count, "Number of inputs")
+          ->capture_default_str()
+          ->check(count_in(1, 1u << 24));
       sub->add_option("--seed", s->seed, "splitmix64 seed of the weighted draws")
-          ->capture_default_str();
+          ->capture_default_str()
+          ->check(count_in(0, UINT64_MAX));
     }
     sub->add_option("--out", s->out, "Write to FILE instead of stdout");
     sub->add_flag("--json", s->json, "With --out: print a summary (schema fp8ref.golden/1)");

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/errors.h"
+#include "cli/number_options.h"
 #include "cli/progress.h"
 #include "tensor_io/element_values.h"
 #include "tensor_io/tensor_file.h"
@@ -170,6 +171,7 @@ void add_inspect_command(CLI::App& app) {
       "Reinterpret every tensor's bytes as DTYPE (ml_dtypes '<V1'/'<f1' dumps, .view(uint8))");
   sub->add_flag("--json", o->json, "Machine-readable output (schema fp8ref.inspect/1)");
   sub->add_option("--top", o->top, "Number of most frequent FP8/FP4 codes to list")
+      ->check(count_in(0, 256))
       ->capture_default_str();
   sub->add_flag(
       "--no-progress", o->no_progress,

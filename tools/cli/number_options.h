@@ -37,12 +37,14 @@ inline CLI::Validator seconds_up_to(double hi) {
         const double v = s.empty() ? NAN : std::strtod(s.c_str(), &end);
         const bool plain = !s.empty() && s.find_first_not_of("0123456789.") == std::string::npos;
         if (!plain || end != s.c_str() + s.size() || !std::isfinite(v) || v <= 0 || v > hi)
-          return "'" + s + "' is not a number of seconds in (0, " + std::to_string(hi) + "]";
+          return "'" + s + "' is not a number of seconds in (0, " +
+                 std::to_string(static_cast<long long>(hi)) + "]";
         return {};
       },
       "SECONDS");
 }
 
+inline constexpr std::uint64_t kMaxReport = 1u << 20;    // listed mismatches
 inline constexpr std::uint64_t kMaxThreads = 1024;       // more is a typo, not a machine
 inline constexpr double kMaxSeconds = 30.0 * 24 * 3600;  // a month
 
