@@ -19,6 +19,7 @@
 #include "cli/quantize.h"
 #include "cli/selfcheck.h"
 #include "cli/sweep.h"
+#include "tensor_io/tensor.h"
 #if defined(FP8REF_CLI_HAVE_FUZZ)
 #include "cli/fuzz.h"
 #endif
@@ -31,7 +32,7 @@ namespace {
 
 int usage_error(const std::string& what) {
   std::fflush(stdout);
-  std::fprintf(stderr, "fp8-check: error: %s\n", what.c_str());
+  std::fprintf(stderr, "fp8-check: error: %s\n", fp8ref::tensor_io::escape_text(what).c_str());
   return 2;
 }
 
@@ -77,10 +78,13 @@ int main(int argc, char** argv) {
     return usage_error(e.what());
   } catch (const fp8ref::cli::ExitCode& e) {
     return checked_exit(e.code);
+  } catch (const std::bad_alloc&) {
+    return usage_error("out of memory (a size in the input is too large for this machine)");
+  } catch (const std::length_error& e) {
+    return usage_error(std::string("a size in the input is too large for this machine (") +
+                       e.what() + ")");
   } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "fp8-check: error: %s\n", e.what());
-    return 2;
+    return usage_error(e.what());
   }
   return checked_exit(0);
 }

@@ -95,6 +95,17 @@ inline Blob zip_blob(const std::vector<ZipMemberSpec>& members) {
   return out;
 }
 
+// A version-1 .npy image of `n` bytes of `fill` (dtype |u1, shape (n,)).
+inline Blob npy_u8(std::size_t n, char fill) {
+  Blob b("\x93NUMPY\x01\x00", 8);
+  std::string dict =
+      "{'descr': '|u1', 'fortran_order': False, 'shape': (" + std::to_string(n) + ",), }";
+  dict.append(117 - dict.size(), ' ');
+  dict += '\n';
+  put_le(b, dict.size(), 2);
+  return b + dict + Blob(n, fill);
+}
+
 // Pickle opcodes (CPython Lib/pickletools.py), enough for torch.save's data.pkl.
 namespace pkl {
 inline Blob str(const std::string& s) {
@@ -148,8 +159,10 @@ struct LimitedRun {
 
 // Runs `exe args...` with stdin from /dev/null, stdout to `out_path` (default: a capture file),
 // killing it after `limit`; reports the child's peak RSS (wait4).
+// `address_space`, when non-zero, is the child's RLIMIT_AS in bytes.
 inline LimitedRun run_limited(const std::string& exe, const std::vector<std::string>& args,
-                              std::chrono::milliseconds limit, const std::string& out_path = "") {
+                              std::chrono::milliseconds limit, const std::string& out_path = "",
+                              std::uint64_t address_space = 0) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("fp8ref_hostile_run_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
@@ -166,6 +179,10 @@ inline LimitedRun run_limited(const std::string& exe, const std::vector<std::str
     const int out_fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     const int err_fd = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     dup2(in_fd, 0), dup2(out_fd, 1), dup2(err_fd, 2);
+    if (address_space != 0) {
+      const struct rlimit rl { address_space, address_space };
+      setrlimit(RLIMIT_AS, &rl);
+    }
     execv(argv[0], argv.data());
     _exit(127);
   }

@@ -137,12 +137,7 @@ TEST_F(Hostile, DecompressedBytesAreBoundedRelativeToTheFile) {
 
 TEST_F(Hostile, ReadLimitIsRaisableAndLowerable) {
   // 8 MiB of zeros deflated: within the default limit; refused under FP8REF_MAX_READ_BYTES=1e6.
-  Blob npy("\x93NUMPY\x01\x00", 8);
-  std::string dict = "{'descr': '|u1', 'fortran_order': False, 'shape': (8388608,), }";
-  dict.append(118 - dict.size(), ' ');
-  dict += '\n';
-  put_le(npy, dict.size(), 2);
-  npy += dict + Blob(8 << 20, '\0');
+  const Blob npy = npy_u8(8 << 20, '\0');
   const std::string f = file("zeros.npz", zip_blob({{"x.npy", npy, true, 0}}));
   EXPECT_EQ(check({"inspect", f}).status, 0);
   setenv("FP8REF_MAX_READ_BYTES", "1000000", 1);
@@ -232,6 +227,43 @@ TEST_F(Hostile, AFailedWriteToStandardOutputExitsTwo) {
   expect_refused(check({"inspect", f}, 20s, "/dev/full"), "inspect > /dev/full");
   expect_refused(check({"diff", f, f}, 20s, "/dev/full"), "diff > /dev/full");
 }
+
+// --- messages -----------------------------------------------------------------------------------
+
+bool has_byte(const std::string& s, char c) { return s.find(c) != std::string::npos; }
+
+TEST_F(Hostile, FileDerivedNamesCannotForgeLinesOrMoveTheCursor) {
+  const Blob npy = npy_u8(2, '\1');
+  const std::string f = file("names.npz", zip_blob({{"a\nfp8-check: error: forged.npy", npy},
+                                                    {"\x1b[2J\x1b]0;title\x07.npy", npy},
+                                                    {"\xff\xfe\xc2\x9b.npy", npy}}));
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"inspect", f},
+                                               {"inspect", "--json", f},
+                                               {"diff", f, f},
+                                               {"diff", "--json", f, f}}) {
+    const LimitedRun r = check(args);
+    const std::string what = args[0] + (args[1] == "--json" ? " --json" : "");
+    EXPECT_EQ(r.status, 0) << what << ": " << r.err;
+    EXPECT_FALSE(has_byte(r.out, '\x1b') || has_byte(r.out, '\x07')) << what;
+    EXPECT_FALSE(has_byte(r.out, '\xff')) << what << ": a byte that is not UTF-8 printed raw";
+    EXPECT_EQ(r.out.find("\nfp8-check: error"), std::string::npos) << what << ": forged line";
+  }
+  const LimitedRun r = check({"diff", f + ":\x1b[2Jnone", f});
+  expect_refused(r, "unknown name with an escape");
+  EXPECT_FALSE(has_byte(r.err, '\x1b')) << r.err;
+}
+
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+TEST_F(Hostile, OutOfMemoryIsALineNamingTheFileNotAnExceptionName) {
+  // 256 MiB of zeros (within the read limit of this ~256 KiB file) under a 192 MiB address space.
+  const std::string f = file("big.npz", zip_blob({{"x.npy", npy_u8(256 << 20, '\0'), true, 0}}));
+  const LimitedRun r =
+      run_limited(FP8REF_FP8_CHECK, {"inspect", f}, 20s, "", std::uint64_t{192} << 20);
+  expect_refused(r, "out of memory");
+  EXPECT_NE(r.err.find("big.npz"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("std::"), std::string::npos) << r.err;
+}
+#endif
 
 }  // namespace
 }  // namespace fp8ref::test

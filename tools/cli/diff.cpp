@@ -304,7 +304,7 @@ std::string hex(std::uint64_t bits, DType t) {
 
 Json diff_json(const TensorDiff& d, const Metric& metric) {
   const bool bound = metric.kind == Metric::Kind::Bound;
-  Json j = {{"name", d.name},
+  Json j = {{"name", json_text(d.name)},
             {"status", d.status},
             {"dtype", dtype_name(d.dtype)},
             {"shape", d.shape},
@@ -348,7 +348,7 @@ Json diff_json(const TensorDiff& d, const Metric& metric) {
 
 void print_text(const TensorDiff& d, const Metric& metric) {
   const bool bound = metric.kind == Metric::Kind::Bound;
-  std::printf("%s: %s  %s %s\n", d.name.c_str(), d.status.c_str(),
+  std::printf("%s: %s  %s %s\n", escape_text(d.name).c_str(), d.status.c_str(),
               std::string(dtype_name(d.dtype)).c_str(), shape_string(d.shape).c_str());
   if (d.numel == 0 && d.status != "equal") return;
   std::printf("  bitwise mismatches %llu / %llu, class mismatches %llu, metric failures %llu\n",
@@ -455,15 +455,16 @@ void run_diff(const DiffOptions& o) {
       std::all_of(diffs.begin(), diffs.end(), [](const TensorDiff& d) { return d.passes(); });
   if (o.json) {
     Json j = {{"schema", "fp8ref.diff/1"},
-              {"a", o.a},
-              {"b", o.b},
+              {"a", json_text(o.a)},
+              {"b", json_text(o.b)},
               {"metric", metric.text},
               {"result", all_pass ? "pass" : "differs"},
               {"tensors", Json::array()}};
     for (const TensorDiff& d : diffs) j["tensors"].push_back(diff_json(d, metric));
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, Json::error_handler_t::replace) << "\n";
   } else {
-    std::printf("diff %s %s  metric %s\n", o.a.c_str(), o.b.c_str(), metric.text.c_str());
+    std::printf("diff %s %s  metric %s\n", escape_text(o.a).c_str(), escape_text(o.b).c_str(),
+                escape_text(metric.text).c_str());
     for (const TensorDiff& d : diffs) print_text(d, metric);
     std::printf("result: %s\n", all_pass ? "pass" : "differs");
   }

@@ -46,7 +46,7 @@ nlohmann::ordered_json tensor_json(const NamedTensor& nt, const TensorStats& s) 
                      {"count", count},
                      {"value", decode_bits(nt.tensor.dtype, code)}});
   }
-  nlohmann::ordered_json j = {{"name", nt.name},
+  nlohmann::ordered_json j = {{"name", json_text(nt.name)},
                               {"dtype", dtype_name(nt.tensor.dtype)},
                               {"shape", nt.tensor.shape},
                               {"numel", s.numel},
@@ -63,7 +63,7 @@ nlohmann::ordered_json tensor_json(const NamedTensor& nt, const TensorStats& s) 
 }
 
 void print_text(const NamedTensor& nt, const TensorStats& s) {
-  std::printf("%s  %s %s  numel=%llu\n", nt.name.c_str(),
+  std::printf("%s  %s %s  numel=%llu\n", escape_text(nt.name).c_str(),
               std::string(dtype_name(nt.tensor.dtype)).c_str(),
               shape_string(nt.tensor.shape).c_str(), static_cast<unsigned long long>(s.numel));
   if (s.finite > 0) std::printf("  min=%.9g max=%.9g mean=%.9g\n", s.min, s.max, s.mean);
@@ -91,14 +91,16 @@ void run_inspect(const InspectOptions& o) {
   } catch (const tensor_io::Error& e) {
     throw UsageError(e.what());
   }
+  nlohmann::ordered_json metadata = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : tf.metadata) metadata[json_text(k)] = json_text(v);
   nlohmann::ordered_json out = {{"schema", "fp8ref.inspect/1"},
-                                {"file", o.file},
+                                {"file", json_text(o.file)},
                                 {"format", format_name(format)},
-                                {"metadata", tf.metadata},
+                                {"metadata", metadata},
                                 {"tensors", nlohmann::ordered_json::array()}};
   if (!o.json)
-    std::printf("%s (%s, %zu tensors)\n", o.file.c_str(), std::string(format_name(format)).c_str(),
-                tf.tensors.size());
+    std::printf("%s (%s, %zu tensors)\n", escape_text(o.file).c_str(),
+                std::string(format_name(format)).c_str(), tf.tensors.size());
   std::uint64_t total = 0;
   for (const NamedTensor& nt : tf.tensors) total += nt.tensor.numel();
   std::unique_ptr<Progress> progress;
@@ -114,7 +116,8 @@ void run_inspect(const InspectOptions& o) {
     else
       print_text(tf.tensors[i], stats[i]);
   }
-  if (o.json) std::cout << out.dump(2) << "\n";
+  if (o.json)
+    std::cout << out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
 }
 
 }  // namespace

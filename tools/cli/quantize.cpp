@@ -284,8 +284,9 @@ void run_quantize(const QuantizeOptions& o) {
   std::printf(
       "%s:%s %s %s -> %s\n  recipe %s %s runtime %s%s, block %s, layout %s\n"
       "  codes %s %s, scales %s %s\n",
-      file.c_str(), chosen.c_str(), std::string(tensor_io::dtype_name(x->dtype)).c_str(),
-      tensor_io::shape_string(x->shape).c_str(), o.out.c_str(),
+      tensor_io::escape_text(file).c_str(), tensor_io::escape_text(chosen).c_str(),
+      std::string(tensor_io::dtype_name(x->dtype)).c_str(),
+      tensor_io::shape_string(x->shape).c_str(), tensor_io::escape_text(o.out).c_str(),
       out.metadata.at("fp8ref.recipe").c_str(), out.metadata.at("fp8ref.format").c_str(),
       out.metadata.at("fp8ref.runtime").c_str(), o.pow2 ? " pow2" : "",
       out.metadata.at("fp8ref.block").c_str(), o.layout.c_str(),

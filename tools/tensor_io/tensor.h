@@ -149,4 +149,12 @@ Tensor pack_unpacked_f4(const std::vector<std::uint8_t>& bytes, std::vector<std:
 
 std::string shape_string(const std::vector<std::int64_t>& shape);  // "(2, 3)", "()"
 
+// Text from a file made safe to print (docs/security.md "Messages"): control characters (C0, DEL,
+// C1, so ANSI escapes and newlines), backslashes and bytes that are not UTF-8 become \xNN / \\;
+// valid UTF-8 text is kept. Printing the result cannot start a line or move the cursor.
+std::string escape_text(std::string_view s);
+// For JSON output: `s` itself when it is valid UTF-8 (JSON escapes control characters), else
+// escape_text(s), so a name that is not UTF-8 is escaped rather than fatal to the dump.
+std::string json_text(std::string_view s);
+
 }  // namespace fp8ref::tensor_io

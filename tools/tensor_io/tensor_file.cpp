@@ -1,6 +1,9 @@
 // Format sniffing and dispatch (tensor_file.h).
 #include "tensor_file.h"
 
+#include <new>
+#include <stdexcept>
+
 #include "mapped_file.h"
 #include "npy.h"
 #include "safetensors.h"
@@ -50,9 +53,17 @@ TensorFile parse_tensor_bytes(Bytes bytes, std::string_view file, const ReadOpti
   return tf;
 }
 
+// A size the checks let through can still exceed this machine's memory: that is reported as
+// one line naming the file, never as a bare exception name.
 TensorFile read_tensor_file(const std::string& path, const ReadOptions& opts, FileFormat* format) {
-  const MappedFile f(path);
-  return parse_tensor_bytes(f.bytes(), path, opts, format);
+  try {
+    const MappedFile f(path);
+    return parse_tensor_bytes(f.bytes(), path, opts, format);
+  } catch (const std::bad_alloc&) {
+    fail(path, "out of memory reading it (FP8REF_MAX_READ_BYTES lowers the read limit)");
+  } catch (const std::length_error&) {
+    fail(path, "a size in the file is too large for this machine");
+  }
 }
 
 void write_tensor_file(const std::string& path, const TensorFile& tf) {
