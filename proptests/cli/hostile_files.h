@@ -159,10 +159,11 @@ struct LimitedRun {
 
 // Runs `exe args...` with stdin from /dev/null, stdout to `out_path` (default: a capture file),
 // killing it after `limit`; reports the child's peak RSS (wait4).
-// `address_space`, when non-zero, is the child's RLIMIT_AS in bytes.
+// `address_space`, when non-zero, is the child's RLIMIT_AS in bytes; `file_size`, its RLIMIT_FSIZE
+// (a write past it fails with EFBIG, as on a full disk; SIGXFSZ is ignored).
 inline LimitedRun run_limited(const std::string& exe, const std::vector<std::string>& args,
                               std::chrono::milliseconds limit, const std::string& out_path = "",
-                              std::uint64_t address_space = 0) {
+                              std::uint64_t address_space = 0, std::uint64_t file_size = 0) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("fp8ref_hostile_run_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
@@ -182,6 +183,11 @@ inline LimitedRun run_limited(const std::string& exe, const std::vector<std::str
     if (address_space != 0) {
       const struct rlimit rl { address_space, address_space };
       setrlimit(RLIMIT_AS, &rl);
+    }
+    if (file_size != 0) {
+      signal(SIGXFSZ, SIG_IGN);
+      const struct rlimit rl { file_size, file_size };
+      setrlimit(RLIMIT_FSIZE, &rl);
     }
     execv(argv[0], argv.data());
     _exit(127);

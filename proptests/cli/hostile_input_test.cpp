@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "hostile_files.h"
 
@@ -264,6 +266,87 @@ TEST_F(Hostile, OutOfMemoryIsALineNamingTheFileNotAnExceptionName) {
   EXPECT_EQ(r.err.find("std::"), std::string::npos) << r.err;
 }
 #endif
+
+// --- unsafe writes ------------------------------------------------------------------------------
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+std::vector<std::string> listing(const fs::path& d) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(d))
+    out.push_back(fs::relative(e.path(), d).string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+const std::vector<std::string> kGenCodec = {"golden",  "gen-codec", "encode", "--profile",
+                                            "ocp_sat", "--format",  "e4m3",   "--out"};
+
+TEST_F(Hostile, OutputsAreNeverWrittenThroughAPlantedSymlink) {
+  const std::string f = file("ok.safetensors", small_f32_file());
+  const std::string victim = file("victim", "keep");
+  for (const char* out : {"report.html", "table.hex"}) {
+    fs::create_symlink(victim, dir_ / (std::string(out) + ".tmp"));
+    fs::create_symlink(victim, dir_ / out);  // the target itself a symlink: replaced, not followed
+  }
+  EXPECT_EQ(check({"diff", f, f, "--html", (dir_ / "report.html").string()}).status, 0);
+  std::vector<std::string> gen = kGenCodec;
+  gen.push_back((dir_ / "table.hex").string());
+  EXPECT_EQ(check(gen).status, 0);
+  EXPECT_EQ(slurp(victim), "keep");
+  EXPECT_FALSE(fs::is_symlink(dir_ / "report.html"));
+  EXPECT_NE(slurp(dir_ / "table.hex").size(), 0u);
+}
+
+TEST_F(Hostile, AFailedOutputWriteLeavesNoPartialFileOrTemporary) {
+  const std::string f = file("ok.safetensors", small_f32_file());
+  std::vector<std::string> gen = kGenCodec;
+  gen.push_back((dir_ / "table.hex").string());
+  const std::string out = dir_.string() + ".stdout";
+  const auto full_at = [&](const std::vector<std::string>& args, std::uint64_t bytes) {
+    return run_limited(FP8REF_FP8_CHECK, args, 20s, out, 0, bytes);
+  };
+  expect_refused(full_at(gen, 4096), "gen-codec --out on a full disk");
+  expect_refused(full_at({"diff", f, f, "--html", (dir_ / "r.html").string()}, 1024),
+                 "diff --html on a full disk");
+  const std::string big = file("big.safetensors", safetensors_blob(R"({"a":{"dtype":"F32",)"
+                                                                   R"("shape":[1024],)"
+                                                                   R"("data_offsets":[0,4096]}})",
+                                                                   Blob(4096, '\0')));
+  const std::vector<std::string> before_accept = listing(dir_);
+  const std::string root = (dir_ / "golden").string();
+  expect_refused(full_at({"golden", "accept", big, "--as", "case1", "--root", root}, 2048),
+                 "golden accept on a full disk");
+  std::vector<std::string> after = listing(dir_);
+  std::erase_if(after,
+                [](const std::string& p) { return p == "golden" || p == "golden/regressions"; });
+  EXPECT_EQ(after, before_accept);
+  fs::remove(out);
+}
+
+TEST_F(Hostile, GoldenAcceptLeavesExactlyTheCaseAndTheManifest) {
+  const std::string f = file("ok.safetensors", small_f32_file());
+  const std::string root = (dir_ / "golden").string();
+  EXPECT_EQ(check({"golden", "accept", f, "--as", "case1", "--root", root}).status, 0);
+  EXPECT_EQ(listing(root), (std::vector<std::string>{"MANIFEST.json", "regressions",
+                                                     "regressions/case1.safetensors"}));
+}
+
+TEST_F(Hostile, AnOutputThatIsAnInputIsRefused) {
+  const Blob bytes = small_f32_file();
+  const std::string f = file("ok.safetensors", bytes);
+  fs::create_symlink(f, dir_ / "alias.html");
+  expect_refused(check({"diff", f, f, "--html", f}), "--html onto input A");
+  expect_refused(check({"diff", f, f + ":a", "--html", (dir_ / "alias.html").string()}),
+                 "--html onto input B through a symlink");
+  expect_refused(check({"quantize", "--recipe", "deepgemm", "--block", "1x128", "--layout",
+                        "row_major", "--in", f, "--out", f}),
+                 "quantize --out onto --in");
+  EXPECT_EQ(slurp(f), bytes);
+}
 
 }  // namespace
 }  // namespace fp8ref::test

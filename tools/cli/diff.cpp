@@ -20,6 +20,7 @@
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "tensor_io/element_values.h"
+#include "tensor_io/mapped_file.h"
 #include "tensor_io/tensor_file.h"
 
 namespace fp8ref::cli {
@@ -444,7 +445,21 @@ std::vector<TensorDiff> pair_and_diff(const DiffOptions& o, const Metric& metric
   return out;
 }
 
+// An output that is one of the inputs would destroy it: refused before anything is read.
+void refuse_output_onto_inputs(const DiffOptions& o) {
+  if (o.html.empty()) return;
+  for (const std::string& spec :
+       {o.a, o.b, o.groups,
+        o.metric.rfind("bound:", 0) == 0 ? o.metric.substr(6) : std::string()}) {
+    if (spec.empty()) continue;
+    const std::string path = split_spec(spec).first;
+    if (same_file(o.html, path) || same_file(o.html, spec))
+      throw UsageError("--html " + o.html + " is the input file " + path + ": refused");
+  }
+}
+
 void run_diff(const DiffOptions& o) {
+  refuse_output_onto_inputs(o);
   Metric metric = parse_metric(o.metric);
   if (metric.kind == Metric::Kind::Bound) load_bound_tensor(metric);
   std::vector<std::int64_t> offs;
@@ -469,9 +484,12 @@ void run_diff(const DiffOptions& o) {
     std::printf("result: %s\n", all_pass ? "pass" : "differs");
   }
   if (!o.html.empty()) {
-    std::ofstream f(o.html);
-    f << render_html_report(o.a + " vs " + o.b, metric, diffs);
-    if (!f) throw UsageError("--html: cannot write " + o.html);
+    try {
+      write_file_atomic(o.html,
+                        std::string_view(render_html_report(o.a + " vs " + o.b, metric, diffs)));
+    } catch (const tensor_io::Error& e) {
+      throw UsageError(std::string("--html: ") + e.what());
+    }
   }
   std::cout.flush();
   if (!all_pass) throw ExitCode{1};

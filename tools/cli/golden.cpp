@@ -21,6 +21,7 @@
 #include "cli/number_options.h"
 #include "cli/semantics_version.h"
 #include "cli/sha256.h"
+#include "tensor_io/mapped_file.h"
 #include "tensor_io/safetensors.h"
 #include "tensor_io/tensor_file.h"
 
@@ -38,18 +39,16 @@ std::optional<std::string> read_file(const fs::path& p) {
   return s.str();
 }
 
-// Writes next to the target, then renames: a reader never sees half a golden file.
+// Writes a unique temporary file next to the target, then renames: a reader never sees half a
+// golden file, and a failed write leaves neither a partial file nor a stray temporary.
 void write_file(const fs::path& p, const std::string& bytes) {
   std::error_code ec;
   fs::create_directories(p.parent_path(), ec);
-  const fs::path tmp = p.string() + ".tmp";
-  std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!f.flush()) throw UsageError("cannot write " + tmp.string());
-  f.close();
-  fs::rename(tmp, p, ec);
-  if (ec)
-    throw UsageError("cannot rename " + tmp.string() + " to " + p.string() + ": " + ec.message());
+  try {
+    tensor_io::write_file_atomic(p.string(), std::string_view(bytes));
+  } catch (const tensor_io::Error& e) {
+    throw UsageError(e.what());
+  }
 }
 
 GoldenManifest load_manifest(const std::string& root, bool required) {
@@ -298,8 +297,25 @@ GoldenReport golden_accept(const std::string& root, const std::string& file,
     *existing = e;
   else
     m.files.push_back(e);
-  write_file(fs::path(root) / rel, bytes);
-  write_file(fs::path(root) / kManifestName, manifest_text(m));
+  // The case file, then the manifest; when the manifest cannot be written the case file is
+  // restored (or removed), so a failed accept never leaves a file the manifest does not list.
+  const fs::path case_path = fs::path(root) / rel;
+  const std::optional<std::string> before = read_file(case_path);
+  write_file(case_path, bytes);
+  try {
+    write_file(fs::path(root) / kManifestName, manifest_text(m));
+  } catch (const UsageError&) {
+    std::error_code ec;
+    if (before) {
+      try {
+        write_file(case_path, *before);
+      } catch (const UsageError&) {
+      }
+    } else {
+      fs::remove(case_path, ec);
+    }
+    throw;
+  }
   return {"accept", {{rel, "accepted", {}}}, {}};
 }
 

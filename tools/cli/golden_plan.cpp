@@ -14,6 +14,8 @@
 #include "cli/golden_codec.h"
 #include "cli/number_options.h"
 #include "cli/sha256.h"
+#include "tensor_io/mapped_file.h"
+#include "tensor_io/tensor.h"
 
 namespace fp8ref::cli {
 namespace {
@@ -81,9 +83,11 @@ void write_output(const GenSpec& given) {
     std::fwrite(g.bytes.data(), 1, g.bytes.size(), stdout);
     return;
   }
-  std::ofstream f(s.out, std::ios::binary);
-  f.write(g.bytes.data(), static_cast<std::streamsize>(g.bytes.size()));
-  if (!f.flush()) throw UsageError("gen-codec: cannot write " + s.out);
+  try {
+    tensor_io::write_file_atomic(s.out, std::string_view(g.bytes));
+  } catch (const tensor_io::Error& e) {
+    throw UsageError(std::string("gen-codec: ") + e.what());
+  }
   if (!s.json) return;
   nlohmann::ordered_json j = {
       {"schema", "fp8ref.golden/1"},

@@ -21,6 +21,7 @@
 #include "reference/group_desc.h"
 #include "reference/grouped_gemm.h"
 #include "tensor_io/element_values.h"
+#include "tensor_io/mapped_file.h"
 #include "tensor_io/tensor_file.h"
 
 namespace fp8ref::cli {
@@ -59,6 +60,8 @@ std::string describe(const GemmCase& c, const ref::ModelChoice& m, const GemmOpt
 }
 
 void run_oracle_command(const GemmOptions& o) {
+  if (tensor_io::same_file(o.out, o.in))
+    throw UsageError("--out " + o.out + " is the input file " + o.in + ": refused");
   const ref::ModelChoice m = parse_model(o);
   const OutDtype d = parse_out_dtype(o.out_dtype);
   const GemmCase c = load_case(o);

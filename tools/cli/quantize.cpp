@@ -15,6 +15,7 @@
 #include "cli/errors.h"
 #include "numerics/scale_layout.h"
 #include "reference/quantize.h"
+#include "tensor_io/mapped_file.h"
 #include "tensor_io/tensor_file.h"
 
 namespace fp8ref::cli {
@@ -256,6 +257,8 @@ std::pair<std::string, std::string> split_input(const std::string& in) {
 
 void run_quantize(const QuantizeOptions& o) {
   const auto [file, name] = split_input(o.in);
+  if (tensor_io::same_file(o.out, file))
+    throw UsageError("--out " + o.out + " is the input file " + file + ": refused");
   tensor_io::TensorFile tf;
   try {
     tf = tensor_io::read_tensor_file(file, {});
