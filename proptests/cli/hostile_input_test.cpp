@@ -348,5 +348,27 @@ TEST_F(Hostile, AnOutputThatIsAnInputIsRefused) {
   EXPECT_EQ(slurp(f), bytes);
 }
 
+// --- memory of a valid read ---------------------------------------------------------------------
+
+TEST_F(Hostile, InspectOfALargeFileStaysWellWithinItsSize) {
+  // 8 tensors of 16 MiB: mapped, viewed, their pages dropped once counted (not copied: 2x).
+  constexpr std::uint64_t kPer = std::uint64_t{16} << 20;
+  std::string h = "{";
+  for (int i = 0; i < 8; ++i) {
+    h += std::string(i ? "," : "") + "\"t" + std::to_string(i) + R"(":{"dtype":"F32","shape":[)" +
+         std::to_string(kPer / 4) + R"(],"data_offsets":[)" + std::to_string(i * kPer) + "," +
+         std::to_string((i + 1) * kPer) + "]}";
+  }
+  const std::string f = file("large.safetensors", safetensors_blob(h + "}", Blob(8 * kPer, '\1')));
+  const LimitedRun r = check({"inspect", "--no-progress", f}, 60s);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_LT(r.max_rss_kib, static_cast<long>(8 * kPer / 1024 / 2)) << "peak RSS in KiB";
+  const std::string npy = file("large.npy", npy_u8(64 << 20, '\2'));
+  const LimitedRun n = check({"inspect", "--no-progress", npy}, 60s);
+  EXPECT_EQ(n.status, 0) << n.err;
+  EXPECT_NE(n.out.find("min=2 max=2"), std::string::npos) << n.out;
+  EXPECT_LT(n.max_rss_kib, 64 * 1024 + 32 * 1024) << "peak RSS in KiB (the mapped pages only)";
+}
+
 }  // namespace
 }  // namespace fp8ref::test

@@ -402,6 +402,7 @@ NameIndex index_names(const TensorFile& tf) {
 std::vector<TensorDiff> pair_and_diff(const DiffOptions& o, const Metric& metric,
                                       const std::vector<std::int64_t>* offs) {
   ReadOptions ro;
+  ro.map = true;  // safetensors / npy tensors view the mapped files
   if (!o.as.empty()) ro.as_dtype = parse_dtype_option(o.as);
   const auto [pa, na] = split_spec(o.a);
   const auto [pb, nb] = split_spec(o.b);

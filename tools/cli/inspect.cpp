@@ -14,6 +14,7 @@
 #include "cli/number_options.h"
 #include "cli/progress.h"
 #include "tensor_io/element_values.h"
+#include "tensor_io/mapped_file.h"
 #include "tensor_io/tensor_file.h"
 
 namespace fp8ref::cli {
@@ -83,6 +84,7 @@ void print_text(const NamedTensor& nt, const TensorStats& s) {
 
 void run_inspect(const InspectOptions& o) {
   ReadOptions ro;
+  ro.map = true;  // safetensors / npy tensors view the mapped file (docs/security.md)
   if (!o.as.empty()) ro.as_dtype = parse_dtype_option(o.as);
   FileFormat format{};
   TensorFile tf;
@@ -107,8 +109,10 @@ void run_inspect(const InspectOptions& o) {
   if (!o.no_progress && total >= kProgressMinElements)
     progress = std::make_unique<Progress>("inspect", total, default_progress_style(false));
   std::vector<TensorStats> stats;
-  for (const NamedTensor& nt : tf.tensors)
+  for (const NamedTensor& nt : tf.tensors) {
     stats.push_back(compute_stats(nt.tensor, o.top, progress.get()));
+    if (nt.tensor.keep) release_pages(nt.tensor.view);  // RSS: about one tensor, not the file
+  }
   if (progress) progress->finish();  // clears a bar before the report is printed
   for (std::size_t i = 0; i < stats.size(); ++i) {
     if (o.json)

@@ -94,6 +94,14 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
                               reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
 }
 
+void release_pages(std::span<const std::uint8_t> mapped) {
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<std::uintptr_t>(mapped.data()) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<std::uintptr_t>(mapped.data()) + mapped.size()) / page * page;
+  if (end > begin)
+    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // advisory only
+}
+
 bool same_file(const std::string& a, const std::string& b) {
   struct stat sa {
   }, sb{};

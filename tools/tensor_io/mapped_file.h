@@ -28,6 +28,11 @@ class MappedFile {
 void write_file_atomic(const std::string& path, std::span<const std::uint8_t> bytes);
 void write_file_atomic(const std::string& path, std::string_view bytes);
 
+// Lets the kernel drop the resident pages of a read-only mapping (a viewed tensor that has been
+// processed): they are read again from the file if touched later. Keeps inspect's RSS to about
+// one tensor instead of the whole file.
+void release_pages(std::span<const std::uint8_t> mapped);
+
 // Whether a and b name the same existing file (st_dev and st_ino, symlinks followed).
 bool same_file(const std::string& a, const std::string& b);
 

@@ -260,6 +260,10 @@ Tensor parse_npy(Bytes bytes, std::string_view file, const ReadOptions& opts_in)
   const ReadOptions& opts = scope.options();
   NpyLayout l = read_layout(bytes, file, opts);
   const Bytes data = bytes.subspan(l.data_offset);
+  const bool as_stored = !(l.header.fortran && l.header.shape.size() > 1) &&
+                         !(l.descr.big_endian && l.descr.itemsize > 1);
+  if (opts.map && opts.mapping && !opts.as_dtype && l.descr.dtype && as_stored)
+    return Tensor{*l.descr.dtype, std::move(l.header.shape), {}, data, opts.mapping};
   charge_npy(l, data.size(), opts);
   return finish_tensor(std::vector<std::uint8_t>(data.begin(), data.end()), l.header, l.descr, file,
                        opts);

@@ -137,6 +137,11 @@ TensorFile parse_safetensors(Bytes bytes, std::string_view file, const ReadOptio
   for (Entry& e : entries) {
     const Bytes span =
         data.subspan(static_cast<std::size_t>(e.begin), static_cast<std::size_t>(e.end - e.begin));
+    if (opts.map && opts.mapping && !opts.as_dtype) {  // a view of the mapping: no copy
+      Tensor t{e.dtype, std::move(e.shape), {}, span, opts.mapping};
+      tf.tensors.push_back({e.name, std::move(t)});
+      continue;
+    }
     opts.budget->charge(span.size(), "tensor '" + e.name + "'");
     std::vector<std::uint8_t> raw(span.begin(), span.end());
     Tensor t = opts.as_dtype ? reinterpret_as(std::move(raw), std::move(e.shape),

@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -56,7 +58,14 @@ struct Tensor {
   DType dtype = DType::U8;
   std::vector<std::int64_t> shape;  // empty = 0-d (one element); zero extents are legal
   std::vector<std::uint8_t> data;   // little-endian, C order, exactly byte_size() bytes
-  std::uint64_t numel() const;      // assumes a validated shape
+  // A tensor read with ReadOptions::map views its bytes in the mapped file instead: `view` holds
+  // them, `data` is empty and `keep` keeps the mapping alive. Readers use bytes().
+  std::span<const std::uint8_t> view{};
+  std::shared_ptr<const void> keep{};
+  std::span<const std::uint8_t> bytes() const {
+    return keep ? view : std::span<const std::uint8_t>(data);
+  }
+  std::uint64_t numel() const;  // assumes a validated shape
   std::uint64_t byte_size() const;
 };
 
@@ -85,6 +94,11 @@ struct ReadOptions {
   std::uint64_t max_read_bytes = 0;
   // Shared by the parsers of one read; set by the readers' entry points (callers leave it null).
   ReadBudget* budget = nullptr;
+  // Tensors view the memory-mapped file instead of copying it where the format allows
+  // (safetensors; npy in little-endian C order; not with as_dtype): reading costs no memory
+  // beyond the pages touched. Honoured by read_tensor_file, which sets `mapping`.
+  bool map = false;
+  std::shared_ptr<const void> mapping{};
 };
 
 inline constexpr std::uint64_t kReadExpansion = 64;

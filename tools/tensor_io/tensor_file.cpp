@@ -57,6 +57,12 @@ TensorFile parse_tensor_bytes(Bytes bytes, std::string_view file, const ReadOpti
 // one line naming the file, never as a bare exception name.
 TensorFile read_tensor_file(const std::string& path, const ReadOptions& opts, FileFormat* format) {
   try {
+    if (opts.map) {
+      auto f = std::make_shared<const MappedFile>(path);
+      ReadOptions mapped = opts;
+      mapped.mapping = f;
+      return parse_tensor_bytes(f->bytes(), path, mapped, format);
+    }
     const MappedFile f(path);
     return parse_tensor_bytes(f.bytes(), path, opts, format);
   } catch (const std::bad_alloc&) {
