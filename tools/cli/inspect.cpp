@@ -31,6 +31,8 @@ struct InspectOptions {
 };
 
 constexpr std::uint64_t kProgressChunk = std::uint64_t{1} << 16;  // elements between updates
+// Elements between releases of a mapped tensor's counted pages (inspect's RSS stays near this).
+constexpr std::uint64_t kReleaseChunk = std::uint64_t{1} << 22;
 constexpr std::uint64_t kProgressMinElements = std::uint64_t{1}
                                                << 22;  // smaller files: no progress
 
@@ -140,9 +142,12 @@ TensorStats compute_stats(const tensor_io::Tensor& t, std::size_t top_n, Progres
   const bool codes = has_code_histogram(t.dtype);
   std::array<std::uint64_t, 256> hist{};
   double sum = 0;
+  const std::uint64_t bits_per = static_cast<std::uint64_t>(dtype_bits(t.dtype));
   for (std::uint64_t i = 0; i < s.numel; ++i) {
     if (progress != nullptr && i % kProgressChunk == kProgressChunk - 1)
       progress->add(kProgressChunk);
+    if (t.keep && i % kReleaseChunk == kReleaseChunk - 1)  // a mapped view: drop counted pages
+      release_pages(t.view.subspan(0, (i + 1 - kReleaseChunk) * bits_per / 8));
     const std::uint64_t bits = raw_bits(t, i);
     if (codes) ++hist[bits & 0xff];
     switch (classify_bits(t.dtype, bits)) {
