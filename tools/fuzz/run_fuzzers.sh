@@ -2,7 +2,7 @@
 # Builds the tensor_io libFuzzer harnesses with clang (-fsanitize=fuzzer,address,undefined) into
 # build-fuzz/ and runs each for SECONDS, seeded with the malformed corpus and valid seed files
 # (torch_pickle, structure-aware, from its own byte stream). Resource limits make hangs and
-# blow-ups findings: 5 s an input, 1 GiB RSS, 512 MiB a single allocation (the harnesses read
+# blow-ups findings: 5 s an input, 2 GiB RSS (ASan included), 512 MiB a single allocation (the harnesses read
 # under a 64 MiB read limit, docs/security.md).
 # Usage: tools/fuzz/run_fuzzers.sh SECONDS [JOBS]. Exit status non-zero on any crash/leak/report.
 set -euo pipefail
@@ -33,7 +33,7 @@ for parser in safetensors npy npz torch_zip torch_pickle; do
     [[ -d "$build/seeds/$d" ]] && seeds+=("$build/seeds/$d")
   done
   log="$build/fuzz_$parser.log"
-  if "$build/fuzz_$parser" -max_total_time="$secs" -rss_limit_mb=1024 -malloc_limit_mb=512 -timeout=5 \
+  if "$build/fuzz_$parser" -max_total_time="$secs" -rss_limit_mb=2048 -malloc_limit_mb=512 -timeout=5 \
        -max_len=65536 \
        -print_final_stats=1 -artifact_prefix="$build/crash_${parser}_" "$work" ${seeds[@]+"${seeds[@]}"} >"$log" 2>&1; then
     result=ok
