@@ -253,6 +253,33 @@ GoldenReport golden_regen(const std::string& root) {
   return r;
 }
 
+namespace {
+
+// The case file, then the manifest; when the manifest cannot be written the case file is restored
+// (or removed), so a failed accept never leaves a file the manifest does not list.
+void write_case_and_manifest(const std::string& root, const std::string& rel,
+                             const std::string& bytes, const GoldenManifest& m) {
+  const fs::path case_path = fs::path(root) / rel;
+  const std::optional<std::string> before = read_file(case_path);
+  write_file(case_path, bytes);
+  try {
+    write_file(fs::path(root) / kManifestName, manifest_text(m));
+  } catch (const UsageError&) {
+    std::error_code ec;
+    if (!before) {
+      fs::remove(case_path, ec);
+    } else {
+      try {
+        write_file(case_path, *before);
+      } catch (const UsageError&) {  // the manifest's failure is the one reported
+      }
+    }
+    throw;
+  }
+}
+
+}  // namespace
+
 GoldenReport golden_accept(const std::string& root, const std::string& file,
                            const std::string& name_in, const AcceptOptions& o) {
   std::string name = name_in;
@@ -297,25 +324,7 @@ GoldenReport golden_accept(const std::string& root, const std::string& file,
     *existing = e;
   else
     m.files.push_back(e);
-  // The case file, then the manifest; when the manifest cannot be written the case file is
-  // restored (or removed), so a failed accept never leaves a file the manifest does not list.
-  const fs::path case_path = fs::path(root) / rel;
-  const std::optional<std::string> before = read_file(case_path);
-  write_file(case_path, bytes);
-  try {
-    write_file(fs::path(root) / kManifestName, manifest_text(m));
-  } catch (const UsageError&) {
-    std::error_code ec;
-    if (before) {
-      try {
-        write_file(case_path, *before);
-      } catch (const UsageError&) {
-      }
-    } else {
-      fs::remove(case_path, ec);
-    }
-    throw;
-  }
+  write_case_and_manifest(root, rel, bytes, m);
   return {"accept", {{rel, "accepted", {}}}, {}};
 }
 

@@ -201,8 +201,10 @@ Tensor reinterpret_as(std::vector<std::uint8_t> bytes, std::vector<std::int64_t>
                             "-bit elements of shape " + shape_string(shape) + " as " +
                             std::string(dtype_name(to));
     if (shape.empty()) fail(file, why + " (0-d tensor)");
-    const auto last_bits =
-        static_cast<std::uint64_t>(shape.back()) * static_cast<std::uint64_t>(src_bits);
+    std::uint64_t last_bits = 0;
+    if (__builtin_mul_overflow(static_cast<std::uint64_t>(shape.back()),
+                               static_cast<std::uint64_t>(src_bits), &last_bits))
+      fail(file, why + " (last dimension too large)");
     if (last_bits % static_cast<std::uint64_t>(dst_bits) != 0)
       fail(file, why + " (last dimension does not divide)");
     shape.back() = static_cast<std::int64_t>(last_bits / static_cast<std::uint64_t>(dst_bits));
