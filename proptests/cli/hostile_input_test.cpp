@@ -148,6 +148,15 @@ TEST_F(Hostile, ReadLimitIsRaisableAndLowerable) {
   expect_refused(r, "FP8REF_MAX_READ_BYTES=1000000");
 }
 
+TEST_F(Hostile, AnNpzMemberCostsItsSizeOnceNotTwice) {
+  // 128 MiB of zeros deflated (~128 KiB): extracted once and parsed in place.
+  constexpr long kMemberKib = 128 * 1024;
+  const std::string f = file("once.npz", zip_blob({{"x.npy", npy_u8(128 << 20, '\0'), true, 0}}));
+  const LimitedRun r = check({"inspect", "--no-progress", f}, 30s);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_LT(r.max_rss_kib, kMemberKib + kMemberKib / 2) << "peak RSS in KiB";
+}
+
 TEST_F(Hostile, InputsThatAreNotRegularFilesAreRefusedWithoutBlocking) {
   const std::string fifo = (dir_ / "pipe").string();
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
