@@ -25,7 +25,7 @@ namespace fp8ref::test {
 using Blob = std::string;
 
 inline void put_le(Blob& b, std::uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) b.push_back(static_cast<char>(v >> (8 * i)));
+  for (int i = 0; i < n; ++i) b.push_back(i < 8 ? static_cast<char>(v >> (8 * i)) : 0);
 }
 
 // safetensors: u64 LE header length, the JSON header, the payload.
