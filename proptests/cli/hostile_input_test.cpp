@@ -313,6 +313,8 @@ TEST_F(Hostile, OutputsAreNeverWrittenThroughAPlantedSymlink) {
   gen.push_back((dir_ / "table.hex").string());
   EXPECT_EQ(check(gen).status, 0);
   EXPECT_EQ(slurp(victim), "keep");
+  expect_refused(check({"diff", f, f, "--html", "/dev/null"}), "--html onto a device");
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
   EXPECT_FALSE(fs::is_symlink(dir_ / "report.html"));
   EXPECT_NE(slurp(dir_ / "table.hex").size(), 0u);
 }

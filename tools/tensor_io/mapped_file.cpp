@@ -70,8 +70,13 @@ mode_t created_mode() {
 }  // namespace
 
 void write_file_atomic(const std::string& path, std::span<const std::uint8_t> bytes) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+  // A target that is (or whose symlink leads to) a device, pipe or directory is refused: renaming
+  // over it would replace a name such as /dev/stdout. A symlink to a regular file (or a dangling
+  // one) is replaced by the rename, never written through.
+  struct stat lst {
+  }, st{};
+  if ((::lstat(path.c_str(), &lst) == 0 && !S_ISREG(lst.st_mode) && !S_ISLNK(lst.st_mode)) ||
+      (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)))
     fail(path, "exists and is not a regular file: refused as an output");
   std::string tmp = path + ".XXXXXX";
   const int fd = ::mkstemp(tmp.data());

@@ -286,7 +286,8 @@ Tensor parse_npy_member(std::vector<std::uint8_t> member, std::string_view file,
 
 std::vector<std::uint8_t> serialize_npy(const Tensor& t, std::string_view file) {
   const std::uint64_t n = checked_numel(t.shape, file);
-  if (bytes_for(t.dtype, n) != t.data.size())
+  const std::span<const std::uint8_t> data = t.bytes();
+  if (bytes_for(t.dtype, n) != data.size())
     fail(file, "tensor byte count does not match shape x dtype");
   std::string dict = "{'descr': '" + descr_for(t.dtype) +
                      "', 'fortran_order': False, 'shape': " + shape_string(t.shape) + ", }";
@@ -302,9 +303,9 @@ std::vector<std::uint8_t> serialize_npy(const Tensor& t, std::string_view file) 
   out.insert(out.end(), dict.begin(), dict.end());
   if (t.dtype == DType::F4) {
     for (std::uint64_t i = 0; i < n; ++i)
-      out.push_back(static_cast<std::uint8_t>((t.data[i / 2] >> (4 * (i % 2))) & 0xf));
+      out.push_back(static_cast<std::uint8_t>((data[i / 2] >> (4 * (i % 2))) & 0xf));
   } else {
-    out.insert(out.end(), t.data.begin(), t.data.end());
+    out.insert(out.end(), data.begin(), data.end());
   }
   return out;
 }

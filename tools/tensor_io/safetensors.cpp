@@ -160,7 +160,7 @@ std::vector<std::uint8_t> serialize_safetensors(const TensorFile& tf, std::strin
     if (nt.name == "__metadata__" || header.contains(nt.name))
       fail(file, "duplicate or reserved tensor name '" + nt.name + "'");
     const std::uint64_t size = bytes_for(nt.tensor.dtype, checked_numel(nt.tensor.shape, file));
-    if (size != nt.tensor.data.size())
+    if (size != nt.tensor.bytes().size())
       fail(file, "tensor '" + nt.name + "': byte count does not match shape x dtype");
     header[nt.name] = {{"dtype", dtype_name(nt.tensor.dtype)},
                        {"shape", nt.tensor.shape},
@@ -173,8 +173,10 @@ std::vector<std::uint8_t> serialize_safetensors(const TensorFile& tf, std::strin
   for (int i = 0; i < 8; ++i)
     out[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(text.size() >> (8 * i));
   out.insert(out.end(), text.begin(), text.end());
-  for (const NamedTensor& nt : tf.tensors)
-    out.insert(out.end(), nt.tensor.data.begin(), nt.tensor.data.end());
+  for (const NamedTensor& nt : tf.tensors) {
+    const std::span<const std::uint8_t> b = nt.tensor.bytes();
+    out.insert(out.end(), b.begin(), b.end());
+  }
   return out;
 }
 

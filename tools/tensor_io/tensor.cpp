@@ -104,10 +104,10 @@ void ReadBudget::charge(std::uint64_t n, std::string_view what) {
     used_ += n;
     return;
   }
-  fail(file_, "reading it needs more than " + std::to_string(limit_) + " bytes for " +
-                  std::string(what) + " (the limit is " + std::to_string(kReadExpansion) +
-                  " x the file size + 256 MiB; set FP8REF_MAX_READ_BYTES to change it, "
-                  "docs/security.md)");
+  fail(file_, "reading it needs more than its read limit of " + std::to_string(limit_) +
+                  " bytes, at " + std::string(what) + " (default " +
+                  std::to_string(kReadExpansion) +
+                  " x the file size + 256 MiB; FP8REF_MAX_READ_BYTES=N sets it, docs/security.md)");
 }
 
 std::uint64_t read_limit(const ReadOptions& opts, std::uint64_t file_size, std::string_view file) {

@@ -164,6 +164,12 @@ Bytes ZipReader::entry_payload(const ZipEntry& e) const {
   return r.take(e.compressed_size);
 }
 
+void ZipReader::charge(const ZipEntry& e) const {
+  budget_->charge(e.uncompressed_size, "zip entry '" + e.name + "' (" +
+                                           std::to_string(e.uncompressed_size) +
+                                           " bytes decompressed)");
+}
+
 std::vector<std::uint8_t> ZipReader::extract(const ZipEntry& e) const {
   const std::string where = "zip entry '" + e.name + "'";
   if (e.flags & 0x1) fail(file_, where + " is encrypted");
@@ -174,12 +180,11 @@ std::vector<std::uint8_t> ZipReader::extract(const ZipEntry& e) const {
                     " bytes, above the limit of " + std::to_string(max_bytes_));
   }
   const Bytes payload = entry_payload(e);
-  budget_->charge(e.uncompressed_size,
-                  where + " (" + std::to_string(e.uncompressed_size) + " bytes decompressed)");
   std::vector<std::uint8_t> out;
   if (e.method == 0) {
     if (e.compressed_size != e.uncompressed_size)
       fail(file_, where + ": stored entry with differing sizes");
+    charge(e);
     out.assign(payload.begin(), payload.end());
   } else {
     if (e.uncompressed_size > e.compressed_size * kDeflateMaxRatio + 1024) {
@@ -187,6 +192,7 @@ std::vector<std::uint8_t> ZipReader::extract(const ZipEntry& e) const {
                       std::to_string(e.compressed_size) +
                       " deflated bytes (beyond deflate's 1032:1 ratio)");
     }
+    charge(e);
     out.resize(static_cast<std::size_t>(e.uncompressed_size));
     z_stream zs{};
     if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) fail(file_, where + ": zlib init failed");

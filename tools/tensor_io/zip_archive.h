@@ -38,6 +38,7 @@ class ZipReader {
  private:
   void read_central_directory(std::uint64_t cd_offset, std::uint64_t cd_size, std::uint64_t count);
   Bytes entry_payload(const ZipEntry& e) const;
+  void charge(const ZipEntry& e) const;  // to the read budget, before the bytes are allocated
 
   Bytes bytes_;
   std::string file_;
