@@ -31,7 +31,12 @@ namespace {
 namespace fs = std::filesystem;
 const std::string kRegen = "run fp8-check golden regen";
 
+// A golden file that is not a regular file (a named pipe would block the read) is refused.
 std::optional<std::string> read_file(const fs::path& p) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(p, ec);
+  if (fs::exists(st) && !fs::is_regular_file(st))
+    throw UsageError(p.string() + ": not a regular file (refused)");
   std::ifstream f(p, std::ios::binary);
   if (!f) return std::nullopt;
   std::ostringstream s;
