@@ -17,6 +17,7 @@
 #include "campaign/runner.h"
 #include "campaign/suite.h"
 #include "cli/errors.h"
+#include "numerics/plant.h"
 
 #ifndef FP8REF_SOURCE_DIR
 #define FP8REF_SOURCE_DIR ""
@@ -191,9 +192,15 @@ void run(const FuzzArgs& a) {
   if (!a.golden.empty() && !std::filesystem::is_directory(a.golden + "/regressions", ec))
     throw UsageError("--golden " + a.golden + ": no regressions/ folder there");
   opt.golden_dir = a.golden.empty() ? default_golden() : a.golden;
+#ifdef FP8REF_PLANT_HOOKS
+  try {
+    (void)plant::parse(a.plant);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--plant: ") + e.what());
+  }
   opt.plant = a.plant;
-  if (!opt.plant.empty() && opt.plant != "offs_off_by_one")
-    throw UsageError("--plant: unknown bug '" + opt.plant + "' (offs_off_by_one)");
+  opt.command = "fp8-check-planted";
+#endif
 
   if (a.list) {
     for (const auto& s : fuzz::all_suites())
@@ -299,8 +306,10 @@ void add_fuzz_command(CLI::App& app) {
       "Where failing cases are written (default $FP8REF_FAILURE_DIR or ./fp8ref-failures)");
   c->add_option("--golden", a->golden,
                 "golden/ folder whose regressions/ the golden.regressions suite replays");
+#ifdef FP8REF_PLANT_HOOKS
   c->add_option("--plant", a->plant,
-                "Self-test: plant a known bug (offs_off_by_one) in the code under test");
+                "Plant one catalogued bug (numerics/plant.h) in the code under test");
+#endif
   c->callback([a] { run(*a); });
 }
 
