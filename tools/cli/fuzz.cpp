@@ -39,6 +39,9 @@ struct FuzzArgs {
   int threads = 1;
   bool test_level = false;
   bool require_classes = false;
+#ifdef FP8REF_PLANT_HOOKS
+  bool list_plants = false;
+#endif
 };
 
 // FP8REF_TEST_LEVEL (1..3) as proptests/common reads it: case multiplier 1, 4, 16.
@@ -202,6 +205,13 @@ void run(const FuzzArgs& a) {
   opt.command = "fp8-check-planted";
 #endif
 
+#ifdef FP8REF_PLANT_HOOKS
+  if (a.list_plants) {
+    for (std::size_t i = 1; i < plant::kNames.size(); ++i)
+      std::printf("%s\n", std::string(plant::kNames[i]).c_str());
+    return;
+  }
+#endif
   if (a.list) {
     for (const auto& s : fuzz::all_suites())
       std::printf("%-22s %-4s %s%s\n", s.info.name.c_str(), s.info.label.c_str(),
@@ -309,6 +319,7 @@ void add_fuzz_command(CLI::App& app) {
 #ifdef FP8REF_PLANT_HOOKS
   c->add_option("--plant", a->plant,
                 "Plant one catalogued bug (numerics/plant.h) in the code under test");
+  c->add_flag("--list-plants", a->list_plants, "List the catalogued bugs and exit");
 #endif
   c->callback([a] { run(*a); });
 }
