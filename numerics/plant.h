@@ -19,23 +19,23 @@ namespace fp8ref::plant {
 
 enum class Bug : int {
   none,
-  codec_ties_half_up,        // codec RNE: a tie rounds away from zero
-  codec_sat_one_high,        // codec saturation: one code past max finite passes through
-  codec_subnormal_ftz,       // codec: subnormal results flushed to zero
-  mx_rceil_floors,           // MX RCEIL scale exponent rounded down
-  deepgemm_amax_clamp,       // DeepGEMM amax clamp 1e-5 instead of 1e-4
-  te_epsilon_ignored,        // Transformer Engine amax_epsilon not applied
-  swizzle_128x4_dropped,     // blocked_128x4: row-major inside the 512-byte tile
-  packed_bytes_swapped,      // deepgemm_packed: big-endian bytes in each int32 word
-  wgmma_keeps_14_bits,       // wgmma step result keeps 14 fraction bits, not 13
-  promote_every_256,         // promoted f32 sums promote every 256 of K, not 128
-  rowwise_scales_swapped,    // rowwise epilogue RN(sb·RN(sa·acc)), not RN(sa·RN(sb·acc))
-  splitk_reversed,           // split-K slices added in reverse order
-  blockwise_fma_split,       // promoted blockwise: acc + RN(s·T) instead of fmaf(s, T, acc)
-  offs_off_by_one,           // group end offsets: the first group's last row left out
-  empty_wgrad_zeroed,        // wgrad of an empty group: zero instead of RN_out(C[g])
-  pad_rows_to_group,         // padded row map: padding rows mapped to their group
-  pad_rows_written,          // pad_rows: padding rows filled with the group's last row
+  codec_ties_half_up,      // codec RNE: a tie rounds away from zero
+  codec_sat_one_high,      // codec saturation: one code past max finite passes through
+  codec_subnormal_ftz,     // codec: subnormal results flushed to zero
+  mx_rceil_floors,         // MX RCEIL scale exponent rounded down
+  deepgemm_amax_clamp,     // DeepGEMM amax clamp 1e-5 instead of 1e-4
+  te_epsilon_ignored,      // Transformer Engine amax_epsilon not applied
+  swizzle_128x4_dropped,   // blocked_128x4: row-major inside the 512-byte tile
+  packed_bytes_swapped,    // deepgemm_packed: big-endian bytes in each int32 word
+  wgmma_keeps_14_bits,     // wgmma step result keeps 14 fraction bits, not 13
+  promote_every_256,       // promoted f32 sums promote every 256 of K, not 128
+  rowwise_scales_swapped,  // rowwise epilogue RN(sb·RN(sa·acc)), not RN(sa·RN(sb·acc))
+  splitk_reversed,         // split-K slices added in reverse order
+  blockwise_fma_split,     // promoted blockwise: acc + RN(s·T) instead of fmaf(s, T, acc)
+  offs_off_by_one,         // group end offsets: the first group's last row left out
+  empty_wgrad_zeroed,      // wgrad of an empty group: zero instead of RN_out(C[g])
+  pad_rows_to_group,       // padded row map: padding rows mapped to their group
+  pad_rows_written,        // pad_rows: padding rows filled with the group's last row
 };
 
 inline constexpr std::array<std::string_view, 18> kNames = {

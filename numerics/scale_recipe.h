@@ -342,7 +342,8 @@ constexpr float e8m0_value_f32(std::uint8_t code) {
     const float rcp = static_cast<float>(1.0 / static_cast<double>(max_pos));
     e = e8m0_ceil_satfinite_f32(bits_of(amax * rcp));
 #ifdef FP8REF_PLANT_HOOKS
-    if (FP8REF_PLANTED(mx_rceil_floors) && e > 1 && e < 0xFE && (bits_of(amax * rcp) & 0x7FFFFFu) != 0)
+    if (FP8REF_PLANTED(mx_rceil_floors) && e > 1 && e < 0xFE &&
+        (bits_of(amax * rcp) & 0x7FFFFFu) != 0)
       --e;
 #endif
     factor = e == 0 ? 1.0f : f32_from_bits(std::uint32_t(254 - e) << 23);

@@ -1,10 +1,11 @@
 // Group descriptors: validation and conversions (docs/design.md §8). See group_desc.h.
-#include "numerics/plant.h"
 #include "reference/group_desc.h"
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+
+#include "numerics/plant.h"
 
 namespace fp8ref::ref {
 namespace {

@@ -221,7 +221,8 @@ void grouped_gemm_wgrad(const WgradOperands& op, std::span<const std::int64_t> o
     if (m == 0) {  // empty group: RN_out(C[g]) under every model, exactly C[g] for f32
       for (std::int64_t e = g * nk; e < (g + 1) * nk; ++e)
 #ifdef FP8REF_PLANT_HOOKS
-        store_c(dw, std::size_t(e), FP8REF_PLANTED(empty_wgrad_zeroed) ? 0.0f : op.c[std::size_t(e)]);
+        store_c(dw, std::size_t(e),
+                FP8REF_PLANTED(empty_wgrad_zeroed) ? 0.0f : op.c[std::size_t(e)]);
 #else
         store_c(dw, std::size_t(e), op.c[std::size_t(e)]);
 #endif

@@ -1,5 +1,4 @@
 // Padding, permutation and unpermute-combine (docs/design.md §13). See pad_permute.h.
-#include "numerics/plant.h"
 #include "reference/pad_permute.h"
 
 #include <algorithm>
@@ -7,6 +6,8 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+
+#include "numerics/plant.h"
 
 namespace fp8ref::ref {
 namespace {

@@ -27,7 +27,7 @@ struct CampaignOptions {
 #ifdef FP8REF_PLANT_HOOKS
   std::string plant;  // the planted bug (numerics/plant.h) of fp8-check-planted
 #endif
-  int threads = 1;          // OpenMP threads of the code under test
+  int threads = 1;  // OpenMP threads of the code under test
   // Fail a suite that passed but missed a required coverage class (SuiteInfo::classes, less the
   // rare ones below 4× the suite's level-1 case count).
   bool require_classes = false;

@@ -78,7 +78,6 @@ void fold_result(const void* data, std::size_t bytes);
 std::uint64_t fingerprint();
 void reset_fingerprint();
 
-
 // A typed suite: draw / check / tags / save / load of one Case type.
 template <class Case>
 struct CaseSuite {

@@ -52,7 +52,8 @@ float step(const std::uint8_t* a, const std::uint8_t* b, int n, Format fa, Forma
   std::vector<Term> terms;
   for (int k = 0; k < n; ++k) {
     const Code x = split_code(fa, a[k]), y = split_code(fb, b[k]);
-    if (x.sig * y.sig != 0) terms.push_back({x.neg != y.neg, x.sig * y.sig, x.exp + y.exp, x.man + y.man});
+    if (x.sig * y.sig != 0)
+      terms.push_back({x.neg != y.neg, x.sig * y.sig, x.exp + y.exp, x.man + y.man});
   }
   const std::uint32_t cu = std::bit_cast<std::uint32_t>(c);
   const int field = int((cu >> 23) & 0xFF);
@@ -170,19 +171,23 @@ DotCase draw_dot(std::mt19937_64& rng, bool per_block) {
     }
   }
   const std::size_t ns = per_block ? std::size_t(nb) : 1;
-  for (std::size_t i = 0; i < ns; ++i) d.sa.push_back(full_scale(rng)), d.sb.push_back(full_scale(rng));
+  for (std::size_t i = 0; i < ns; ++i)
+    d.sa.push_back(full_scale(rng)), d.sb.push_back(full_scale(rng));
   return d;
 }
 
-constexpr const char* kVariants[] = {"step",           "hopper_unpromoted",
-                                     "promoted_tensorwise", "promoted_rowwise",
-                                     "promoted_blockwise",  "tensorwise_a_then_b",
+constexpr const char* kVariants[] = {"step",
+                                     "hopper_unpromoted",
+                                     "promoted_tensorwise",
+                                     "promoted_rowwise",
+                                     "promoted_blockwise",
+                                     "tensorwise_a_then_b",
                                      "unpromoted_b_then_a"};
 constexpr std::int64_t kNumVariants = 7;
 
 void mismatch(std::int64_t v, const DotCase& d, float got, float want) {
-  throw Violation(std::string("model ") + kVariants[v] + " (K=" + std::to_string(d.K) +
-                  ", S=" + std::to_string(d.slices) + "): " + hex(std::bit_cast<std::uint32_t>(got)) +
+  throw Violation(std::string("model ") + kVariants[v] + " (K=" + std::to_string(d.K) + ", S=" +
+                  std::to_string(d.slices) + "): " + hex(std::bit_cast<std::uint32_t>(got)) +
                   ", the second implementation gives " + hex(std::bit_cast<std::uint32_t>(want)));
 }
 
@@ -191,8 +196,11 @@ void check_step(std::mt19937_64& rng) {
   const int n = 1 + int(rng() % 32);
   const int mag = int(rng() % 5) - 2;
   for (int k = 0; k < n; ++k)
-    a[k] = code_near(Format::e4m3, mag, rng), b[k] = code_near(Format::e5m2, int(rng() % 5) - 2, rng);
-  const float c = rng() % 4 == 0 ? 0.0f : std::ldexp(full_scale(rng), int(rng() % 20) - 8) * (rng() & 1 ? 1 : -1);
+    a[k] = code_near(Format::e4m3, mag, rng),
+    b[k] = code_near(Format::e5m2, int(rng() % 5) - 2, rng);
+  const float c = rng() % 4 == 0
+                      ? 0.0f
+                      : std::ldexp(full_scale(rng), int(rng() % 20) - 8) * (rng() & 1 ? 1 : -1);
   const float got = hopper_wgmma_step(a, b, n, Format::e4m3, Format::e5m2, c);
   const float want = step(a, b, n, Format::e4m3, Format::e5m2, c);
   fold_result(&got, sizeof got);
@@ -238,11 +246,13 @@ void check_model(std::int64_t v, std::uint64_t seed) {
       break;
     case 5:
       got = model_dot(AccumulationModel::hopper_promoted_tensorwise, x, d.K, sc, split,
-                      Epilogue::a_then_b).z;
+                      Epilogue::a_then_b)
+                .z;
       want = (promoted_acc(d, f32_sum) * sa) * sb;
       break;
     default:
-      got = model_dot(AccumulationModel::hopper_unpromoted, x, d.K, sc, split, Epilogue::b_then_a).z;
+      got =
+          model_dot(AccumulationModel::hopper_unpromoted, x, d.K, sc, split, Epilogue::b_then_a).z;
       want = (unpromoted_acc(d) * sb) * sa;
       break;
   }

@@ -122,7 +122,10 @@ double boundary_value(Format f, std::mt19937_64& rng) {
     }
     case 3: {  // subnormal edges: half the smallest subnormal, the smallest, the last, min normal
       const double sub = code_double(f, 1);
-      const double picks[] = {sub / 2, sub, 1.5 * sub, code_double(f, min_normal - 1),
+      const double picks[] = {sub / 2,
+                              sub,
+                              1.5 * sub,
+                              code_double(f, min_normal - 1),
                               code_double(f, min_normal),
                               (code_double(f, min_normal - 1) + code_double(f, min_normal)) / 2};
       return picks[rng() % 6];
@@ -168,7 +171,6 @@ void check_codec(std::int64_t variant, std::uint64_t seed) {
                       " encodes to " + hex(got) + ", the rational oracle says " + hex(want));
   }
 }
-
 
 // --- quantize.recipes ---------------------------------------------------------------------------
 
@@ -266,10 +268,9 @@ void check_recipe(std::int64_t variant, std::uint64_t seed) {
 
 // --- layout.offsets -----------------------------------------------------------------------------
 
-constexpr const char* kLayoutNames[] = {"e8m0:row_major", "e8m0:blocked_128x4",
-                                        "e8m0:deepgemm_packed", "f32:row_major",
-                                        "f32:col_major", "f32:tma_mn_major",
-                                        "f32:te_compact", "f32:cublas_k_major_pad4"};
+constexpr const char* kLayoutNames[] = {
+    "e8m0:row_major", "e8m0:blocked_128x4", "e8m0:deepgemm_packed", "f32:row_major",
+    "f32:col_major",  "f32:tma_mn_major",   "f32:te_compact",       "f32:cublas_k_major_pad4"};
 constexpr std::int64_t kLayouts = 8;
 
 std::int64_t up(std::int64_t x, std::int64_t a) { return (x + a - 1) / a * a; }
@@ -286,7 +287,8 @@ LayoutForm layout_form(std::int64_t l, std::int64_t G, std::int64_t R, std::int6
     case 0:
     case 3:
     case 6:
-      return {G * R * C, [](auto g, auto r, auto c, auto R, auto C) { return (g * R + r) * C + c; }};
+      return {G * R * C,
+              [](auto g, auto r, auto c, auto R, auto C) { return (g * R + r) * C + c; }};
     case 1:  // 512-byte tiles of 128 rows x 4 columns, tiles row-major
       return {G * up(R, 128) * up(C, 4), [](auto g, auto r, auto c, auto R, auto C) {
                 const std::int64_t tiles_c = up(C, 4) / 4;
@@ -299,7 +301,8 @@ LayoutForm layout_form(std::int64_t l, std::int64_t G, std::int64_t R, std::int6
                 return g * up(R, 4) * up(C, 4) + (c >> 2) * (up(R, 4) * 4) + r * 4 + (c & 3);
               }};
     case 4:
-      return {G * C * R, [](auto g, auto r, auto c, auto R, auto C) { return (g * C + c) * R + r; }};
+      return {G * C * R,
+              [](auto g, auto r, auto c, auto R, auto C) { return (g * C + c) * R + r; }};
     case 5:
       return {G * C * up(R, 4),
               [](auto g, auto r, auto c, auto R, auto C) { return (g * C + c) * up(R, 4) + r; }};
@@ -328,7 +331,8 @@ void check_layout(std::int64_t l, std::uint64_t seed) {
   const bool f32 = l >= 3;
   const std::uint32_t pad = l == 7 ? 0x3F800000u : 0u;
   std::vector<std::uint32_t> vals(std::size_t(G * R * C));
-  for (auto& x : vals) x = f32 ? std::uint32_t(rng() | 0x40000000u) : std::uint32_t(1 + rng() % 254);
+  for (auto& x : vals)
+    x = f32 ? std::uint32_t(rng() | 0x40000000u) : std::uint32_t(1 + rng() % 254);
   // The expected serialisation, built from the closed form alone.
   std::vector<std::uint32_t> want(std::size_t(form.total), pad);
   for (std::int64_t g = 0; g < G; ++g)
@@ -368,7 +372,8 @@ void add_oracle_suites(std::vector<Suite>& out) {
        {}},
       std::int64_t(codec_variants().size()),
       [](std::int64_t v) {
-        return std::string("format:") + std::string(to_string(codec_variants()[std::size_t(v)].format));
+        return std::string("format:") +
+               std::string(to_string(codec_variants()[std::size_t(v)].format));
       },
       check_codec));
   {
@@ -382,7 +387,9 @@ void add_oracle_suites(std::vector<Suite>& out) {
          classes,
          {}},
         std::int64_t(recipe_variants().size()),
-        [](std::int64_t v) { return std::string("recipe:") + recipe_variants()[std::size_t(v)].name; },
+        [](std::int64_t v) {
+          return std::string("recipe:") + recipe_variants()[std::size_t(v)].name;
+        },
         check_recipe));
   }
   out.push_back(seed_suite(
