@@ -17,6 +17,7 @@
 #include "campaign/runner.h"
 #include "campaign/suite.h"
 #include "cli/errors.h"
+#include "cli/number_options.h"
 #include "numerics/plant.h"
 
 #ifndef FP8REF_SOURCE_DIR
@@ -291,14 +292,19 @@ void add_fuzz_command(CLI::App& app) {
   c->add_option("--suite", a->suites,
                 "Suite name, prefix* or label:cpu|label:gpu (repeatable; default: all)");
   c->add_option("--seconds", a->seconds,
-                "Time budget of the campaign, split over the suites (default 60)");
-  c->add_option("--cases", a->cases, "Cases per suite (per shard); wins over --seconds");
-  c->add_option("--seed", a->seed, "Campaign seed (default 20261122, the CI seed)");
+                "Time budget of the campaign, split over the suites (default 60)")
+      ->check(seconds_up_to(kMaxSeconds));
+  c->add_option("--cases", a->cases, "Cases per suite (per shard); wins over --seconds")
+      ->check(count_in(1, std::uint64_t{1} << 40));
+  c->add_option("--seed", a->seed, "Campaign seed (default 20261122, the CI seed)")
+      ->check(count_in(0, UINT64_MAX));
   c->add_option("--shard", a->shard,
                 "i/n: run the i-th of n disjoint slices of the seed space (default 0/1)");
-  c->add_option("--batch", a->batch, "Cases per seeded batch (default 25)");
+  c->add_option("--batch", a->batch, "Cases per seeded batch (default 25)")
+      ->check(count_in(1, 1'000'000));
   c->add_option("--threads", a->threads,
-                "OpenMP threads of the code under test (default 1; results must not change)");
+                "OpenMP threads of the code under test (default 1; results must not change)")
+      ->check(count_in(1, kMaxThreads));
   c->add_flag("--require-classes", a->require_classes,
               "Fail a suite that missed a required coverage class (rare ones from 4x the level-1 "
               "case count)");

@@ -16,10 +16,12 @@
 
 #include "cli/errors.h"
 #include "cli/gemm_case.h"
+#include "cli/number_options.h"
 #include "numerics/models.h"
 #include "reference/group_desc.h"
 #include "reference/grouped_gemm.h"
 #include "tensor_io/element_values.h"
+#include "tensor_io/mapped_file.h"
 #include "tensor_io/tensor_file.h"
 
 namespace fp8ref::cli {
@@ -58,6 +60,8 @@ std::string describe(const GemmCase& c, const ref::ModelChoice& m, const GemmOpt
 }
 
 void run_oracle_command(const GemmOptions& o) {
+  if (tensor_io::same_file(o.out, o.in))
+    throw UsageError("--out " + o.out + " is the input file " + o.in + ": refused");
   const ref::ModelChoice m = parse_model(o);
   const OutDtype d = parse_out_dtype(o.out_dtype);
   const GemmCase c = load_case(o);
@@ -204,9 +208,11 @@ void add_gemm_options(CLI::App* c, GemmOptions& o) {
        "promoted_blockwise, promoted_tensorwise, promoted_rowwise")
       ->required();
   c->add_option("--split-k", o.split_k, "Split-K: S equal slices (hopper models)")
+      ->check(count_in(1, 1u << 20))
       ->capture_default_str();
   c->add_option("--split-k-blocks", o.split_blocks,
-                "Split-K: slices of L 128-blocks each (hopper models; instead of --split-k)");
+                "Split-K: slices of L 128-blocks each (hopper models; instead of --split-k)")
+      ->check(count_in(0, 1u << 20));
   c->add_option("--epilogue", o.epilogue,
                 "Scalar-scale order: model | scale_product | b_then_a | a_then_b (a_then_b: torch "
                 "_scaled_grouped_mm rowwise)")
@@ -243,7 +249,9 @@ void add_verify_command(CLI::App& app) {
   c->add_option("--got-file", o->got_file, "File holding --got (default: --in)");
   c->add_flag("--within-bound", o->within_bound,
               "Pass elements within the model's bound of the exact value");
-  c->add_option("--max-report", o->max_report, "Failing elements listed")->capture_default_str();
+  c->add_option("--max-report", o->max_report, "Failing elements listed")
+      ->check(count_in(0, kMaxReport))
+      ->capture_default_str();
   c->callback([o] { run_verify_command(*o); });
 }
 

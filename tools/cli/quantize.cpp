@@ -15,6 +15,7 @@
 #include "cli/errors.h"
 #include "numerics/scale_layout.h"
 #include "reference/quantize.h"
+#include "tensor_io/mapped_file.h"
 #include "tensor_io/tensor_file.h"
 
 namespace fp8ref::cli {
@@ -205,6 +206,11 @@ tensor_io::TensorFile quantize_tensor(const Tensor& x, const QuantizeOptions& o,
   if (x.shape.size() != 2 && x.shape.size() != 3)
     throw UsageError(source_name + ": shape " + tensor_io::shape_string(x.shape) +
                      " is not 2-D (M, K) or 3-D (G, N, K)");
+  // A zero extent leaves nothing to quantize; refused before the per-group loop, which would
+  // otherwise run over every (empty) group of a huge leading dimension.
+  if (x.numel() == 0)
+    throw UsageError(source_name + ": shape " + tensor_io::shape_string(x.shape) +
+                     " has no elements to quantize");
   const std::vector<ref::Quantized> planes =
       quantize_planes(x, source_bits(x), r, g, o, source_name);
   const std::int64_t groups = std::int64_t(planes.size());
@@ -251,6 +257,8 @@ std::pair<std::string, std::string> split_input(const std::string& in) {
 
 void run_quantize(const QuantizeOptions& o) {
   const auto [file, name] = split_input(o.in);
+  if (tensor_io::same_file(o.out, file))
+    throw UsageError("--out " + o.out + " is the input file " + file + ": refused");
   tensor_io::TensorFile tf;
   try {
     tf = tensor_io::read_tensor_file(file, {});
@@ -279,8 +287,9 @@ void run_quantize(const QuantizeOptions& o) {
   std::printf(
       "%s:%s %s %s -> %s\n  recipe %s %s runtime %s%s, block %s, layout %s\n"
       "  codes %s %s, scales %s %s\n",
-      file.c_str(), chosen.c_str(), std::string(tensor_io::dtype_name(x->dtype)).c_str(),
-      tensor_io::shape_string(x->shape).c_str(), o.out.c_str(),
+      tensor_io::escape_text(file).c_str(), tensor_io::escape_text(chosen).c_str(),
+      std::string(tensor_io::dtype_name(x->dtype)).c_str(),
+      tensor_io::shape_string(x->shape).c_str(), tensor_io::escape_text(o.out).c_str(),
       out.metadata.at("fp8ref.recipe").c_str(), out.metadata.at("fp8ref.format").c_str(),
       out.metadata.at("fp8ref.runtime").c_str(), o.pow2 ? " pow2" : "",
       out.metadata.at("fp8ref.block").c_str(), o.layout.c_str(),
