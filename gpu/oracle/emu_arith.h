@@ -51,14 +51,18 @@ FP8REF_HD bool is_finite(float x) { return (bits_of(x) & 0x7F800000u) != 0x7F800
 // 2^e as an f64, -1022 <= e <= 1023.
 FP8REF_HD double pow2(int e) { return double_of(std::uint64_t(e + 1023) << 52); }
 FP8REF_HD int bit_length(std::uint64_t x) {
-  int n = 0;
-  while (x) ++n, x >>= 1;
-  return n;
+#if defined(__CUDA_ARCH__)
+  return 64 - __clzll(static_cast<long long>(x));
+#else
+  return x ? 64 - __builtin_clzll(x) : 0;
+#endif
 }
 FP8REF_HD int count_trailing_zeros(std::uint64_t x) {
-  int n = 0;
-  while (x && !(x & 1)) ++n, x >>= 1;
-  return n;
+#if defined(__CUDA_ARCH__)
+  return x ? __ffsll(static_cast<long long>(x)) - 1 : 64;
+#else
+  return x ? __builtin_ctzll(x) : 64;
+#endif
 }
 
 // ---- IEEE operations with x86 SSE NaN results ------------------------------------------------
