@@ -79,6 +79,26 @@ FP8REF_HD void load_codes(const std::uint8_t* p, int n, std::uint32_t w[8]) {
   for (int k = 0; k < n; ++k) w[k >> 2] |= std::uint32_t(p[k]) << ((k & 3) * 8);
 }
 
+// Whether any of the 4 codes in w is NaN / Inf: e4m3 S.1111.111, e5m2 S.11111.xx (a byte of
+// (w & mask) ^ mask is zero).
+FP8REF_HD bool has_special(std::uint32_t w, Format f) {
+  const std::uint32_t mask = f == Format::e4m3 ? 0x7F7F7F7Fu : 0x7C7C7C7Cu;
+  const std::uint32_t v = (w & mask) ^ mask;
+  return ((v - 0x01010101u) & ~v & 0x80808080u) != 0;
+}
+
+// The special result of a step (some code or c is NaN / Inf).
+FP8REF_HD float wgmma_special(const std::uint32_t* wa, const std::uint32_t* wb, Format fa,
+                              Format fb, float c) {
+  Specials sp;
+  sp.accumulator(c);
+  for (int k = 0; k < kWgmmaK; ++k) {
+    const int sh = (k & 3) * 8;
+    sp.product(fp8(fa, std::uint8_t(wa[k >> 2] >> sh)), fp8(fb, std::uint8_t(wb[k >> 2] >> sh)));
+  }
+  return sp.result();
+}
+
 // One wgmma step: D = sum_{k<n} a_k·b_k + c, n <= 32. The 32 lanes are unrolled (lanes past n
 // hold zero codes, which are no terms), so the decoded products stay in registers.
 FP8REF_HD float wgmma_step(const std::uint8_t* a, const std::uint8_t* b, int n, Format fa,
@@ -86,8 +106,9 @@ FP8REF_HD float wgmma_step(const std::uint8_t* a, const std::uint8_t* b, int n, 
   std::uint32_t wa[8], wb[8];
   load_codes(a, n, wa);
   load_codes(b, n, wb);
-  Specials sp;
-  sp.accumulator(c);
+  bool special = !is_finite(c);
+  for (int i = 0; i < 8; ++i) special = special || has_special(wa[i], fa) || has_special(wb[i], fb);
+  if (special) return wgmma_special(wa, wb, fa, fb, c);
   const int pab = man_bits(fa) + man_bits(fb);
   const F32Fields cf = f32_fields(c);
   int e_max = cf.sig != 0 ? cf.exp : -100000;
@@ -99,11 +120,9 @@ FP8REF_HD float wgmma_step(const std::uint8_t* a, const std::uint8_t* b, int n, 
     const int sh = (k & 3) * 8;
     const Fp8 x = fp8(fa, std::uint8_t(wa[k >> 2] >> sh)),
               y = fp8(fb, std::uint8_t(wb[k >> 2] >> sh));
-    sp.product(x, y);
     prod[k] = x.sig * y.sig, pexp[k] = x.exp + y.exp;
     if (prod[k] != 0 && pexp[k] > e_max) e_max = pexp[k];
   }
-  if (sp.any) return sp.result();
   if (e_max == -100000) return 0.0f;
   constexpr int kF = kWgmmaFractionBits;
   // Terms in units of 2^(E - 13): a product sig_a·sig_b·2^(ea + eb - pa - pb), C sig·2^(ec - 23).
