@@ -24,6 +24,7 @@ struct GemmOptions {
   int split_k = 1;
   std::int64_t split_blocks = 0;
   std::string epilogue = "model";
+  std::string device = "cpu";  // cpu | cuda | auto: where the oracle runs (docs/gpu_oracle.md)
   bool bound = false, within_bound = false;
   std::size_t max_report = 10;
 };
