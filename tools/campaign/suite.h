@@ -146,6 +146,10 @@ Suite seed_suite(SuiteInfo info, std::int64_t variants,
                  std::function<void(std::int64_t, std::uint64_t)> check);
 // 0x-prefixed hexadecimal, for messages.
 std::string hex(std::uint64_t x);
+void add_gpu_quantize_suites(std::vector<Suite>& out);
+void add_gpu_data_suites(std::vector<Suite>& out);
+// Why the GPU suites cannot run here ("" when a device is present): no CUDA build, no device.
+std::string gpu_unavailable();
 
 // Helpers for the save / load of cases.
 tensor_io::Tensor u8_tensor(const std::vector<std::uint8_t>& v, std::vector<std::int64_t> shape);

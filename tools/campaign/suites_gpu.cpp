@@ -35,6 +35,8 @@ struct CastCase {
   std::vector<std::uint32_t> x;
 };
 
+}  // namespace
+
 std::string gpu_unavailable() {
 #ifdef FP8REF_CAMPAIGN_HAVE_GPU
   return gpu::device_available() ? std::string() : std::string("no CUDA device");
@@ -42,6 +44,8 @@ std::string gpu_unavailable() {
   return "built without CUDA (FP8REF_ENABLE_CUDA=OFF or no nvcc)";
 #endif
 }
+
+namespace {
 
 void check_cast(const CastCase& c) {
 #ifdef FP8REF_CAMPAIGN_HAVE_GPU
@@ -183,6 +187,8 @@ void add_gpu_suites(std::vector<Suite>& out) {
        {"sizes:edge_256"}},
       {[o] { return draw_gemm(o); }, check_oracle, gemm_tags, save_gemm, load_gemm, gemm_case_diff},
       gpu_unavailable));
+  add_gpu_quantize_suites(out);
+  add_gpu_data_suites(out);
 }
 
 }  // namespace fp8ref::fuzz
