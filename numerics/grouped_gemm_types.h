@@ -15,7 +15,7 @@
 namespace fp8ref {
 
 enum class BLayout : std::uint8_t { nk, kn };  // B as (G, N, K) or (G, K, N), row-major
-enum class Scaling : std::uint8_t { none, tensorwise, rowwise, blockwise, mx };
+enum class Scaling : std::uint8_t { none, tensorwise, rowwise, blockwise, mx, nvfp4 };
 constexpr const char* to_string(Scaling s) {
   switch (s) {
     case Scaling::none: return "none";
@@ -23,12 +23,13 @@ constexpr const char* to_string(Scaling s) {
     case Scaling::rowwise: return "rowwise";
     case Scaling::blockwise: return "blockwise";
     case Scaling::mx: return "mx";
+    case Scaling::nvfp4: return "nvfp4";
   }
   return "?";
 }
 constexpr std::optional<Scaling> parse_scaling(std::string_view s) {
-  for (Scaling x :
-       {Scaling::none, Scaling::tensorwise, Scaling::rowwise, Scaling::blockwise, Scaling::mx})
+  for (Scaling x : {Scaling::none, Scaling::tensorwise, Scaling::rowwise, Scaling::blockwise,
+                    Scaling::mx, Scaling::nvfp4})
     if (std::string_view(to_string(x)) == s) return x;
   return std::nullopt;
 }
@@ -44,6 +45,12 @@ enum class RowPolicy : std::uint8_t {
 //   blockwise:  scale_a (M, ceil(K/128)) 1×128,   scale_b (G, ceil(N/128), ceil(K/128)) 128×128
 //   mx:         scale_a (M, ceil(K/32)) 1×32,     scale_b (G, N, ceil(K/32)) 1×32 along K; every
 //               scale a power of two (an E8M0 value, decoded exactly to f32, 2^-127 included)
+//   nvfp4:      scale_a (M, ceil(K/16)) 1×16,     scale_b (G, N, ceil(K/16)) 1×16 along K; every
+//               scale a ue4m3 value (>= 0); tensor_scale_a (1) and tensor_scale_b (G) the
+//               per-tensor scales (empty: 1), applied after the chain as RN(acc·RN(ta·tb)).
+//               Only blackwell_mxf4nvf4 / rtx_blackwell_mxf4nvf4 take nvfp4.
+// Operands are e4m3 / e5m2 codes, one per byte; the Blackwell models also take e3m2, e2m3 and
+// e2m1 codes (kind::f8f6f4 / mxf8f6f4; e2m1 only for kind::mxf4 / mxf4nvf4), one per byte.
 // Scales of rows of no group and the B scales of groups without rows are never read (they may
 // hold NaN, Inf or garbage); every other scale must be finite.
 struct GroupedGemmOperands {
@@ -55,6 +62,8 @@ struct GroupedGemmOperands {
   Scaling scaling;
   std::span<const float> scale_a;
   std::span<const float> scale_b;
+  std::span<const float> tensor_scale_a = {};  // nvfp4 only: (1) or empty
+  std::span<const float> tensor_scale_b = {};  // nvfp4 only: (G) or empty
 };
 
 struct ModelChoice {

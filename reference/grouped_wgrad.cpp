@@ -87,10 +87,13 @@ TokenBlocks check_wgrad(const WgradOperands& op, std::span<const std::int64_t> o
   check_output(dw, op.G * op.N * op.K);
   expect_size("offs", offs.size(), op.G);
   validate_offsets(offs, op.M, 1);
-  if (op.scaling == Scaling::rowwise)
+  if (is_blackwell_model(model.model))
+    fail(std::string("wgrad does not take the Blackwell models (") + to_string(model.model) + ")");
+  if (op.scaling == Scaling::rowwise || op.scaling == Scaling::nvfp4)
     fail(
         "wgrad takes scaling none, tensorwise, blockwise (1×128 along tokens) or mx (1×32 along "
-        "tokens), not rowwise");
+        "tokens), not " +
+        std::string(to_string(op.scaling)));
   check_model(model, op.scaling);
   const TokenBlocks tb = token_blocks(op, offs);
   if (tb.width == 0) {

@@ -36,6 +36,9 @@ void expect_scale(const char* name, std::span<const float> s, std::int64_t i, bo
 }
 
 void check_model(ModelChoice m, Scaling s) {
+  if (s == Scaling::nvfp4 || m.model >= AccumulationModel::blackwell_f8f6f4)
+    fail(std::string("the GPU oracle emulates the exact, fp32_sequential and Hopper models, not ") +
+         to_string(m.model) + " with " + to_string(s) + " scaling (use --device cpu)");
   if (m.split_k < 1) fail("split_k = " + std::to_string(m.split_k) + " must be >= 1");
   if (m.split_blocks < 0) fail("split_blocks must be >= 0");
   if (m.split_blocks > 0 && m.split_k != 1)
@@ -61,6 +64,7 @@ Counts scale_counts(const GroupedGemmOperands& op) {
     case Scaling::rowwise: return {op.M, 1, op.G * op.N};
     case Scaling::blockwise: return {op.M * nbk, nbk, op.G * nbn * nbk};
     case Scaling::mx: return {op.M * nmx, nmx, op.G * op.N * nmx};
+    case Scaling::nvfp4: break;  // refused by check_model
   }
   return {0, 0, 0};
 }

@@ -227,22 +227,29 @@ void run_verify_command(const GemmOptions& o) {
 void add_gemm_options(CLI::App* c, GemmOptions& o) {
   c->add_option("--in", o.in, "Tensor file holding the operands (safetensors, npz, torch zip)")
       ->required();
-  c->add_option("--a", o.a, "A (M, K), F8_E4M3 or F8_E5M2")->required();
+  c->add_option("--a", o.a, "A (M, K), F8_E4M3 or F8_E5M2; F4 (e2m1) for the Blackwell models")
+      ->required();
   c->add_option("--b", o.b, "B (G, N, K) for nk, (G, K, N) for kn")->required();
   c->add_option("--scale-a", o.scale_a,
                 "A's decode scales, F32 or F8_E8M0: () tensorwise, (M) rowwise, (M, ceil(K/128)) "
-                "blockwise, (M, ceil(K/32)) mx");
-  c->add_option("--scale-b", o.scale_b,
-                "B's decode scales, F32 or F8_E8M0: (G) tensorwise, (G, N) rowwise, "
-                "(G, ceil(N/128), ceil(K/128)) blockwise, (G, N, ceil(K/32)) mx");
+                "blockwise, (M, ceil(K/32)) mx, (M, ceil(K/16)) nvfp4 (ue4m3 values)");
+  c->add_option(
+      "--scale-b", o.scale_b,
+      "B's decode scales, F32 or F8_E8M0: (G) tensorwise, (G, N) rowwise, "
+      "(G, ceil(N/128), ceil(K/128)) blockwise, (G, N, ceil(K/32)) mx, (G, N, ceil(K/16)) "
+      "nvfp4");
+  c->add_option("--tensor-scale-a", o.tensor_scale_a,
+                "nvfp4: A's per-tensor decode scale, F32 () (optional, with --tensor-scale-b)");
+  c->add_option("--tensor-scale-b", o.tensor_scale_b,
+                "nvfp4: B's per-tensor decode scales, F32 (G)");
   c->add_option("--offs", o.offs, "Cumulative group end rows (torch offs), length G");
   c->add_option("--b-layout", o.b_layout, "nk | kn")->capture_default_str();
-  c->add_option("--scaling", o.scaling, "none | tensorwise | rowwise | blockwise | mx")
+  c->add_option("--scaling", o.scaling, "none | tensorwise | rowwise | blockwise | mx | nvfp4")
       ->capture_default_str();
-  c->add_option(
-       "--model", o.model,
-       "Accumulation model (docs/models.md), e.g. exact, hopper_promoted_blockwise; aliases "
-       "promoted_blockwise, promoted_tensorwise, promoted_rowwise")
+  c->add_option("--model", o.model,
+                "Accumulation model (docs/models.md), e.g. exact, hopper_promoted_blockwise, "
+                "blackwell_mxf8f6f4, blackwell_mxf4nvf4, rtx_blackwell_mxf4; aliases "
+                "promoted_blockwise, promoted_tensorwise, promoted_rowwise")
       ->required();
   c->add_option("--split-k", o.split_k, "Split-K: S equal slices (hopper models)")
       ->check(count_in(1, 1u << 20))

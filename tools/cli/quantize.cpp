@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/errors.h"
+#include "cli/quantize_subbyte.h"
 #include "numerics/scale_layout.h"
 #include "reference/quantize.h"
 #include "tensor_io/mapped_file.h"
@@ -249,6 +250,7 @@ std::vector<std::uint8_t> scale_bytes(const std::vector<ref::Quantized>& planes,
 
 tensor_io::TensorFile quantize_tensor(const Tensor& x, const QuantizeOptions& o,
                                       const std::string& source_name) {
+  if (is_subbyte_recipe(o.recipe)) return quantize_subbyte_tensor(x, o, source_name);
   bool default_runtime = false;
   const Recipe r = make_recipe(o, &default_runtime);
   const ref::BlockGeometry g = parse_token("block", o.block, kBlocks);
@@ -361,22 +363,26 @@ void add_quantize_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "quantize", "Quantize a tensor under a named scale recipe, block geometry and scale layout");
   sub->add_option("--recipe", o->recipe,
-                  "deepgemm, torchao, te, mx_floor, mx_rceil, mx_ceil, mx_even")
+                  "deepgemm, torchao, te, mx_floor, mx_rceil, mx_ceil, mx_even; FP4 / FP6: "
+                  "nvfp4_te, nvfp4_torchao, mxfp4, mxfp6")
       ->required();
   sub->add_option("--block", o->block,
-                  "tensorwise, rowwise, per_channel, 1x128, 128x1, 128x128, 1x32, 32x1")
+                  "tensorwise, rowwise, per_channel, 1x128, 128x1, 128x128, 1x32, 32x1; 1x16, "
+                  "16x16 (nvfp4)")
       ->required();
   sub->add_option(
          "--layout", o->layout,
          "row_major, col_major, tma_mn_major, te_compact, cublas_k_major_pad4, e8m0_row_major, "
-         "e8m0_blocked_128x4, deepgemm_packed_ue8m0")
+         "e8m0_blocked_128x4, deepgemm_packed_ue8m0; ue4m3_row_major, ue4m3_blocked_128x4 "
+         "(nvfp4)")
       ->required();
   sub->add_option("--in", o->in,
                   "Input FILE or FILE:tensor (F32, BF16 or F16; (M, K) or (G, N, K))")
       ->required();
   sub->add_option("--out", o->out, "Output file (.safetensors): tensors codes and scales")
       ->required();
-  sub->add_option("--format", o->format, "Element format: e4m3 or e5m2")->capture_default_str();
+  sub->add_option("--format", o->format, "Element format: e4m3 or e5m2; mxfp6: e2m3 or e3m2")
+      ->capture_default_str();
   sub->add_option("--runtime", o->runtime,
                   "torch_cpu, torch_cuda or cuda_kernel (default: cuda_kernel for te and mx_rceil, "
                   "torch_cuda otherwise)");
