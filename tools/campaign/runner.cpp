@@ -272,6 +272,7 @@ const std::vector<Suite>& all_suites() {
     std::vector<Suite> v;
     add_gemm_suites(v);
     add_data_suites(v);
+    add_blackwell_suites(v);
     add_gpu_suites(v);
     return v;
   }();

@@ -141,6 +141,7 @@ const std::vector<Suite>& all_suites();
 void add_gemm_suites(std::vector<Suite>& out);
 void add_data_suites(std::vector<Suite>& out);
 void add_gpu_suites(std::vector<Suite>& out);
+void add_blackwell_suites(std::vector<Suite>& out);
 
 // Helpers for the save / load of cases.
 tensor_io::Tensor u8_tensor(const std::vector<std::uint8_t>& v, std::vector<std::int64_t> shape);
