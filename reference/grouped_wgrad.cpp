@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "numerics/models.h"
+#include "numerics/plant.h"
 #include "reference/group_desc.h"
 #include "reference/grouped_gemm.h"
 #include "reference/grouped_gemm_detail.h"
@@ -222,7 +223,12 @@ void grouped_gemm_wgrad(const WgradOperands& op, std::span<const std::int64_t> o
     const std::int64_t r0 = g ? offs[std::size_t(g - 1)] : 0, m = offs[std::size_t(g)] - r0;
     if (m == 0) {  // empty group: RN_out(C[g]) under every model, exactly C[g] for f32
       for (std::int64_t e = g * nk; e < (g + 1) * nk; ++e)
+#ifdef FP8REF_PLANT_HOOKS
+        store_c(dw, std::size_t(e),
+                FP8REF_PLANTED(empty_wgrad_zeroed) ? 0.0f : op.c[std::size_t(e)]);
+#else
         store_c(dw, std::size_t(e), op.c[std::size_t(e)]);
+#endif
       continue;
     }
     gather_group(op, tb, g, r0, m, steps_on_planes(model.model), gc);

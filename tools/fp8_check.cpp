@@ -3,7 +3,9 @@
 // 0 same / within bound, 1 differs, 2 bad input or usage (one `fp8-check: error:` line); a
 // subcommand may add its own (selfcheck: 3, some sweeps skipped; docs/cli.md).
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <stdexcept>
@@ -13,10 +15,12 @@
 #include "cli/errors.h"
 #include "cli/golden.h"
 #include "cli/inspect.h"
+#include "cli/layout_detect.h"
 #include "cli/oracle_gemm.h"
 #include "cli/quantize.h"
 #include "cli/selfcheck.h"
 #include "cli/sweep.h"
+#include "tensor_io/tensor.h"
 #if defined(FP8REF_CLI_HAVE_FUZZ)
 #include "cli/fuzz.h"
 #endif
@@ -29,7 +33,19 @@ namespace {
 
 int usage_error(const std::string& what) {
   std::fflush(stdout);
-  std::fprintf(stderr, "fp8-check: error: %s\n", what.c_str());
+  std::fprintf(stderr, "fp8-check: error: %s\n", fp8ref::tensor_io::escape_text(what).c_str());
+  return 2;
+}
+
+// Every report goes to stdout: a write that failed (a full disk, a closed pipe) must not end
+// in exit 0 or 1 as if the report had been delivered (docs/security.md).
+int checked_exit(int code) {
+  std::cout.flush();
+  const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout.good();
+  if (!failed) return code;
+  const int err = errno;
+  std::fprintf(stderr, "fp8-check: error: cannot write to standard output: %s\n",
+               std::strerror(err != 0 ? err : EIO));
   return 2;
 }
 
@@ -49,6 +65,7 @@ int main(int argc, char** argv) {
   fp8ref::cli::add_oracle_command(app);
   fp8ref::cli::add_verify_command(app);
   fp8ref::cli::add_golden_command(app);
+  fp8ref::cli::add_layout_command(app);
 #if defined(FP8REF_CLI_HAVE_FUZZ)
   fp8ref::cli::add_fuzz_command(app);
 #endif
@@ -62,13 +79,14 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     return usage_error(e.what());
   } catch (const fp8ref::cli::ExitCode& e) {
-    std::fflush(stdout);
-    return e.code;
+    return checked_exit(e.code);
+  } catch (const std::bad_alloc&) {
+    return usage_error("out of memory (a size in the input is too large for this machine)");
+  } catch (const std::length_error& e) {
+    return usage_error(std::string("a size in the input is too large for this machine (") +
+                       e.what() + ")");
   } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "fp8-check: error: %s\n", e.what());
-    return 2;
+    return usage_error(e.what());
   }
-  std::fflush(stdout);
-  return 0;
+  return checked_exit(0);
 }

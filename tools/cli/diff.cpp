@@ -12,12 +12,15 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "cli/errors.h"
 #include "cli/inspect.h"
+#include "cli/number_options.h"
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "tensor_io/element_values.h"
+#include "tensor_io/mapped_file.h"
 #include "tensor_io/tensor_file.h"
 
 namespace fp8ref::cli {
@@ -172,6 +175,13 @@ void check_bound_shape(const Metric& metric, const std::string& name, const Tens
                    " (give the same shape, or a single element)");
 }
 
+bool finite_number(const std::string& s, double& out) {
+  if (s.empty() || s.find_first_not_of("0123456789.eE+-") != std::string::npos) return false;
+  std::size_t used = 0;
+  out = std::stod(s, &used);
+  return used == s.size() && std::isfinite(out);
+}
+
 }  // namespace
 
 Metric parse_metric(const std::string& s) {
@@ -182,8 +192,9 @@ Metric parse_metric(const std::string& s) {
     if (s.rfind("ulp:", 0) == 0) {
       m.kind = Metric::Kind::Ulp;
       std::size_t used = 0;
-      m.ulp = std::stoull(s.substr(4), &used);
-      if (used == s.size() - 4 && s[4] != '-') return m;
+      const std::string n = s.substr(4);
+      m.ulp = std::stoull(n, &used);
+      if (used == n.size() && n.find_first_not_of("0123456789") == std::string::npos) return m;
     } else if (s.rfind("bound:", 0) == 0 && s.size() > 6) {
       m.kind = Metric::Kind::Bound;
       m.bound_spec = s.substr(6);
@@ -191,9 +202,10 @@ Metric parse_metric(const std::string& s) {
     } else if (s.rfind("tol:", 0) == 0 && s.find(',') != std::string::npos) {
       m.kind = Metric::Kind::Tol;
       const std::size_t comma = s.find(',');
-      m.atol = std::stod(s.substr(4, comma - 4));
-      m.rtol = std::stod(s.substr(comma + 1));
-      if (m.atol >= 0 && m.rtol >= 0) return m;
+      // Each number whole (no "1abc" read as 1), finite and non-negative.
+      const bool atol_ok = finite_number(s.substr(4, comma - 4), m.atol);
+      const bool rtol_ok = finite_number(s.substr(comma + 1), m.rtol);
+      if (atol_ok && rtol_ok && m.atol >= 0 && m.rtol >= 0) return m;
     }
   } catch (const std::exception&) {
   }
@@ -293,7 +305,7 @@ std::string hex(std::uint64_t bits, DType t) {
 
 Json diff_json(const TensorDiff& d, const Metric& metric) {
   const bool bound = metric.kind == Metric::Kind::Bound;
-  Json j = {{"name", d.name},
+  Json j = {{"name", json_text(d.name)},
             {"status", d.status},
             {"dtype", dtype_name(d.dtype)},
             {"shape", d.shape},
@@ -337,7 +349,7 @@ Json diff_json(const TensorDiff& d, const Metric& metric) {
 
 void print_text(const TensorDiff& d, const Metric& metric) {
   const bool bound = metric.kind == Metric::Kind::Bound;
-  std::printf("%s: %s  %s %s\n", d.name.c_str(), d.status.c_str(),
+  std::printf("%s: %s  %s %s\n", escape_text(d.name).c_str(), d.status.c_str(),
               std::string(dtype_name(d.dtype)).c_str(), shape_string(d.shape).c_str());
   if (d.numel == 0 && d.status != "equal") return;
   std::printf("  bitwise mismatches %llu / %llu, class mismatches %llu, metric failures %llu\n",
@@ -380,9 +392,17 @@ std::unique_ptr<Progress> make_progress(const std::string& label, std::uint64_t 
   return std::make_unique<Progress>(label, total, default_progress_style(false));
 }
 
+using NameIndex = std::unordered_map<std::string, std::size_t>;
+NameIndex index_names(const TensorFile& tf) {
+  NameIndex ix;
+  for (std::size_t i = 0; i < tf.tensors.size(); ++i) ix.emplace(tf.tensors[i].name, i);
+  return ix;
+}
+
 std::vector<TensorDiff> pair_and_diff(const DiffOptions& o, const Metric& metric,
                                       const std::vector<std::int64_t>* offs) {
   ReadOptions ro;
+  ro.map = true;  // safetensors / npy tensors view the mapped files
   if (!o.as.empty()) ro.as_dtype = parse_dtype_option(o.as);
   const auto [pa, na] = split_spec(o.a);
   const auto [pb, nb] = split_spec(o.b);
@@ -401,26 +421,46 @@ std::vector<TensorDiff> pair_and_diff(const DiffOptions& o, const Metric& metric
                                metric, offs, o.max_report, progress.get()));
     return out;
   }
+  // Paired by name through an index: linear in the tensor count (MoE checkpoints hold 10^5).
+  const NameIndex ia = index_names(fa), ib = index_names(fb);
+  auto in = [](const NameIndex& ix, const TensorFile& tf, const std::string& name) {
+    const auto it = ix.find(name);
+    return it == ix.end() ? nullptr : &tf.tensors[it->second].tensor;
+  };
   std::uint64_t total = 0;
   for (const NamedTensor& t : fa.tensors) {
-    const Tensor* tb = fb.find(t.name);
+    const Tensor* tb = in(ib, fb, t.name);
     if (tb != nullptr && tb->shape == t.tensor.shape && tb->dtype == t.tensor.dtype)
       total += t.tensor.numel();
   }
   const auto progress = make_progress("diff", total, o.no_progress);
   for (const NamedTensor& t : fa.tensors) {
-    const Tensor* tb = fb.find(t.name);
+    const Tensor* tb = in(ib, fb, t.name);
     out.push_back(
         tb ? diff_tensors(t.name, t.tensor, *tb, metric, offs, o.max_report, progress.get())
            : header_only(t.name, "only_in_a", t.tensor));
   }
   for (const NamedTensor& t : fb.tensors) {
-    if (!fa.find(t.name)) out.push_back(header_only(t.name, "only_in_b", t.tensor));
+    if (!in(ia, fa, t.name)) out.push_back(header_only(t.name, "only_in_b", t.tensor));
   }
   return out;
 }
 
+// An output that is one of the inputs would destroy it: refused before anything is read.
+void refuse_output_onto_inputs(const DiffOptions& o) {
+  if (o.html.empty()) return;
+  for (const std::string& spec :
+       {o.a, o.b, o.groups,
+        o.metric.rfind("bound:", 0) == 0 ? o.metric.substr(6) : std::string()}) {
+    if (spec.empty()) continue;
+    const std::string path = split_spec(spec).first;
+    if (same_file(o.html, path) || same_file(o.html, spec))
+      throw UsageError("--html " + o.html + " is the input file " + path + ": refused");
+  }
+}
+
 void run_diff(const DiffOptions& o) {
+  refuse_output_onto_inputs(o);
   Metric metric = parse_metric(o.metric);
   if (metric.kind == Metric::Kind::Bound) load_bound_tensor(metric);
   std::vector<std::int64_t> offs;
@@ -431,22 +471,26 @@ void run_diff(const DiffOptions& o) {
       std::all_of(diffs.begin(), diffs.end(), [](const TensorDiff& d) { return d.passes(); });
   if (o.json) {
     Json j = {{"schema", "fp8ref.diff/1"},
-              {"a", o.a},
-              {"b", o.b},
+              {"a", json_text(o.a)},
+              {"b", json_text(o.b)},
               {"metric", metric.text},
               {"result", all_pass ? "pass" : "differs"},
               {"tensors", Json::array()}};
     for (const TensorDiff& d : diffs) j["tensors"].push_back(diff_json(d, metric));
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, Json::error_handler_t::replace) << "\n";
   } else {
-    std::printf("diff %s %s  metric %s\n", o.a.c_str(), o.b.c_str(), metric.text.c_str());
+    std::printf("diff %s %s  metric %s\n", escape_text(o.a).c_str(), escape_text(o.b).c_str(),
+                escape_text(metric.text).c_str());
     for (const TensorDiff& d : diffs) print_text(d, metric);
     std::printf("result: %s\n", all_pass ? "pass" : "differs");
   }
   if (!o.html.empty()) {
-    std::ofstream f(o.html);
-    f << render_html_report(o.a + " vs " + o.b, metric, diffs);
-    if (!f) throw UsageError("--html: cannot write " + o.html);
+    try {
+      write_file_atomic(o.html,
+                        std::string_view(render_html_report(o.a + " vs " + o.b, metric, diffs)));
+    } catch (const tensor_io::Error& e) {
+      throw UsageError(std::string("--html: ") + e.what());
+    }
   }
   std::cout.flush();
   if (!all_pass) throw ExitCode{1};
@@ -467,6 +511,7 @@ void add_diff_command(CLI::App& app) {
   sub->add_option("--groups", o->groups,
                   "FILE:NAME of an offsets tensor (cumulative end rows over dim 0)");
   sub->add_option("--max-report", o->max_report, "Mismatches listed per tensor")
+      ->check(count_in(0, kMaxReport))
       ->capture_default_str();
   sub->add_flag("--json", o->json, "Machine-readable output (schema fp8ref.diff/1)");
   sub->add_option("--html", o->html,

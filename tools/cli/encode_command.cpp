@@ -10,6 +10,7 @@
 #include "cli/encode_options.h"
 #include "cli/encode_stream.h"
 #include "cli/errors.h"
+#include "cli/number_options.h"
 #include "numerics/codec.h"
 
 namespace fp8ref::cli {
@@ -106,7 +107,8 @@ void add_encode_command(CLI::App& app) {
                   "rne|rtz|rup|rdn|sr (default: the profile's own rounding for the format)");
   cmd->add_option("--sr-bits", opts->sr_bits,
                   "Random bits consumed per stochastic rounding, 1..32 (numerics/codec.h)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(count_in(1, 32));
   cmd->callback([opts] { run_encode(*opts); });
 }
 

@@ -172,8 +172,9 @@ void load_tensor_scales(const TensorFile& tf, const GemmOptions& o, GemmCase& c)
 
 }  // namespace
 
-GemmCase load_case(const GemmOptions& o) {
-  const TensorFile tf = load_file(o.in);
+GemmCase load_case(const GemmOptions& o) { return load_case(load_file(o.in), o); }
+
+GemmCase load_case(const TensorFile& tf, const GemmOptions& o) {
   GemmCase c;
   load_operands(tf, o, c);
   c.scaling = parse_scaling(o.scaling);

@@ -25,6 +25,7 @@ struct GemmOptions {
   int split_k = 1;
   std::int64_t split_blocks = 0;
   std::string epilogue = "model";
+  std::string device = "cpu";  // cpu | cuda | auto: where the oracle runs (docs/gpu_oracle.md)
   bool bound = false, within_bound = false;
   std::size_t max_report = 10;
 };
@@ -53,6 +54,9 @@ const tensor_io::Tensor& find_tensor(const tensor_io::TensorFile& tf, const std:
 // Reads and checks A, B, the scales and the offsets named by `o` (see oracle_gemm.cpp's header
 // and docs/cli.md for the shape rules).
 GemmCase load_case(const GemmOptions& o);
+// The same on tensors already in memory (the Python module's arrays); `o.in` names them in
+// messages.
+GemmCase load_case(const tensor_io::TensorFile& tf, const GemmOptions& o);
 
 // A --model name: a canonical model name (to_string(AccumulationModel)) or a short alias
 // (promoted_blockwise, promoted_tensorwise, promoted_rowwise); nullopt for anything else.

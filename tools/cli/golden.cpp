@@ -18,8 +18,10 @@
 #include "cli/errors.h"
 #include "cli/golden_manifest.h"
 #include "cli/golden_plan.h"
+#include "cli/number_options.h"
 #include "cli/semantics_version.h"
 #include "cli/sha256.h"
+#include "tensor_io/mapped_file.h"
 #include "tensor_io/safetensors.h"
 #include "tensor_io/tensor_file.h"
 
@@ -29,7 +31,12 @@ namespace {
 namespace fs = std::filesystem;
 const std::string kRegen = "run fp8-check golden regen";
 
+// A golden file that is not a regular file (a named pipe would block the read) is refused.
 std::optional<std::string> read_file(const fs::path& p) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(p, ec);
+  if (fs::exists(st) && !fs::is_regular_file(st))
+    throw UsageError(p.string() + ": not a regular file (refused)");
   std::ifstream f(p, std::ios::binary);
   if (!f) return std::nullopt;
   std::ostringstream s;
@@ -37,18 +44,16 @@ std::optional<std::string> read_file(const fs::path& p) {
   return s.str();
 }
 
-// Writes next to the target, then renames: a reader never sees half a golden file.
+// Writes a unique temporary file next to the target, then renames: a reader never sees half a
+// golden file, and a failed write leaves neither a partial file nor a stray temporary.
 void write_file(const fs::path& p, const std::string& bytes) {
   std::error_code ec;
   fs::create_directories(p.parent_path(), ec);
-  const fs::path tmp = p.string() + ".tmp";
-  std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!f.flush()) throw UsageError("cannot write " + tmp.string());
-  f.close();
-  fs::rename(tmp, p, ec);
-  if (ec)
-    throw UsageError("cannot rename " + tmp.string() + " to " + p.string() + ": " + ec.message());
+  try {
+    tensor_io::write_file_atomic(p.string(), std::string_view(bytes));
+  } catch (const tensor_io::Error& e) {
+    throw UsageError(e.what());
+  }
 }
 
 GoldenManifest load_manifest(const std::string& root, bool required) {
@@ -253,6 +258,33 @@ GoldenReport golden_regen(const std::string& root) {
   return r;
 }
 
+namespace {
+
+// The case file, then the manifest; when the manifest cannot be written the case file is restored
+// (or removed), so a failed accept never leaves a file the manifest does not list.
+void write_case_and_manifest(const std::string& root, const std::string& rel,
+                             const std::string& bytes, const GoldenManifest& m) {
+  const fs::path case_path = fs::path(root) / rel;
+  const std::optional<std::string> before = read_file(case_path);
+  write_file(case_path, bytes);
+  try {
+    write_file(fs::path(root) / kManifestName, manifest_text(m));
+  } catch (const UsageError&) {
+    std::error_code ec;
+    if (!before) {
+      fs::remove(case_path, ec);
+    } else {
+      try {
+        write_file(case_path, *before);
+      } catch (const UsageError&) {  // the manifest's failure is the one reported
+      }
+    }
+    throw;
+  }
+}
+
+}  // namespace
+
 GoldenReport golden_accept(const std::string& root, const std::string& file,
                            const std::string& name_in, const AcceptOptions& o) {
   std::string name = name_in;
@@ -297,8 +329,7 @@ GoldenReport golden_accept(const std::string& root, const std::string& file,
     *existing = e;
   else
     m.files.push_back(e);
-  write_file(fs::path(root) / rel, bytes);
-  write_file(fs::path(root) / kManifestName, manifest_text(m));
+  write_case_and_manifest(root, rel, bytes, m);
   return {"accept", {{rel, "accepted", {}}}, {}};
 }
 
@@ -382,7 +413,8 @@ void add_golden_command(CLI::App& app) {
   accept->add_option("--as", a->name, "NAME of the regression case")->required();
   accept->add_option("--replay", a->replay,
                      "Replay command to record (default: the file's metadata 'replay')");
-  accept->add_option("--seed", a->seed, "Seed to record (default: the file's metadata 'seed')");
+  accept->add_option("--seed", a->seed, "Seed to record (default: the file's metadata 'seed')")
+      ->check(count_in(0, UINT64_MAX));
   accept->add_flag("--replace", a->replace, "Overwrite an existing case of that name");
   accept->callback([a] {
     finish(golden_accept(a->root, a->file, a->name, {a->replay, a->seed, a->replace}), *a);

@@ -12,7 +12,10 @@
 #include "cli/encode_options.h"
 #include "cli/errors.h"
 #include "cli/golden_codec.h"
+#include "cli/number_options.h"
 #include "cli/sha256.h"
+#include "tensor_io/mapped_file.h"
+#include "tensor_io/tensor.h"
 
 namespace fp8ref::cli {
 namespace {
@@ -80,9 +83,11 @@ void write_output(const GenSpec& given) {
     std::fwrite(g.bytes.data(), 1, g.bytes.size(), stdout);
     return;
   }
-  std::ofstream f(s.out, std::ios::binary);
-  f.write(g.bytes.data(), static_cast<std::streamsize>(g.bytes.size()));
-  if (!f.flush()) throw UsageError("gen-codec: cannot write " + s.out);
+  try {
+    tensor_io::write_file_atomic(s.out, std::string_view(g.bytes));
+  } catch (const tensor_io::Error& e) {
+    throw UsageError(std::string("gen-codec: ") + e.what());
+  }
   if (!s.json) return;
   nlohmann::ordered_json j = {
       {"schema", "fp8ref.golden/1"},
@@ -123,9 +128,12 @@ void define_gen_codec(CLI::App& golden, const Sink& sink) {
     sub->add_option("--format", s->format, format_choices())->required();
     if (s->table != "decode") {
       sub->add_option("--from", s->from, "Input type (f32)")->capture_default_str();
-      sub->add_option("--count", s->count, "Number of inputs")->capture_default_str();
+      sub->add_option("--count", s->count, "Number of inputs")
+          ->capture_default_str()
+          ->check(count_in(1, 1u << 24));
       sub->add_option("--seed", s->seed, "splitmix64 seed of the weighted draws")
-          ->capture_default_str();
+          ->capture_default_str()
+          ->check(count_in(0, UINT64_MAX));
     }
     sub->add_option("--out", s->out, "Write to FILE instead of stdout");
     sub->add_flag("--json", s->json, "With --out: print a summary (schema fp8ref.golden/1)");

@@ -11,8 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/errors.h"
+#include "cli/number_options.h"
 #include "cli/progress.h"
 #include "tensor_io/element_values.h"
+#include "tensor_io/mapped_file.h"
 #include "tensor_io/tensor_file.h"
 
 namespace fp8ref::cli {
@@ -29,6 +31,8 @@ struct InspectOptions {
 };
 
 constexpr std::uint64_t kProgressChunk = std::uint64_t{1} << 16;  // elements between updates
+// Elements between releases of a mapped tensor's counted pages (inspect's RSS stays near this).
+constexpr std::uint64_t kReleaseChunk = std::uint64_t{1} << 22;
 constexpr std::uint64_t kProgressMinElements = std::uint64_t{1}
                                                << 22;  // smaller files: no progress
 
@@ -45,7 +49,7 @@ nlohmann::ordered_json tensor_json(const NamedTensor& nt, const TensorStats& s) 
                      {"count", count},
                      {"value", decode_bits(nt.tensor.dtype, code)}});
   }
-  nlohmann::ordered_json j = {{"name", nt.name},
+  nlohmann::ordered_json j = {{"name", json_text(nt.name)},
                               {"dtype", dtype_name(nt.tensor.dtype)},
                               {"shape", nt.tensor.shape},
                               {"numel", s.numel},
@@ -62,7 +66,7 @@ nlohmann::ordered_json tensor_json(const NamedTensor& nt, const TensorStats& s) 
 }
 
 void print_text(const NamedTensor& nt, const TensorStats& s) {
-  std::printf("%s  %s %s  numel=%llu\n", nt.name.c_str(),
+  std::printf("%s  %s %s  numel=%llu\n", escape_text(nt.name).c_str(),
               std::string(dtype_name(nt.tensor.dtype)).c_str(),
               shape_string(nt.tensor.shape).c_str(), static_cast<unsigned long long>(s.numel));
   if (s.finite > 0) std::printf("  min=%.9g max=%.9g mean=%.9g\n", s.min, s.max, s.mean);
@@ -82,6 +86,7 @@ void print_text(const NamedTensor& nt, const TensorStats& s) {
 
 void run_inspect(const InspectOptions& o) {
   ReadOptions ro;
+  ro.map = true;  // safetensors / npy tensors view the mapped file (docs/security.md)
   if (!o.as.empty()) ro.as_dtype = parse_dtype_option(o.as);
   FileFormat format{};
   TensorFile tf;
@@ -90,22 +95,26 @@ void run_inspect(const InspectOptions& o) {
   } catch (const tensor_io::Error& e) {
     throw UsageError(e.what());
   }
+  nlohmann::ordered_json metadata = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : tf.metadata) metadata[json_text(k)] = json_text(v);
   nlohmann::ordered_json out = {{"schema", "fp8ref.inspect/1"},
-                                {"file", o.file},
+                                {"file", json_text(o.file)},
                                 {"format", format_name(format)},
-                                {"metadata", tf.metadata},
+                                {"metadata", metadata},
                                 {"tensors", nlohmann::ordered_json::array()}};
   if (!o.json)
-    std::printf("%s (%s, %zu tensors)\n", o.file.c_str(), std::string(format_name(format)).c_str(),
-                tf.tensors.size());
+    std::printf("%s (%s, %zu tensors)\n", escape_text(o.file).c_str(),
+                std::string(format_name(format)).c_str(), tf.tensors.size());
   std::uint64_t total = 0;
   for (const NamedTensor& nt : tf.tensors) total += nt.tensor.numel();
   std::unique_ptr<Progress> progress;
   if (!o.no_progress && total >= kProgressMinElements)
     progress = std::make_unique<Progress>("inspect", total, default_progress_style(false));
   std::vector<TensorStats> stats;
-  for (const NamedTensor& nt : tf.tensors)
+  for (const NamedTensor& nt : tf.tensors) {
     stats.push_back(compute_stats(nt.tensor, o.top, progress.get()));
+    if (nt.tensor.keep) release_pages(nt.tensor.view);  // RSS: about one tensor, not the file
+  }
   if (progress) progress->finish();  // clears a bar before the report is printed
   for (std::size_t i = 0; i < stats.size(); ++i) {
     if (o.json)
@@ -113,7 +122,8 @@ void run_inspect(const InspectOptions& o) {
     else
       print_text(tf.tensors[i], stats[i]);
   }
-  if (o.json) std::cout << out.dump(2) << "\n";
+  if (o.json)
+    std::cout << out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
 }
 
 }  // namespace
@@ -132,9 +142,12 @@ TensorStats compute_stats(const tensor_io::Tensor& t, std::size_t top_n, Progres
   const bool codes = has_code_histogram(t.dtype);
   std::array<std::uint64_t, 256> hist{};
   double sum = 0;
+  const std::uint64_t bits_per = static_cast<std::uint64_t>(dtype_bits(t.dtype));
   for (std::uint64_t i = 0; i < s.numel; ++i) {
     if (progress != nullptr && i % kProgressChunk == kProgressChunk - 1)
       progress->add(kProgressChunk);
+    if (t.keep && i % kReleaseChunk == kReleaseChunk - 1)  // a mapped view: drop counted pages
+      release_pages(t.view.subspan(0, (i + 1 - kReleaseChunk) * bits_per / 8));
     const std::uint64_t bits = raw_bits(t, i);
     if (codes) ++hist[bits & 0xff];
     switch (classify_bits(t.dtype, bits)) {
@@ -165,11 +178,12 @@ void add_inspect_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "inspect", "Show the tensors of a safetensors / npy / npz / torch.save file");
   sub->add_option("file", o->file, "Tensor file")->required();
-  sub->add_option(
-      "--as", o->as,
-      "Reinterpret every tensor's bytes as DTYPE (ml_dtypes '<V1'/'<f1' dumps, .view(uint8))");
+  sub->add_option("--as", o->as,
+                  "Reinterpret every tensor's bytes as DTYPE (ml_dtypes '<V1'/'<V2' dumps, "
+                  ".view(uint8); '<f1' reads as F8_E5M2)");
   sub->add_flag("--json", o->json, "Machine-readable output (schema fp8ref.inspect/1)");
   sub->add_option("--top", o->top, "Number of most frequent FP8/FP4 codes to list")
+      ->check(count_in(0, 256))
       ->capture_default_str();
   sub->add_flag(
       "--no-progress", o->no_progress,

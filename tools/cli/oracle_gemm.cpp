@@ -16,11 +16,18 @@
 
 #include "cli/errors.h"
 #include "cli/gemm_case.h"
+#include "cli/number_options.h"
 #include "numerics/models.h"
 #include "reference/group_desc.h"
 #include "reference/grouped_gemm.h"
 #include "tensor_io/element_values.h"
+#include "tensor_io/mapped_file.h"
 #include "tensor_io/tensor_file.h"
+
+#ifdef FP8REF_CLI_HAVE_GPU
+#include "gpu/device.h"
+#include "gpu/oracle/grouped_gemm_oracle.h"
+#endif
 
 namespace fp8ref::cli {
 namespace {
@@ -32,12 +39,42 @@ struct OracleRun {
   std::vector<double> bound;
 };
 
-OracleRun run_oracle(const GemmCase& c, ref::ModelChoice m, OutDtype d) {
+// Where the oracle runs: --device cpu, cuda (a one-line error, exit 2, without a usable device,
+// or when a bound is asked: the GPU oracle computes none) or auto (cuda when usable, else cpu).
+bool use_gpu(const GemmOptions& o) {
+  if (o.device != "cpu" && o.device != "cuda" && o.device != "auto")
+    usage("--device: '" + o.device + "' is not cpu, cuda or auto");
+  if (o.device == "cpu") return false;
+  const bool needs_bound = o.bound || o.within_bound;
+#ifdef FP8REF_CLI_HAVE_GPU
+  const bool present = gpu::device_available();
+  const std::string why = present ? "" : gpu::device_description();
+#else
+  const bool present = false;
+  const std::string why = "fp8-check was built without CUDA";
+#endif
+  if (o.device == "auto") return present && !needs_bound;
+  if (!present) usage("--device cuda: " + why);
+  if (needs_bound)
+    usage("--device cuda: --bound / --within-bound need the CPU oracle (--device cpu)");
+  return true;
+}
+
+OracleRun run_oracle(const GemmCase& c, ref::ModelChoice m, OutDtype d, bool on_gpu = false) {
   std::vector<float> f(d == OutDtype::f32 ? std::size_t(c.M * c.N) : 0);
   std::vector<std::uint16_t> h(d == OutDtype::f32 ? 0 : std::size_t(c.M * c.N));
   OracleRun r{std::vector<std::uint32_t>(std::size_t(c.M * c.N)),
               std::vector<double>(std::size_t(c.M * c.N))};
-  ref::grouped_gemm_forward_offs(c.operands(), c.offs, m, ref::RowPolicy::zero, {d, f, h, r.bound});
+#ifdef FP8REF_CLI_HAVE_GPU
+  if (on_gpu)
+    gpu::oracle_grouped_gemm_forward_offs(c.operands(), c.offs, m, ref::RowPolicy::zero,
+                                          {d, f, h, {}});
+  else
+#else
+  (void)on_gpu;
+#endif
+    ref::grouped_gemm_forward_offs(c.operands(), c.offs, m, ref::RowPolicy::zero,
+                                   {d, f, h, r.bound});
   for (std::size_t i = 0; i < r.bits.size(); ++i)
     r.bits[i] = d == OutDtype::f32 ? std::bit_cast<std::uint32_t>(f[i]) : h[i];
   return r;
@@ -58,10 +95,12 @@ std::string describe(const GemmCase& c, const ref::ModelChoice& m, const GemmOpt
 }
 
 void run_oracle_command(const GemmOptions& o) {
+  if (tensor_io::same_file(o.out, o.in))
+    throw UsageError("--out " + o.out + " is the input file " + o.in + ": refused");
   const ref::ModelChoice m = parse_model(o);
   const OutDtype d = parse_out_dtype(o.out_dtype);
   const GemmCase c = load_case(o);
-  const OracleRun r = run_oracle(c, m, d);
+  const OracleRun r = run_oracle(c, m, d, use_gpu(o));
   const int w = d == OutDtype::f32 ? 4 : 2;
   Tensor y{
       out_tensor_dtype(d), {c.M, c.N}, std::vector<std::uint8_t>(r.bits.size() * std::size_t(w))};
@@ -165,11 +204,13 @@ void run_verify_command(const GemmOptions& o) {
   if (got.shape != std::vector<std::int64_t>{c.M, c.N})
     usage("--got: '" + o.got + "' has shape " + shape_string(got.shape) + ", expected (" +
           std::to_string(c.M) + ", " + std::to_string(c.N) + ")");
-  const OracleRun r = run_oracle(c, m, d);
+  const bool on_gpu = use_gpu(o);
+  const OracleRun r = run_oracle(c, m, d, on_gpu);
   const OracleRun ex =
       o.within_bound ? run_oracle(c, {AccumulationModel::exact, 1}, OutDtype::f32) : OracleRun{};
-  std::printf("fp8-check verify grouped-gemm: %s, %s\n", describe(c, m, o).c_str(),
-              o.within_bound ? "within the model's bound of exact" : "bitwise");
+  std::printf("fp8-check verify grouped-gemm: %s, %s, oracle on %s\n", describe(c, m, o).c_str(),
+              o.within_bound ? "within the model's bound of exact" : "bitwise",
+              on_gpu ? "cuda" : "cpu");
   const VerifyCounts v = compare(c, got, r, ex, d, o);
   std::printf("  group      rows  elements  mismatches  max |got-ref|\n");
   for (std::size_t g = 0; g < v.groups.size(); ++g)
@@ -211,14 +252,20 @@ void add_gemm_options(CLI::App* c, GemmOptions& o) {
                 "promoted_blockwise, promoted_tensorwise, promoted_rowwise")
       ->required();
   c->add_option("--split-k", o.split_k, "Split-K: S equal slices (hopper models)")
+      ->check(count_in(1, 1u << 20))
       ->capture_default_str();
   c->add_option("--split-k-blocks", o.split_blocks,
-                "Split-K: slices of L 128-blocks each (hopper models; instead of --split-k)");
+                "Split-K: slices of L 128-blocks each (hopper models; instead of --split-k)")
+      ->check(count_in(0, 1u << 20));
   c->add_option("--epilogue", o.epilogue,
                 "Scalar-scale order: model | scale_product | b_then_a | a_then_b (a_then_b: torch "
                 "_scaled_grouped_mm rowwise)")
       ->capture_default_str();
   c->add_option("--out-dtype", o.out_dtype, "f32 | bf16 | f16")->capture_default_str();
+  c->add_option("--device", o.device,
+                "Where the oracle runs: cpu | cuda (the GPU oracle, same bits) | auto (cuda when a "
+                "device is present and no bound is asked)")
+      ->capture_default_str();
 }
 
 }  // namespace
@@ -250,7 +297,9 @@ void add_verify_command(CLI::App& app) {
   c->add_option("--got-file", o->got_file, "File holding --got (default: --in)");
   c->add_flag("--within-bound", o->within_bound,
               "Pass elements within the model's bound of the exact value");
-  c->add_option("--max-report", o->max_report, "Failing elements listed")->capture_default_str();
+  c->add_option("--max-report", o->max_report, "Failing elements listed")
+      ->check(count_in(0, kMaxReport))
+      ->capture_default_str();
   c->callback([o] { run_verify_command(*o); });
 }
 

@@ -16,7 +16,13 @@
 #include "cli/quantize_subbyte.h"
 #include "numerics/scale_layout.h"
 #include "reference/quantize.h"
+#include "tensor_io/mapped_file.h"
 #include "tensor_io/tensor_file.h"
+
+#ifdef FP8REF_CLI_HAVE_GPU
+#include "gpu/device.h"
+#include "gpu/quantize.h"
+#endif
 
 namespace fp8ref::cli {
 namespace {
@@ -164,6 +170,53 @@ std::vector<ref::Quantized> quantize_planes(const Tensor& x, const SourceBits& b
   return planes;
 }
 
+// The same planes from the GPU kernels (gpu/quantize.h), which write the grid row-major here; the
+// layout is then serialised as on the CPU path, so both paths share everything but the kernel.
+std::vector<ref::Quantized> quantize_planes_cuda(const Tensor& x, const SourceBits& bits,
+                                                 const Recipe& r, ref::BlockGeometry g,
+                                                 const QuantizeOptions& o,
+                                                 const std::string& source_name) {
+#ifdef FP8REF_CLI_HAVE_GPU
+  if (!gpu::device_available()) throw UsageError("--device cuda: " + gpu::device_description());
+  const std::int64_t groups = x.shape.size() == 3 ? x.shape[0] : 1;
+  const std::int64_t rows = x.shape[x.shape.size() - 2], cols = x.shape.back();
+  if (bits.src != Source::bf16 && bits.src != Source::f32)
+    throw UsageError(source_name + ": --device cuda takes F32 or BF16 input");
+  std::vector<ref::Quantized> planes;
+  try {
+    if (o.allow_partial_blocks)
+      throw std::invalid_argument(
+          "--allow-partial-blocks is a CPU option (the kernels keep to "
+          "the library's shapes)");
+    const std::size_t elem = bits.src == Source::f32 ? 4 : 2;
+    for (std::int64_t i = 0; i < groups; ++i) {
+      const void* plane =
+          static_cast<const unsigned char*>(bits.data()) + std::size_t(i * rows * cols) * elem;
+      check_nan_input({plane, bits.src, rows, cols, cols, 1},
+                      o.nan == "reject" ? ref::NanInput::reject : ref::NanInput::propagate);
+      const gpu::HostQuantized h =
+          gpu::quantize_host(plane, bits.src, rows, cols, r, g, {}, ScaleLayoutF32::row_major,
+                             ScaleLayoutE8m0::row_major);
+      ref::Quantized q{r, g, rows, cols, h.codes, h.grid.rows, h.grid.cols, {}, {}, {}};
+      if (is_mx(r.kind)) q.e8m0 = h.scales;
+      for (std::int64_t k = 0; k < h.grid.rows * h.grid.cols; ++k) {
+        std::uint32_t w = 0;
+        if (!is_mx(r.kind)) std::memcpy(&w, h.scales.data() + 4 * k, 4);
+        q.scale.push_back(is_mx(r.kind) ? detail::e8m0_value_f32(h.scales[std::size_t(k)])
+                                        : std::bit_cast<float>(w));
+      }
+      planes.push_back(std::move(q));
+    }
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(source_name + ": " + e.what());
+  }
+  return planes;
+#else
+  (void)x, (void)bits, (void)r, (void)g, (void)o;
+  throw UsageError(source_name + ": --device cuda: this fp8-check was built without CUDA");
+#endif
+}
+
 // The planes' scale grid serialised in the layout.
 std::vector<std::uint8_t> scale_bytes(const std::vector<ref::Quantized>& planes, const Recipe& r,
                                       const Layout& layout, const QuantizeOptions& o,
@@ -207,8 +260,16 @@ tensor_io::TensorFile quantize_tensor(const Tensor& x, const QuantizeOptions& o,
   if (x.shape.size() != 2 && x.shape.size() != 3)
     throw UsageError(source_name + ": shape " + tensor_io::shape_string(x.shape) +
                      " is not 2-D (M, K) or 3-D (G, N, K)");
+  if (o.device != "cpu" && o.device != "cuda")
+    throw UsageError("unknown device '" + o.device + "' (one of: cpu, cuda)");
+  // A zero extent leaves nothing to quantize; refused before the per-group loop, which would
+  // otherwise run over every (empty) group of a huge leading dimension.
+  if (x.numel() == 0)
+    throw UsageError(source_name + ": shape " + tensor_io::shape_string(x.shape) +
+                     " has no elements to quantize");
   const std::vector<ref::Quantized> planes =
-      quantize_planes(x, source_bits(x), r, g, o, source_name);
+      o.device == "cuda" ? quantize_planes_cuda(x, source_bits(x), r, g, o, source_name)
+                         : quantize_planes(x, source_bits(x), r, g, o, source_name);
   const std::int64_t groups = std::int64_t(planes.size());
   const std::int64_t sr = planes.empty() ? 0 : planes[0].scale_rows,
                      sc = planes.empty() ? 0 : planes[0].scale_cols;
@@ -253,6 +314,8 @@ std::pair<std::string, std::string> split_input(const std::string& in) {
 
 void run_quantize(const QuantizeOptions& o) {
   const auto [file, name] = split_input(o.in);
+  if (tensor_io::same_file(o.out, file))
+    throw UsageError("--out " + o.out + " is the input file " + file + ": refused");
   tensor_io::TensorFile tf;
   try {
     tf = tensor_io::read_tensor_file(file, {});
@@ -280,16 +343,17 @@ void run_quantize(const QuantizeOptions& o) {
   const Tensor& scales = out.tensors[1].tensor;
   std::printf(
       "%s:%s %s %s -> %s\n  recipe %s %s runtime %s%s, block %s, layout %s\n"
-      "  codes %s %s, scales %s %s\n",
-      file.c_str(), chosen.c_str(), std::string(tensor_io::dtype_name(x->dtype)).c_str(),
-      tensor_io::shape_string(x->shape).c_str(), o.out.c_str(),
+      "  codes %s %s, scales %s %s, device %s\n",
+      tensor_io::escape_text(file).c_str(), tensor_io::escape_text(chosen).c_str(),
+      std::string(tensor_io::dtype_name(x->dtype)).c_str(),
+      tensor_io::shape_string(x->shape).c_str(), tensor_io::escape_text(o.out).c_str(),
       out.metadata.at("fp8ref.recipe").c_str(), out.metadata.at("fp8ref.format").c_str(),
       out.metadata.at("fp8ref.runtime").c_str(), o.pow2 ? " pow2" : "",
       out.metadata.at("fp8ref.block").c_str(), o.layout.c_str(),
       std::string(tensor_io::dtype_name(codes.dtype)).c_str(),
       tensor_io::shape_string(codes.shape).c_str(),
       std::string(tensor_io::dtype_name(scales.dtype)).c_str(),
-      tensor_io::shape_string(scales.shape).c_str());
+      tensor_io::shape_string(scales.shape).c_str(), o.device.c_str());
 }
 
 }  // namespace
@@ -329,6 +393,10 @@ void add_quantize_command(CLI::App& app) {
   sub->add_flag(
       "--allow-partial-blocks", o->allow_partial_blocks,
       "Quantize shapes the recipe's library rejects (partial blocks: amax over real elements)");
+  sub->add_option("--device", o->device,
+                  "cpu (the reference) or cuda (the GPU kernels: same outputs and metadata; "
+                  "without a device: one line, exit 2)")
+      ->capture_default_str();
   sub->callback([o] { run_quantize(*o); });
 }
 

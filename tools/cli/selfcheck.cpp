@@ -13,6 +13,7 @@
 
 #include "cli/encode_options.h"
 #include "cli/errors.h"
+#include "cli/number_options.h"
 #include "cli/sweep.h"
 
 namespace fp8ref::cli {
@@ -239,10 +240,11 @@ void add_selfcheck_command(CLI::App& app) {
                   "Only the rows of these sources (comma-separated: f32,bf16,f16,f64)")
       ->delimiter(',');
   cmd->add_option("--samples", o->samples, "Samples per f64 row (default 10^7, 2^20 with --quick)")
-      ->check(CLI::PositiveNumber);
+      ->check(count_in(1, std::uint64_t{1} << 48));
   cmd->add_flag("--json", o->json, "Print the summary as JSON (schema fp8ref.selfcheck/1)");
   cmd->add_flag("--quiet,--no-progress", o->quiet, "No progress output on stderr");
-  cmd->add_option("--threads", o->threads, "Worker threads per sweep (default: all cores)");
+  cmd->add_option("--threads", o->threads, "Worker threads per sweep (default: all cores)")
+      ->check(count_in(1, kMaxThreads));
   cmd->add_option("--python", o->stream.python,
                   "Python with ml_dtypes (default: $FP8REF_PYTHON, else python3)");
   cmd->callback([o] {

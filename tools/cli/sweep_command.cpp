@@ -7,6 +7,7 @@
 
 #include "cli/encode_options.h"
 #include "cli/errors.h"
+#include "cli/number_options.h"
 #include "cli/sweep.h"
 
 namespace fp8ref::cli {
@@ -138,11 +139,18 @@ void add_sweep_command(CLI::App& app) {
                   "fp8ref side: generic (the codec itself) or table (numerics/encode_table.h, "
                   "built from it; f32/bf16/f16)")
       ->capture_default_str();
-  cmd->add_option("--threads", o->threads, "Worker threads (default: all cores)");
-  cmd->add_option("--first", o->first, "Only the first N input patterns 0..N-1");
-  cmd->add_option("--samples", o->samples, "f64 only: number of class-weighted samples");
-  cmd->add_option("--seed", o->seed, "f64 only: sample stream seed")->capture_default_str();
-  cmd->add_option("--show", o->show, "How many first mismatches to print")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "Worker threads (default: all cores)")
+      ->check(count_in(1, kMaxThreads));
+  cmd->add_option("--first", o->first, "Only the first N input patterns 0..N-1")
+      ->check(count_in(1, UINT64_MAX));
+  cmd->add_option("--samples", o->samples, "f64 only: number of class-weighted samples")
+      ->check(count_in(1, std::uint64_t{1} << 48));
+  cmd->add_option("--seed", o->seed, "f64 only: sample stream seed")
+      ->check(count_in(0, UINT64_MAX))
+      ->capture_default_str();
+  cmd->add_option("--show", o->show, "How many first mismatches to print")
+      ->check(count_in(0, kMaxReport))
+      ->capture_default_str();
   cmd->add_flag("--json", o->json, "Print the result as JSON (schema fp8ref.sweep/1)");
   cmd->add_flag("--quiet,--no-progress", o->quiet, "No progress output on stderr");
   cmd->add_option("--python", o->stream.python,

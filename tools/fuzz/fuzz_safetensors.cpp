@@ -11,6 +11,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::span<const std::uint8_t> bytes(data, size);
   fp8ref::tensor_io::ReadOptions opts;
   opts.max_bytes = std::uint64_t{64} << 20;
+  opts.max_read_bytes = std::uint64_t{64} << 20;  // within -malloc_limit_mb: a blow-up is a finding
   if (size > 0 && (data[0] & 1)) opts.as_dtype = fp8ref::tensor_io::DType::F8_E4M3;
   try {
     fp8ref::tensor_io::parse_safetensors(bytes, "fuzz", opts);

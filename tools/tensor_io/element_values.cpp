@@ -88,10 +88,11 @@ T load(std::uint64_t bits) {
 }  // namespace
 
 std::uint64_t raw_bits(const Tensor& t, std::uint64_t i) {
-  if (t.dtype == DType::F4) return (t.data[i / 2] >> (4 * (i % 2))) & 0xf;
+  const std::span<const std::uint8_t> b = t.bytes();
+  if (t.dtype == DType::F4) return (b[i / 2] >> (4 * (i % 2))) & 0xf;
   const auto w = static_cast<std::size_t>(dtype_bits(t.dtype) / 8);
   std::uint64_t v = 0;
-  for (std::size_t k = 0; k < w; ++k) v |= std::uint64_t{t.data[i * w + k]} << (8 * k);
+  for (std::size_t k = 0; k < w; ++k) v |= std::uint64_t{b[i * w + k]} << (8 * k);
   return v;
 }
 

@@ -136,7 +136,9 @@ Descr parse_descr(const std::string& d, std::string_view file) {
     out.dtype = n == 1 ? DType::U8 : n == 2 ? DType::U16 : n == 4 ? DType::U32 : DType::U64;
   else if ((kind == 'b' || kind == '?') && n == 1)
     out.dtype = DType::BOOL;
-  else if (!((kind == 'V' && n >= 1 && n <= 8) || (kind == 'f' && n == 1)))
+  else if (kind == 'f' && n == 1)  // ml_dtypes spells float8_e5m2 (only it) '<f1'
+    out.dtype = DType::F8_E5M2;
+  else if (!(kind == 'V' && n >= 1 && n <= 8))
     fail(file, bad);
   return out;
 }
@@ -196,6 +198,20 @@ Header read_header(ByteReader& r, std::string_view file) {
   return DictLiteral(r.str(len), file).parse();
 }
 
+// Which ml_dtypes types numpy stores under an opaque void descr of this width, and the --as
+// spellings that read them.
+std::string opaque_message(const std::string& descr, int itemsize) {
+  const std::string head = "npy descr '" + descr + "' is opaque: ";
+  if (itemsize == 1)
+    return head +
+           "ml_dtypes stores float8_e4m3fn, float8_e8m0fnu, float8_e4m3fnuz, float8_e5m2fnuz and "
+           "float4_e2m1fn so; pass --as e4m3|e8m0|e4m3fnuz|e5m2fnuz|fp4 (float8_e5m2 is '<f1' "
+           "and needs no --as)";
+  if (itemsize == 2) return head + "ml_dtypes stores bfloat16 so; pass --as bf16";
+  return head + "no fp8ref dtype is " + std::to_string(itemsize) +
+         " bytes wide and opaque; pass --as DTYPE to reinterpret its bytes";
+}
+
 Tensor finish_tensor(std::vector<std::uint8_t> raw, Header& h, const Descr& d,
                      std::string_view file, const ReadOptions& opts) {
   const auto w = static_cast<std::size_t>(d.itemsize);
@@ -210,12 +226,39 @@ Tensor finish_tensor(std::vector<std::uint8_t> raw, Header& h, const Descr& d,
       return pack_unpacked_f4(raw, std::move(h.shape), file);
     return reinterpret_as(std::move(raw), std::move(h.shape), d.itemsize * 8, *opts.as_dtype, file);
   }
-  if (!d.dtype) {
-    fail(file,
-         "npy descr '" + h.descr +
-             "' is opaque (an ml_dtypes dump such as float8_e4m3fn or bfloat16); pass --as DTYPE");
-  }
+  if (!d.dtype) fail(file, opaque_message(h.descr, d.itemsize));
   return Tensor{*d.dtype, std::move(h.shape), std::move(raw)};
+}
+
+// The header of an .npy image and where its data starts, checked against the image's size.
+struct NpyLayout {
+  Header header;
+  Descr descr;
+  std::size_t data_offset = 0;
+};
+
+NpyLayout read_layout(Bytes bytes, std::string_view file, const ReadOptions& opts) {
+  ByteReader r(bytes, file, "npy file");
+  NpyLayout l;
+  l.header = read_header(r, file);
+  l.descr = parse_descr(l.header.descr, file);
+  const Header& h = l.header;
+  const std::uint64_t n = checked_numel(h.shape, file);
+  const auto w = static_cast<std::uint64_t>(l.descr.itemsize);
+  if (n > opts.max_bytes / w)
+    fail(file, "npy array of shape " + shape_string(h.shape) + " exceeds the size limit");
+  if (n * w != r.remaining()) {
+    fail(file, "npy data is " + std::to_string(r.remaining()) + " bytes, shape " +
+                   shape_string(h.shape) + " x " + h.descr + " needs " + std::to_string(n * w));
+  }
+  l.data_offset = r.pos();
+  return l;
+}
+
+// Transposing a Fortran-order array needs a second buffer: charged as well.
+void charge_npy(const NpyLayout& l, std::uint64_t data_bytes, const ReadOptions& opts) {
+  const bool transposed = l.header.fortran && l.header.shape.size() > 1;
+  opts.budget->charge(data_bytes * (transposed ? 2 : 1), "the npy array");
 }
 
 }  // namespace
@@ -224,25 +267,39 @@ bool looks_like_npy(Bytes bytes) {
   return bytes.size() >= 6 && std::memcmp(bytes.data(), kMagic.data(), 6) == 0;
 }
 
-Tensor parse_npy(Bytes bytes, std::string_view file, const ReadOptions& opts) {
-  ByteReader r(bytes, file, "npy file");
-  Header h = read_header(r, file);
-  const Descr d = parse_descr(h.descr, file);
-  const std::uint64_t n = checked_numel(h.shape, file);
-  const auto w = static_cast<std::uint64_t>(d.itemsize);
-  if (n > opts.max_bytes / w)
-    fail(file, "npy array of shape " + shape_string(h.shape) + " exceeds the size limit");
-  if (n * w != r.remaining()) {
-    fail(file, "npy data is " + std::to_string(r.remaining()) + " bytes, shape " +
-                   shape_string(h.shape) + " x " + h.descr + " needs " + std::to_string(n * w));
-  }
-  const Bytes data = r.take(n * w);
-  return finish_tensor(std::vector<std::uint8_t>(data.begin(), data.end()), h, d, file, opts);
+Tensor parse_npy(Bytes bytes, std::string_view file, const ReadOptions& opts_in) {
+  const BudgetScope scope(opts_in, bytes.size(), file);
+  const ReadOptions& opts = scope.options();
+  NpyLayout l = read_layout(bytes, file, opts);
+  const Bytes data = bytes.subspan(l.data_offset);
+  const bool as_stored = !(l.header.fortran && l.header.shape.size() > 1) &&
+                         !(l.descr.big_endian && l.descr.itemsize > 1);
+  if (opts.map && opts.mapping && !opts.as_dtype && l.descr.dtype && as_stored)
+    return Tensor{*l.descr.dtype, std::move(l.header.shape), {}, data, opts.mapping};
+  charge_npy(l, data.size(), opts);
+  return finish_tensor(std::vector<std::uint8_t>(data.begin(), data.end()), l.header, l.descr, file,
+                       opts);
 }
+
+namespace {
+
+// An npz member is parsed in place: its header is cut off the extracted buffer instead of the
+// data being copied out of it, so a member costs its own size once (not twice).
+Tensor parse_npy_member(std::vector<std::uint8_t> member, std::string_view file,
+                        const ReadOptions& opts) {
+  NpyLayout l = read_layout(member, file, opts);
+  const bool transposed = l.header.fortran && l.header.shape.size() > 1;
+  if (transposed) opts.budget->charge(member.size() - l.data_offset, "the npy array (transposed)");
+  member.erase(member.begin(), member.begin() + static_cast<std::ptrdiff_t>(l.data_offset));
+  return finish_tensor(std::move(member), l.header, l.descr, file, opts);
+}
+
+}  // namespace
 
 std::vector<std::uint8_t> serialize_npy(const Tensor& t, std::string_view file) {
   const std::uint64_t n = checked_numel(t.shape, file);
-  if (bytes_for(t.dtype, n) != t.data.size())
+  const std::span<const std::uint8_t> data = t.bytes();
+  if (bytes_for(t.dtype, n) != data.size())
     fail(file, "tensor byte count does not match shape x dtype");
   std::string dict = "{'descr': '" + descr_for(t.dtype) +
                      "', 'fortran_order': False, 'shape': " + shape_string(t.shape) + ", }";
@@ -258,23 +315,25 @@ std::vector<std::uint8_t> serialize_npy(const Tensor& t, std::string_view file) 
   out.insert(out.end(), dict.begin(), dict.end());
   if (t.dtype == DType::F4) {
     for (std::uint64_t i = 0; i < n; ++i)
-      out.push_back(static_cast<std::uint8_t>((t.data[i / 2] >> (4 * (i % 2))) & 0xf));
+      out.push_back(static_cast<std::uint8_t>((data[i / 2] >> (4 * (i % 2))) & 0xf));
   } else {
-    out.insert(out.end(), t.data.begin(), t.data.end());
+    out.insert(out.end(), data.begin(), data.end());
   }
   return out;
 }
 
-TensorFile parse_npz(Bytes bytes, std::string_view file, const ReadOptions& opts) {
-  const ZipReader zip(bytes, std::string(file), opts.max_bytes);
+TensorFile parse_npz(Bytes bytes, std::string_view file, const ReadOptions& opts_in) {
+  const BudgetScope scope(opts_in, bytes.size(), file);
+  const ReadOptions& opts = scope.options();
+  const ZipReader zip(bytes, std::string(file), opts);
   TensorFile tf;
   for (const ZipEntry& e : zip.entries()) {
     if (e.name.size() < 5 || e.name.compare(e.name.size() - 4, 4, ".npy") != 0) {
       fail(file, "npz member '" + e.name + "' is not a .npy file");
     }
-    const std::vector<std::uint8_t> member = zip.extract(e);
     const std::string where = std::string(file) + ":" + e.name;
-    tf.tensors.push_back({e.name.substr(0, e.name.size() - 4), parse_npy(member, where, opts)});
+    tf.tensors.push_back(
+        {e.name.substr(0, e.name.size() - 4), parse_npy_member(zip.extract(e), where, opts)});
   }
   return tf;
 }

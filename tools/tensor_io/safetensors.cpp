@@ -81,7 +81,7 @@ void validate_entries(std::vector<Entry>& entries, std::uint64_t data_size, std:
       fail(file, where + ": data_offsets end " + std::to_string(e.end) + " beyond the " +
                      std::to_string(data_size) + "-byte buffer");
     }
-    const std::uint64_t need = bytes_for(e.dtype, checked_numel(e.shape, file));
+    const std::uint64_t need = checked_byte_size(e.dtype, e.shape, file);
     if (need != e.end - e.begin) {
       fail(file, where + ": shape " + shape_string(e.shape) + " x " +
                      std::string(dtype_name(e.dtype)) + " needs " + std::to_string(need) +
@@ -103,7 +103,9 @@ void validate_entries(std::vector<Entry>& entries, std::uint64_t data_size, std:
 
 }  // namespace
 
-TensorFile parse_safetensors(Bytes bytes, std::string_view file, const ReadOptions& opts) {
+TensorFile parse_safetensors(Bytes bytes, std::string_view file, const ReadOptions& opts_in) {
+  const BudgetScope scope(opts_in, bytes.size(), file);
+  const ReadOptions& opts = scope.options();
   ByteReader r(bytes, file, "safetensors file");
   if (bytes.size() < 8) fail(file, "safetensors file shorter than its 8-byte header length");
   const auto n = r.le<std::uint64_t>();
@@ -135,6 +137,12 @@ TensorFile parse_safetensors(Bytes bytes, std::string_view file, const ReadOptio
   for (Entry& e : entries) {
     const Bytes span =
         data.subspan(static_cast<std::size_t>(e.begin), static_cast<std::size_t>(e.end - e.begin));
+    if (opts.map && opts.mapping && !opts.as_dtype) {  // a view of the mapping: no copy
+      Tensor t{e.dtype, std::move(e.shape), {}, span, opts.mapping};
+      tf.tensors.push_back({e.name, std::move(t)});
+      continue;
+    }
+    opts.budget->charge(span.size(), "tensor '" + e.name + "'");
     std::vector<std::uint8_t> raw(span.begin(), span.end());
     Tensor t = opts.as_dtype ? reinterpret_as(std::move(raw), std::move(e.shape),
                                               dtype_bits(e.dtype), *opts.as_dtype, file)
@@ -152,7 +160,7 @@ std::vector<std::uint8_t> serialize_safetensors(const TensorFile& tf, std::strin
     if (nt.name == "__metadata__" || header.contains(nt.name))
       fail(file, "duplicate or reserved tensor name '" + nt.name + "'");
     const std::uint64_t size = bytes_for(nt.tensor.dtype, checked_numel(nt.tensor.shape, file));
-    if (size != nt.tensor.data.size())
+    if (size != nt.tensor.bytes().size())
       fail(file, "tensor '" + nt.name + "': byte count does not match shape x dtype");
     header[nt.name] = {{"dtype", dtype_name(nt.tensor.dtype)},
                        {"shape", nt.tensor.shape},
@@ -165,8 +173,10 @@ std::vector<std::uint8_t> serialize_safetensors(const TensorFile& tf, std::strin
   for (int i = 0; i < 8; ++i)
     out[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(text.size() >> (8 * i));
   out.insert(out.end(), text.begin(), text.end());
-  for (const NamedTensor& nt : tf.tensors)
-    out.insert(out.end(), nt.tensor.data.begin(), nt.tensor.data.end());
+  for (const NamedTensor& nt : tf.tensors) {
+    const std::span<const std::uint8_t> b = nt.tensor.bytes();
+    out.insert(out.end(), b.begin(), b.end());
+  }
   return out;
 }
 

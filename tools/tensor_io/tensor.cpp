@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cctype>
+#include <cstdlib>
 
 namespace fp8ref::tensor_io {
 namespace {
@@ -98,6 +99,41 @@ void fail(std::string_view file, std::string_view reason) {
   throw Error(std::string(file) + ": " + std::string(reason));
 }
 
+void ReadBudget::charge(std::uint64_t n, std::string_view what) {
+  if (n <= limit_ - used_) {
+    used_ += n;
+    return;
+  }
+  fail(file_, "reading it needs more than its read limit of " + std::to_string(limit_) +
+                  " bytes, at " + std::string(what) + " (default " +
+                  std::to_string(kReadExpansion) +
+                  " x the file size + 256 MiB; FP8REF_MAX_READ_BYTES=N sets it, docs/security.md)");
+}
+
+std::uint64_t read_limit(const ReadOptions& opts, std::uint64_t file_size, std::string_view file) {
+  if (opts.max_read_bytes != 0) return opts.max_read_bytes;
+  const char* env = std::getenv("FP8REF_MAX_READ_BYTES");
+  if (env != nullptr && *env != '\0') {
+    const std::string v = env;
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+    if (v.find_first_not_of("0123456789") != std::string::npos || end != v.c_str() + v.size() ||
+        v.size() > 19 || n == 0)
+      fail(file, "FP8REF_MAX_READ_BYTES='" + v + "' is not a positive whole number of bytes");
+    return n;
+  }
+  const std::uint64_t relative = file_size > (UINT64_MAX - kReadSlackBytes) / kReadExpansion
+                                     ? UINT64_MAX
+                                     : file_size * kReadExpansion + kReadSlackBytes;
+  return relative;
+}
+
+BudgetScope::BudgetScope(const ReadOptions& opts, std::uint64_t file_size, std::string_view file)
+    : own_(opts.budget != nullptr ? 0 : read_limit(opts, file_size, file), std::string(file)),
+      opts_(opts) {
+  if (opts_.budget == nullptr) opts_.budget = &own_;
+}
+
 std::string_view dtype_name(DType t) { return info(t).name; }
 int dtype_bits(DType t) { return info(t).bits; }
 bool dtype_is_float(DType t) { return info(t).is_float; }
@@ -113,8 +149,10 @@ std::optional<DType> dtype_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+// 2^60 elements: the byte count of any dtype (at most 8 bytes an element) then stays below 2^63,
+// so no size computed from a file's shape can wrap modulo 2^64 (docs/security.md).
 std::uint64_t checked_numel(const std::vector<std::int64_t>& shape, std::string_view file) {
-  constexpr std::uint64_t kLimit = std::uint64_t{1} << 62;
+  constexpr std::uint64_t kLimit = kMaxElements;
   std::uint64_t n = 1;
   bool zero = false;
   for (std::int64_t d : shape) {
@@ -124,7 +162,7 @@ std::uint64_t checked_numel(const std::vector<std::int64_t>& shape, std::string_
   if (zero) return 0;
   for (std::int64_t d : shape) {
     const auto u = static_cast<std::uint64_t>(d);
-    if (u > kLimit / n) fail(file, "shape " + shape_string(shape) + " has more than 2^62 elements");
+    if (u > kLimit / n) fail(file, "shape " + shape_string(shape) + " has more than 2^60 elements");
     n *= u;
   }
   return n;
@@ -133,6 +171,11 @@ std::uint64_t checked_numel(const std::vector<std::int64_t>& shape, std::string_
 std::uint64_t bytes_for(DType t, std::uint64_t n) {
   const auto bits = static_cast<std::uint64_t>(dtype_bits(t));
   return bits == 4 ? (n + 1) / 2 : n * (bits / 8);
+}
+
+std::uint64_t checked_byte_size(DType t, const std::vector<std::int64_t>& shape,
+                                std::string_view file) {
+  return bytes_for(t, checked_numel(shape, file));
 }
 
 std::uint64_t Tensor::numel() const {
@@ -158,8 +201,10 @@ Tensor reinterpret_as(std::vector<std::uint8_t> bytes, std::vector<std::int64_t>
                             "-bit elements of shape " + shape_string(shape) + " as " +
                             std::string(dtype_name(to));
     if (shape.empty()) fail(file, why + " (0-d tensor)");
-    const auto last_bits =
-        static_cast<std::uint64_t>(shape.back()) * static_cast<std::uint64_t>(src_bits);
+    std::uint64_t last_bits = 0;
+    if (__builtin_mul_overflow(static_cast<std::uint64_t>(shape.back()),
+                               static_cast<std::uint64_t>(src_bits), &last_bits))
+      fail(file, why + " (last dimension too large)");
     if (last_bits % static_cast<std::uint64_t>(dst_bits) != 0)
       fail(file, why + " (last dimension does not divide)");
     shape.back() = static_cast<std::int64_t>(last_bits / static_cast<std::uint64_t>(dst_bits));
@@ -183,6 +228,69 @@ Tensor pack_unpacked_f4(const std::vector<std::uint8_t>& bytes, std::vector<std:
     t.data[i / 2] |= static_cast<std::uint8_t>(bytes[i] << (4 * (i % 2)));
   }
   return t;
+}
+
+namespace {
+
+// Length of the well-formed UTF-8 sequence at s[i] (RFC 3629: no overlongs, no surrogates,
+// at most U+10FFFF), or 0.
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  if (c < 0x80) return 1;
+  std::size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xbf;
+  if (c >= 0xc2 && c <= 0xdf)
+    n = 2;
+  else if (c >= 0xe0 && c <= 0xef)
+    n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+  else if (c >= 0xf0 && c <= 0xf4)
+    n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+  else
+    return 0;
+  if (i + n > s.size() || b(i + 1) < lo || b(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k) {
+    if (b(i + k) < 0x80 || b(i + k) > 0xbf) return 0;
+  }
+  return n;
+}
+
+void append_hex(std::string& out, unsigned char c) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += "\\x";
+  out += kHex[c >> 4];
+  out += kHex[c & 0xf];
+}
+
+}  // namespace
+
+std::string escape_text(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t n = utf8_length(s, i);
+    const bool c1 = n == 2 && c == 0xc2 && static_cast<unsigned char>(s[i + 1]) < 0xa0;
+    if (n == 0 || c < 0x20 || c == 0x7f) {
+      append_hex(out, c), ++i;
+    } else if (c1) {
+      append_hex(out, c), append_hex(out, static_cast<unsigned char>(s[i + 1])), i += 2;
+    } else if (c == '\\') {
+      out += "\\\\", ++i;
+    } else {
+      out.append(s.substr(i, n)), i += n;
+    }
+  }
+  return out;
+}
+
+std::string json_text(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = utf8_length(s, i);
+    if (n == 0) return escape_text(s);
+    i += n;
+  }
+  return std::string(s);
 }
 
 std::string shape_string(const std::vector<std::int64_t>& shape) {

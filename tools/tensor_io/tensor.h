@@ -5,10 +5,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace fp8ref::tensor_io {
@@ -55,7 +58,14 @@ struct Tensor {
   DType dtype = DType::U8;
   std::vector<std::int64_t> shape;  // empty = 0-d (one element); zero extents are legal
   std::vector<std::uint8_t> data;   // little-endian, C order, exactly byte_size() bytes
-  std::uint64_t numel() const;      // assumes a validated shape
+  // A tensor read with ReadOptions::map views its bytes in the mapped file instead: `view` holds
+  // them, `data` is empty and `keep` keeps the mapping alive. Readers use bytes().
+  std::span<const std::uint8_t> view{};
+  std::shared_ptr<const void> keep{};
+  std::span<const std::uint8_t> bytes() const {
+    return keep ? view : std::span<const std::uint8_t>(data);
+  }
+  std::uint64_t numel() const;  // assumes a validated shape
   std::uint64_t byte_size() const;
 };
 
@@ -70,17 +80,73 @@ struct TensorFile {
   const Tensor* find(std::string_view name) const;
 };
 
+class ReadBudget;
+
 struct ReadOptions {
   // Reinterpret every tensor's bytes as this dtype (required for opaque npy descr such as
   // ml_dtypes' '<V1', '<V2', '<f1'). See reinterpret_as() for the shape rule.
   std::optional<DType> as_dtype;
   // Largest tensor or zip entry accepted, in bytes (zip bombs, hostile headers).
   std::uint64_t max_bytes = std::uint64_t{1} << 36;
+  // Total bytes one read may decompress and materialise (docs/security.md "Limits"); 0: the
+  // FP8REF_MAX_READ_BYTES environment variable when set, else kReadExpansion x the file size +
+  // kReadSlackBytes.
+  std::uint64_t max_read_bytes = 0;
+  // Shared by the parsers of one read; set by the readers' entry points (callers leave it null).
+  ReadBudget* budget = nullptr;
+  // Tensors view the memory-mapped file instead of copying it where the format allows
+  // (safetensors; npy in little-endian C order; not with as_dtype): reading costs no memory
+  // beyond the pages touched. Honoured by read_tensor_file, which sets `mapping`.
+  bool map = false;
+  std::shared_ptr<const void> mapping{};
 };
 
+inline constexpr std::uint64_t kReadExpansion = 64;
+inline constexpr std::uint64_t kReadSlackBytes = std::uint64_t{256} << 20;
+// What one unpickled object or one visited node of the object graph is charged (its heap cost).
+inline constexpr std::uint64_t kPickleNodeBytes = 256;
+
+// Running total of the bytes one read has decompressed or materialised; charge() fails (one line
+// naming the file, the limit and how to raise it) once the total would pass the limit.
+class ReadBudget {
+ public:
+  ReadBudget(std::uint64_t limit, std::string file) : limit_(limit), file_(std::move(file)) {}
+  void charge(std::uint64_t n, std::string_view what);
+  std::uint64_t used() const { return used_; }
+  std::uint64_t limit() const { return limit_; }
+
+ private:
+  std::uint64_t limit_;
+  std::uint64_t used_ = 0;
+  std::string file_;
+};
+
+// The limit of a read of a `file_size`-byte file under `opts` (see ReadOptions::max_read_bytes).
+std::uint64_t read_limit(const ReadOptions& opts, std::uint64_t file_size, std::string_view file);
+
+// The options a parser works with: `opts` itself when it carries a budget, else a copy with a
+// budget of its own for a `file_size`-byte input.
+class BudgetScope {
+ public:
+  BudgetScope(const ReadOptions& opts, std::uint64_t file_size, std::string_view file);
+  BudgetScope(const BudgetScope&) = delete;
+  BudgetScope& operator=(const BudgetScope&) = delete;
+  const ReadOptions& options() const { return opts_; }
+
+ private:
+  ReadBudget own_;
+  ReadOptions opts_;
+};
+
+// Most elements a tensor may have: 2^60, so that its byte count (<= 8 bytes an element) cannot
+// wrap modulo 2^64.
+inline constexpr std::uint64_t kMaxElements = std::uint64_t{1} << 60;
 // Element count of `shape`, failing (with `file` in the message) on negative extents or
-// products above 2^62.
+// products above kMaxElements.
 std::uint64_t checked_numel(const std::vector<std::int64_t>& shape, std::string_view file);
+// Bytes of a tensor of dtype t and `shape` (checked_numel, then bytes_for: cannot overflow).
+std::uint64_t checked_byte_size(DType t, const std::vector<std::int64_t>& shape,
+                                std::string_view file);
 // Bytes needed for n elements of t (F4 rounds up to whole bytes).
 std::uint64_t bytes_for(DType t, std::uint64_t n);
 
@@ -96,5 +162,13 @@ Tensor pack_unpacked_f4(const std::vector<std::uint8_t>& bytes, std::vector<std:
                         std::string_view file);
 
 std::string shape_string(const std::vector<std::int64_t>& shape);  // "(2, 3)", "()"
+
+// Text from a file made safe to print (docs/security.md "Messages"): control characters (C0, DEL,
+// C1, so ANSI escapes and newlines), backslashes and bytes that are not UTF-8 become \xNN / \\;
+// valid UTF-8 text is kept. Printing the result cannot start a line or move the cursor.
+std::string escape_text(std::string_view s);
+// For JSON output: `s` itself when it is valid UTF-8 (JSON escapes control characters), else
+// escape_text(s), so a name that is not UTF-8 is escaped rather than fatal to the dump.
+std::string json_text(std::string_view s);
 
 }  // namespace fp8ref::tensor_io

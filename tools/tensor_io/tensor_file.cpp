@@ -1,6 +1,9 @@
 // Format sniffing and dispatch (tensor_file.h).
 #include "tensor_file.h"
 
+#include <new>
+#include <stdexcept>
+
 #include "mapped_file.h"
 #include "npy.h"
 #include "safetensors.h"
@@ -19,15 +22,17 @@ std::string_view format_name(FileFormat f) {
   return "?";
 }
 
-TensorFile parse_tensor_bytes(Bytes bytes, std::string_view file, const ReadOptions& opts,
+TensorFile parse_tensor_bytes(Bytes bytes, std::string_view file, const ReadOptions& opts_in,
                               FileFormat* format) {
+  const BudgetScope scope(opts_in, bytes.size(), file);
+  const ReadOptions& opts = scope.options();
   FileFormat f;
   TensorFile tf;
   if (looks_like_npy(bytes)) {
     f = FileFormat::Npy;
     tf.tensors.push_back({"tensor", parse_npy(bytes, file, opts)});
   } else if (looks_like_zip(bytes)) {
-    const ZipReader zip(bytes, std::string(file), opts.max_bytes);
+    const ZipReader zip(bytes, std::string(file), opts);
     f = zip_is_torch(zip) ? FileFormat::TorchZip : FileFormat::Npz;
     tf = f == FileFormat::TorchZip ? parse_torch_zip(zip, opts) : parse_npz(bytes, file, opts);
   } else if (bytes.size() >= 9 && bytes[8] == '{') {
@@ -48,9 +53,23 @@ TensorFile parse_tensor_bytes(Bytes bytes, std::string_view file, const ReadOpti
   return tf;
 }
 
+// A size the checks let through can still exceed this machine's memory: that is reported as
+// one line naming the file, never as a bare exception name.
 TensorFile read_tensor_file(const std::string& path, const ReadOptions& opts, FileFormat* format) {
-  const MappedFile f(path);
-  return parse_tensor_bytes(f.bytes(), path, opts, format);
+  try {
+    if (opts.map) {
+      auto f = std::make_shared<const MappedFile>(path);
+      ReadOptions mapped = opts;
+      mapped.mapping = f;
+      return parse_tensor_bytes(f->bytes(), path, mapped, format);
+    }
+    const MappedFile f(path);
+    return parse_tensor_bytes(f.bytes(), path, opts, format);
+  } catch (const std::bad_alloc&) {
+    fail(path, "out of memory reading it (FP8REF_MAX_READ_BYTES lowers the read limit)");
+  } catch (const std::length_error&) {
+    fail(path, "a size in the file is too large for this machine");
+  }
 }
 
 void write_tensor_file(const std::string& path, const TensorFile& tf) {

@@ -84,7 +84,8 @@ PyRef make_int(std::int64_t i) {
 
 class Vm {
  public:
-  Vm(Bytes pkl, std::string_view file) : r_(pkl, file, "torch data.pkl"), file_(file) {}
+  Vm(Bytes pkl, std::string_view file, ReadBudget& budget)
+      : r_(pkl, file, "torch data.pkl"), file_(file), budget_(budget) {}
 
   PickleGraph& graph() { return graph_; }
 
@@ -128,7 +129,10 @@ class Vm {
     marks_.pop_back();
     return items;
   }
-  void push(PyRef v) { stack_.push_back(std::move(v)); }
+  void push(PyRef v) {
+    budget_.charge(kPickleNodeBytes + v->s.size(), "the unpickled objects");
+    stack_.push_back(std::move(v));
+  }
   void push_str(std::uint64_t n) {
     PyRef v = make(PyValue::Kind::Str);
     v->s = std::string(r_.str(n));
@@ -343,6 +347,7 @@ class Vm {
   std::vector<PyRef> stack_;
   std::vector<std::size_t> marks_;
   std::unordered_map<std::uint32_t, PyRef> memo_;
+  ReadBudget& budget_;
 };
 
 PyRef Vm::persistent_load(const PyValue& pid) {
@@ -446,7 +451,12 @@ PickleGraph::~PickleGraph() {
 }
 
 PickleGraph unpickle_torch(Bytes pkl, std::string_view file) {
-  Vm vm(pkl, file);
+  ReadBudget budget(read_limit({}, pkl.size(), file), std::string(file));
+  return unpickle_torch(pkl, file, budget);
+}
+
+PickleGraph unpickle_torch(Bytes pkl, std::string_view file, ReadBudget& budget) {
+  Vm vm(pkl, file, budget);
   PyRef root = vm.run();
   PickleGraph g = std::move(vm.graph());
   g.root = std::move(root);

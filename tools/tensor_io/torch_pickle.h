@@ -50,7 +50,10 @@ struct PickleGraph {
   ~PickleGraph();
 };
 
-// Runs the VM over `pkl` and returns the top-level object.
+// Runs the VM over `pkl` and returns the top-level object. Every object pushed is charged
+// kPickleNodeBytes (plus its string bytes) to `budget`; the first overload uses a budget of its
+// own for a file of pkl.size() bytes.
 PickleGraph unpickle_torch(Bytes pkl, std::string_view file);
+PickleGraph unpickle_torch(Bytes pkl, std::string_view file, ReadBudget& budget);
 
 }  // namespace fp8ref::tensor_io

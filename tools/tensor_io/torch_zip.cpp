@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <map>
+#include <unordered_set>
 
 #include "torch_pickle.h"
 
@@ -26,7 +27,10 @@ class Walker {
   Walker(const ZipReader& zip, std::string prefix, const ReadOptions& opts)
       : zip_(zip), prefix_(std::move(prefix)), opts_(opts) {}
 
+  // Every visit is charged: a pickle's memo can share sub-objects, so the tree walked may be
+  // exponentially larger than the graph (nested shared tuples); the budget bounds it.
   void walk(const PyRef& v, const std::string& name, int depth) {
+    zip_.budget().charge(kPickleNodeBytes, "the torch object graph (nodes visited)");
     if (depth > kMaxDepth)
       fail(zip_.file(),
            "torch object nesting deeper than " + std::to_string(kMaxDepth) + " (or cyclic)");
@@ -83,6 +87,7 @@ class Walker {
     const std::size_t w = static_cast<std::size_t>(dtype_bits(p.dtype) / 8);
     if (n > opts_.max_bytes / w) fail(file, "tensor '" + name + "' exceeds the size limit");
     const std::vector<std::uint8_t>& src = storage(p);
+    zip_.budget().charge(n * w, "tensor '" + name + "' (materialised)");
     std::vector<std::uint8_t> dst(n * w);
     if (n > 0) {
       auto last = static_cast<std::uint64_t>(p.offset);
@@ -93,7 +98,9 @@ class Walker {
                                            static_cast<std::uint64_t>(p.stride[k]), &term);
         overflow |= __builtin_add_overflow(last, term, &last);
       }
-      if (overflow || last >= p.storage_numel) {
+      // Against the storage's real bytes, not only its pickled element count: a storage key
+      // read again with a wider dtype or a larger count must not reach past what was loaded.
+      if (overflow || last >= p.storage_numel || last >= src.size() / w) {
         fail(file, "tensor '" + name + "' (offset " + std::to_string(p.offset) + ", size " +
                        shape_string(p.size) + ", stride " + shape_string(p.stride) +
                        ") reaches past its storage of " + std::to_string(p.storage_numel) +
@@ -110,9 +117,7 @@ class Walker {
     if (opts_.as_dtype)
       t = reinterpret_as(std::move(t.data), std::move(t.shape), dtype_bits(t.dtype),
                          *opts_.as_dtype, file);
-    for (const NamedTensor& nt : out_.tensors) {
-      if (nt.name == name) fail(file, "two tensors are named '" + name + "'");
-    }
+    if (!names_.insert(name).second) fail(file, "two tensors are named '" + name + "'");
     out_.tensors.push_back({name, std::move(t)});
   }
 
@@ -136,6 +141,7 @@ class Walker {
   std::string prefix_;
   const ReadOptions& opts_;
   std::map<std::string, std::vector<std::uint8_t>> storages_;
+  std::unordered_set<std::string> names_;
   TensorFile out_;
 };
 
@@ -154,14 +160,17 @@ TensorFile parse_torch_zip(const ZipReader& zip, const ReadOptions& opts) {
       fail(zip.file(), "torch archive byteorder is not 'little'");
   }
   const std::vector<std::uint8_t> pkl = zip.extract(*zip.find(prefix + "/data.pkl"));
-  const PickleGraph graph = unpickle_torch(pkl, zip.file() + ":" + prefix + "/data.pkl");
+  const PickleGraph graph =
+      unpickle_torch(pkl, zip.file() + ":" + prefix + "/data.pkl", zip.budget());
   Walker w(zip, prefix, opts);
   w.walk(graph.root, "", 0);
   return w.take();
 }
 
-TensorFile parse_torch_zip(Bytes bytes, std::string_view file, const ReadOptions& opts) {
-  const ZipReader zip(bytes, std::string(file), opts.max_bytes);
+TensorFile parse_torch_zip(Bytes bytes, std::string_view file, const ReadOptions& opts_in) {
+  const BudgetScope scope(opts_in, bytes.size(), file);
+  const ReadOptions& opts = scope.options();
+  const ZipReader zip(bytes, std::string(file), opts);
   return parse_torch_zip(zip, opts);
 }
 

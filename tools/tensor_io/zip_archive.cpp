@@ -88,8 +88,20 @@ bool looks_like_zip(Bytes bytes) {
   return bytes.size() >= 4 && (load_le(bytes, 4) == kLocalSig || load_le(bytes, 4) == kEocdSig);
 }
 
+ZipReader::ZipReader(Bytes bytes, std::string file, const ReadOptions& opts)
+    : ZipReader(bytes, std::move(file), opts.max_bytes) {
+  if (opts.budget != nullptr) {
+    own_budget_.reset();
+    budget_ = opts.budget;
+  } else if (opts.max_read_bytes != 0) {
+    *own_budget_ = ReadBudget(opts.max_read_bytes, file_);
+  }
+}
+
 ZipReader::ZipReader(Bytes bytes, std::string file, std::uint64_t max_bytes)
     : bytes_(bytes), file_(std::move(file)), max_bytes_(max_bytes) {
+  own_budget_ = std::make_shared<ReadBudget>(read_limit({}, bytes_.size(), file_), file_);
+  budget_ = own_budget_.get();
   const std::size_t eocd = find_eocd(bytes_, file_);
   ByteReader r(bytes_.subspan(eocd + 4), file_, "zip end record");
   r.take(4);  // disk numbers
@@ -127,16 +139,15 @@ void ZipReader::read_central_directory(std::uint64_t cd_offset, std::uint64_t cd
       "zip central directory");
   for (std::uint64_t i = 0; i < count; ++i) {
     ZipEntry e = read_central_entry(r, file_);
-    if (find(e.name) != nullptr) fail(file_, "zip archive has two entries named '" + e.name + "'");
+    if (!index_.emplace(e.name, entries_.size()).second)
+      fail(file_, "zip archive has two entries named '" + e.name + "'");
     entries_.push_back(std::move(e));
   }
 }
 
 const ZipEntry* ZipReader::find(std::string_view name) const {
-  for (const ZipEntry& e : entries_) {
-    if (e.name == name) return &e;
-  }
-  return nullptr;
+  const auto it = index_.find(std::string(name));
+  return it == index_.end() ? nullptr : &entries_[it->second];
 }
 
 Bytes ZipReader::entry_payload(const ZipEntry& e) const {
@@ -153,6 +164,12 @@ Bytes ZipReader::entry_payload(const ZipEntry& e) const {
   return r.take(e.compressed_size);
 }
 
+void ZipReader::charge(const ZipEntry& e) const {
+  budget_->charge(e.uncompressed_size, "zip entry '" + e.name + "' (" +
+                                           std::to_string(e.uncompressed_size) +
+                                           " bytes decompressed)");
+}
+
 std::vector<std::uint8_t> ZipReader::extract(const ZipEntry& e) const {
   const std::string where = "zip entry '" + e.name + "'";
   if (e.flags & 0x1) fail(file_, where + " is encrypted");
@@ -167,6 +184,7 @@ std::vector<std::uint8_t> ZipReader::extract(const ZipEntry& e) const {
   if (e.method == 0) {
     if (e.compressed_size != e.uncompressed_size)
       fail(file_, where + ": stored entry with differing sizes");
+    charge(e);
     out.assign(payload.begin(), payload.end());
   } else {
     if (e.uncompressed_size > e.compressed_size * kDeflateMaxRatio + 1024) {
@@ -174,6 +192,7 @@ std::vector<std::uint8_t> ZipReader::extract(const ZipEntry& e) const {
                       std::to_string(e.compressed_size) +
                       " deflated bytes (beyond deflate's 1032:1 ratio)");
     }
+    charge(e);
     out.resize(static_cast<std::size_t>(e.uncompressed_size));
     z_stream zs{};
     if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) fail(file_, where + ": zlib init failed");
