@@ -1,11 +1,13 @@
 # `fp8-check fuzz merge` and `--junit` (docs/fuzz.md "Merging shards, JUnit"): two shards' --json
 # reports merge into one summary whose cases add up; a report with a failure (the planted bug)
 # makes the merge exit 1 and its JUnit file carry a <failure> with the replay command; the same
-# shard twice, or a file that is not a report, is refused with one line and exit 2.
+# shard twice, or a file that is not a report, is refused with one line and exit 2. The planted bug
+# is planted by the test executable fp8-check-planted (PLANTED); fp8-check has no --plant.
 include(${CMAKE_CURRENT_LIST_DIR}/run_fp8.cmake)
 
-function(fuzz_json file)  # fp8-check fuzz ARGN --json --quiet > WORK/file; sets rc
-  execute_process(COMMAND ${EXE} fuzz ${ARGN} --json --quiet RESULT_VARIABLE r
+set(FUZZ_EXE ${EXE})
+function(fuzz_json file)  # ${FUZZ_EXE} fuzz ARGN --json --quiet > WORK/file; sets rc
+  execute_process(COMMAND ${FUZZ_EXE} fuzz ${ARGN} --json --quiet RESULT_VARIABLE r
                   OUTPUT_FILE ${WORK}/${file} ERROR_VARIABLE err WORKING_DIRECTORY ${WORK})
   set(rc ${r} PARENT_SCOPE)
   if(NOT err STREQUAL "")
@@ -30,8 +32,10 @@ if(NOT cases EQUAL 100 OR NOT status STREQUAL "passed")
 endif()
 
 # A failing run: its own --junit, then a merge with the passing shards.
+set(FUZZ_EXE ${PLANTED})
 fuzz_json(report-bug.json --suite gemm.forward --plant offs_off_by_one --cases 500 --seed 8
           --failure-dir ${WORK}/failures --junit ${WORK}/bug.xml)
+set(FUZZ_EXE ${EXE})
 if(NOT rc EQUAL 1)
   message(FATAL_ERROR "the planted bug was not caught (exit ${rc})")
 endif()
@@ -43,7 +47,7 @@ foreach(xml bug.xml merged.xml)
   file(READ ${WORK}/${xml} x)
   if(NOT x MATCHES "<testcase classname=\"fp8ref\\.fuzz\\.cpu\" name=\"gemm\\.forward\""
      OR NOT x MATCHES "<failure type=\"property\" message=\"exact model: got"
-     OR NOT x MATCHES "replay: fp8-check fuzz --suite gemm\\.forward --replay [0-9a-f]+"
+     OR NOT x MATCHES "replay: fp8-check-planted fuzz --suite gemm\\.forward --replay [0-9a-f]+"
      OR NOT x MATCHES "tests=\"1\" failures=\"1\"")
     message(FATAL_ERROR "${xml} lacks the testcase / failure / replay command:\n${x}")
   endif()
