@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what fp8ref's build and tests need on a fresh Debian 12 machine: the Debian packages
 # below and a Python venv (.venv at the repository root) for the ml_dtypes / safetensors
-# cross-checks. Idempotent: a re-run that finds everything in place changes nothing and takes
-# about a second. CUDA is not installed here: a preinstalled /usr/local/cuda is used if present.
+# cross-checks and the Python package fp8ref (python/; docs/python.md). Idempotent: a re-run
+# that finds everything in place changes nothing and takes about a second. CUDA is not
+# installed here: a preinstalled /usr/local/cuda is used if present.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -10,7 +11,7 @@ cd "$root"
 
 debian_packages=(
   build-essential cmake ninja-build git
-  python3 python3-venv python3-pip
+  python3 python3-venv python3-pip python3-dev
   libeigen3-dev libboost-dev libgtest-dev libgmock-dev librapidcheck-dev
   libcli11-dev nlohmann-json3-dev zlib1g-dev
   clang libclang-rt-14-dev clang-format
@@ -18,7 +19,10 @@ debian_packages=(
 # Headless browser for the report rendering test; Debian ships it under either name.
 browser_candidates=(chromium-headless-shell chromium)
 
-python_pins=(numpy==2.4.6 ml_dtypes==0.6.0 safetensors==0.8.0)
+# numpy / ml_dtypes / safetensors: the cross-checks; nanobind / scikit-build-core: the Python
+# package fp8ref (python/, built by CMake when nanobind is found); pytest / hypothesis: its tests.
+python_pins=(numpy==2.4.6 ml_dtypes==0.6.0 safetensors==0.8.0 nanobind==2.9.2
+  scikit-build-core==0.11.6 pytest==8.4.2 hypothesis==6.140.3)
 
 sudo_cmd=()
 if [[ $(id -u) -ne 0 ]]; then

@@ -4,8 +4,8 @@
 # shard twice, or a file that is not a report, is refused with one line and exit 2.
 include(${CMAKE_CURRENT_LIST_DIR}/run_fp8.cmake)
 
-function(fuzz_json file)  # fp8-check fuzz ARGN --json --quiet > WORK/file; sets rc
-  execute_process(COMMAND ${EXE} fuzz ${ARGN} --json --quiet RESULT_VARIABLE r
+function(fuzz_json exe file)  # EXE fuzz ARGN --json --quiet > WORK/file; sets rc
+  execute_process(COMMAND ${exe} fuzz ${ARGN} --json --quiet RESULT_VARIABLE r
                   OUTPUT_FILE ${WORK}/${file} ERROR_VARIABLE err WORKING_DIRECTORY ${WORK})
   set(rc ${r} PARENT_SCOPE)
   if(NOT err STREQUAL "")
@@ -14,7 +14,7 @@ function(fuzz_json file)  # fp8-check fuzz ARGN --json --quiet > WORK/file; sets
 endfunction()
 
 foreach(i 0 1)
-  fuzz_json(report-${i}.json --suite gemm.forward --cases 50 --seed 7 --shard ${i}/2)
+  fuzz_json(${EXE} report-${i}.json --suite gemm.forward --cases 50 --seed 7 --shard ${i}/2)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "shard ${i}/2 failed (exit ${rc})")
   endif()
@@ -29,8 +29,9 @@ if(NOT cases EQUAL 100 OR NOT status STREQUAL "passed")
   message(FATAL_ERROR "merged gemm.forward: ${cases} cases, ${status} (want 100, passed)")
 endif()
 
-# A failing run: its own --junit, then a merge with the passing shards.
-fuzz_json(report-bug.json --suite gemm.forward --plant offs_off_by_one --cases 500 --seed 8
+# A failing run (the planted-bug build fp8-check-planted): its own --junit, then a merge with the
+# passing shards.
+fuzz_json(${PLANTED} report-bug.json --suite gemm.forward --plant offs_off_by_one --cases 500 --seed 8
           --failure-dir ${WORK}/failures --junit ${WORK}/bug.xml)
 if(NOT rc EQUAL 1)
   message(FATAL_ERROR "the planted bug was not caught (exit ${rc})")
@@ -43,7 +44,7 @@ foreach(xml bug.xml merged.xml)
   file(READ ${WORK}/${xml} x)
   if(NOT x MATCHES "<testcase classname=\"fp8ref\\.fuzz\\.cpu\" name=\"gemm\\.forward\""
      OR NOT x MATCHES "<failure type=\"property\" message=\"exact model: got"
-     OR NOT x MATCHES "replay: fp8-check fuzz --suite gemm\\.forward --replay [0-9a-f]+"
+     OR NOT x MATCHES "replay: fp8-check-planted fuzz --suite gemm\\.forward --replay [0-9a-f]+"
      OR NOT x MATCHES "tests=\"1\" failures=\"1\"")
     message(FATAL_ERROR "${xml} lacks the testcase / failure / replay command:\n${x}")
   endif()

@@ -19,6 +19,7 @@
 #include "cli/errors.h"
 #include "cli/fuzz_report.h"
 #include "cli/number_options.h"
+#include "numerics/plant.h"
 
 #ifndef FP8REF_SOURCE_DIR
 #define FP8REF_SOURCE_DIR ""
@@ -42,6 +43,9 @@ struct FuzzArgs {
   int threads = 1;
   bool test_level = false;
   bool require_classes = false;
+#ifdef FP8REF_PLANT_HOOKS
+  bool list_plants = false;
+#endif
 };
 
 // FP8REF_TEST_LEVEL (1..3) as proptests/common reads it: case multiplier 1, 4, 16.
@@ -219,10 +223,23 @@ void run(const FuzzArgs& a) {
   if (!a.golden.empty() && !std::filesystem::is_directory(a.golden + "/regressions", ec))
     throw UsageError("--golden " + a.golden + ": no regressions/ folder there");
   opt.golden_dir = a.golden.empty() ? default_golden() : a.golden;
+#ifdef FP8REF_PLANT_HOOKS
+  try {
+    (void)plant::parse(a.plant);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--plant: ") + e.what());
+  }
   opt.plant = a.plant;
-  if (!opt.plant.empty() && opt.plant != "offs_off_by_one")
-    throw UsageError("--plant: unknown bug '" + opt.plant + "' (offs_off_by_one)");
+  opt.command = "fp8-check-planted";
+#endif
 
+#ifdef FP8REF_PLANT_HOOKS
+  if (a.list_plants) {
+    for (std::size_t i = 1; i < plant::kNames.size(); ++i)
+      std::printf("%s\n", std::string(plant::kNames[i]).c_str());
+    return;
+  }
+#endif
   if (a.list) {
     for (const auto& s : fuzz::all_suites())
       std::printf("%-22s %-4s %s%s\n", s.info.name.c_str(), s.info.label.c_str(),
@@ -327,8 +344,11 @@ void add_fuzz_command(CLI::App& app) {
       "Where failing cases are written (default $FP8REF_FAILURE_DIR or ./fp8ref-failures)");
   c->add_option("--golden", a->golden,
                 "golden/ folder whose regressions/ the golden.regressions suite replays");
+#ifdef FP8REF_PLANT_HOOKS
   c->add_option("--plant", a->plant,
-                "Self-test: plant a known bug (offs_off_by_one) in the code under test");
+                "Plant one catalogued bug (numerics/plant.h) in the code under test");
+  c->add_flag("--list-plants", a->list_plants, "List the catalogued bugs and exit");
+#endif
   c->add_option("--junit", a->junit,
                 "Also write a JUnit XML report to FILE (one testcase per suite; failures carry "
                 "the replay command)");

@@ -21,10 +21,12 @@ namespace fp8ref::cli {
 struct GemmOptions {
   std::string in, a, b, scale_a, scale_b, offs, b_layout = "nk", scaling = "none", model;
   std::string grouping = "m";  // m: groups of rows of A; k: groups of K (wgrad-style)
+  std::string tensor_scale_a, tensor_scale_b;  // nvfp4's per-tensor scales (optional)
   std::string out_dtype = "f32", out, out_name = "out", got, got_file;
   int split_k = 1;
   std::int64_t split_blocks = 0;
   std::string epilogue = "model";
+  std::string device = "cpu";  // cpu | cuda | auto: where the oracle runs (docs/gpu_oracle.md)
   bool bound = false, within_bound = false;
   std::size_t max_report = 10;
 };
@@ -37,9 +39,10 @@ struct GemmCase {
   ref::Scaling scaling = ref::Scaling::none;
   std::vector<std::uint8_t> a, b;
   std::vector<float> sa, sb;
+  std::vector<float> ta, tb;  // nvfp4 tensor scales: (1) and (G), or none
   std::vector<std::int64_t> offs;
   ref::GroupedGemmOperands operands() const {
-    return {M, N, K, G, fa, fb, a, b, layout, scaling, sa, sb};
+    return {M, N, K, G, fa, fb, a, b, layout, scaling, sa, sb, ta, tb};
   }
 };
 
@@ -68,6 +71,9 @@ const tensor_io::Tensor& find_tensor(const tensor_io::TensorFile& tf, const std:
 // Reads and checks A, B, the scales and the offsets named by `o` (see oracle_gemm.cpp's header
 // and docs/cli.md for the shape rules).
 GemmCase load_case(const GemmOptions& o);
+// The same on tensors already in memory (the Python module's arrays); `o.in` names them in
+// messages.
+GemmCase load_case(const tensor_io::TensorFile& tf, const GemmOptions& o);
 
 // A --model name: a canonical model name (to_string(AccumulationModel)) or a short alias
 // (promoted_blockwise, promoted_tensorwise, promoted_rowwise); nullopt for anything else.

@@ -1,0 +1,45 @@
+// Shared pieces of the nanobind module fp8ref._core (docs/python.md): array aliases, numpy
+// arrays that own a moved std::vector (no copy on the way out), and the registration functions
+// of the codec and tensor halves.
+#pragma once
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace fp8ref::py {
+
+namespace nb = nanobind;
+
+// Any C-contiguous CPU array (buffer protocol or DLPack), read only, any dtype and rank.
+using AnyArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+// Raw bytes of one tensor: the Python layer passes a uint8 view of the caller's array.
+using ByteArray =
+    nb::ndarray<nb::ro, const std::uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+template <class T>
+using NumpyArray = nb::ndarray<nb::numpy, T>;
+
+// A numpy array of `shape` that owns `v` (moved to the heap, freed by the array's capsule).
+template <class T>
+NumpyArray<T> owning_array(std::vector<T>&& v, const std::vector<std::size_t>& shape) {
+  auto* heap = new std::vector<T>(std::move(v));
+  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return NumpyArray<T>(heap->data(), shape.size(), shape.data(), owner);
+}
+
+// The shape of `a` as size_t extents.
+inline std::vector<std::size_t> shape_of(const AnyArray& a) {
+  std::vector<std::size_t> s(a.ndim());
+  for (std::size_t i = 0; i < a.ndim(); ++i) s[i] = a.shape(i);
+  return s;
+}
+
+void register_codec(nb::module_& m);
+void register_tensors(nb::module_& m);
+
+}  // namespace fp8ref::py
