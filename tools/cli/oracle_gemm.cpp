@@ -251,10 +251,9 @@ void run_verify_command(const GemmOptions& o) {
   const OracleRun ex = o.within_bound
                            ? load_and_run(o, {AccumulationModel::exact, 1}, OutDtype::f32, false).r
                            : OracleRun{};
-  std::printf("fp8-check verify grouped-gemm: %s, %s, oracle on %s\n",
-              describe(c, m, o, lr.what).c_str(),
-              o.within_bound ? "within the model's bound of exact" : "bitwise",
-              on_gpu ? "cuda" : "cpu");
+  std::printf(
+      "fp8-check verify grouped-gemm: %s, %s, oracle on %s\n", describe(c, m, o, lr.what).c_str(),
+      o.within_bound ? "within the model's bound of exact" : "bitwise", on_gpu ? "cuda" : "cpu");
   const VerifyCounts v = compare(c, got, r, ex, d, o);
   std::printf("  group      rows  elements  mismatches  max |got-ref|\n");
   for (std::size_t g = 0; g < v.groups.size(); ++g)
