@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "numerics/format.h"
+#include "numerics/plant.h"
 #include "numerics/source.h"
 
 namespace fp8ref {
@@ -78,6 +79,9 @@ constexpr bool round_increment(Rounding r, bool sign, std::uint64_t sig, int shi
     case Rounding::rne: {
       if (shift > 64) return false;  // rem < 2^53 <= half
       const u128 half = u128{1} << (shift - 1);
+#ifdef FP8REF_PLANT_HOOKS
+      if (FP8REF_PLANTED_RT(codec_ties_half_up)) return rem >= half;
+#endif
       return rem > half || (rem == half && kept_odd);
     }
     case Rounding::sr: {
@@ -160,6 +164,12 @@ constexpr std::uint8_t encode_fp8_bits(std::uint64_t bits, const EncodeSpec& spe
     man = kept - (std::uint64_t{1} << p);
   }
   const int code = (exp_field << p) | static_cast<int>(man);
+#ifdef FP8REF_PLANT_HOOKS
+  if (FP8REF_PLANTED_RT(codec_subnormal_ftz) && exp_field == 0) return s;
+  if (FP8REF_PLANTED_RT(codec_sat_one_high) && code == T::kMaxFinite + 1 &&
+      spec.overflow == Overflow::sat)
+    return std::uint8_t(code | s);
+#endif
   // 6. Overflow: past max finite (for e4m3 the would-be 0x7F slot is NaN, not a value).
   if (code > T::kMaxFinite) {
     if (!kCanOverflow || detail::rounds_toward_zero(spec.rounding, sign) ||

@@ -19,10 +19,12 @@
 //   numerics/models/model_dot.h       exact_dot, fp32_sequential_dot, and model_dot: any named
 //                                     model with its split-K and epilogue order
 //   numerics/models/blackwell_step.h  Blackwell tcgen05 / sm_120 block-scaled step models (with
-//                                     blackwell_mxf4_step.h) and their chains (blackwell_chain.h);
-//                                     not yet chained into the grouped GEMM, so not included here
+//                                     blackwell_mxf4_step.h) and their chains (blackwell_chain.h)
+//   numerics/models/blackwell_models.h the Blackwell models of one element: chains over K with
+//                                     the block scales in each step, then the scalar scales
 #pragma once
 
+#include "numerics/models/blackwell_models.h"
 #include "numerics/models/bounded.h"
 #include "numerics/models/exact_sum.h"
 #include "numerics/models/hopper_models.h"

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "numerics/plant.h"
+
 namespace fp8ref {
 
 // Logical f32 scales (bit patterns), (groups, rows, cols) row-major: 1x128 activation scales are
@@ -93,6 +95,9 @@ inline void check_grid(std::int64_t g, std::int64_t r, std::int64_t c, std::size
 inline std::int64_t blocked_offset(std::int64_t r, std::int64_t c, std::int64_t tiles_c) {
   const std::int64_t tile = (r / 128) * tiles_c + c / 4;
   const std::int64_t rr = r % 128;
+#ifdef FP8REF_PLANT_HOOKS
+  if (FP8REF_PLANTED(swizzle_128x4_dropped)) return tile * 512 + rr * 4 + c % 4;
+#endif
   return tile * 512 + (rr % 32) * 16 + (rr / 32) * 4 + c % 4;
 }
 
@@ -165,6 +170,10 @@ inline std::size_t e8m0_offset(ScaleLayoutE8m0 l, std::int64_t g, std::int64_t r
     }
     case ScaleLayoutE8m0::deepgemm_packed: {
       const std::int64_t am = align_up(rows, 4), kk = align_up(cols, 4) / 4;
+#ifdef FP8REF_PLANT_HOOKS
+      if (FP8REF_PLANTED(packed_bytes_swapped))
+        return std::size_t(((g * kk + c / 4) * am + r) * 4 + 3 - c % 4);
+#endif
       return std::size_t(((g * kk + c / 4) * am + r) * 4 + c % 4);
     }
   }

@@ -5,6 +5,7 @@
 // All arithmetic is IEEE f32 / f64 round-to-nearest as the library does it; no fused operations.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -15,6 +16,7 @@
 
 #include "numerics/codec.h"
 #include "numerics/format.h"
+#include "numerics/plant.h"
 #include "numerics/torch_rceil_exponent.h"
 
 namespace fp8ref {
@@ -147,6 +149,9 @@ inline float source_max(Source src) {
 //   q = (x_view * (1.0 / sf)).to(torch.float8_e4m3fn)   (1.0/sf = sf.reciprocal() * 1.0)
 [[gnu::always_inline]] inline BlockScale deepgemm_scale(const Recipe& r, float amax) {
   float a = std::isnan(amax) ? amax : (amax < 1e-4f ? 1e-4f : amax);  // torch.clamp keeps NaN
+#ifdef FP8REF_PLANT_HOOKS
+  if (FP8REF_PLANTED(deepgemm_amax_clamp)) a = std::isnan(amax) ? amax : std::max(amax, 1e-5f);
+#endif
   float sf = torch_div_scalar(r.runtime, a, 448.0f);
   if (r.pow2) {
     const std::uint32_t b = bits_of(sf) & 0x7FFFFFFFu;
@@ -181,6 +186,9 @@ inline float source_max(Source src) {
 // the f32 division), q = static_cast<OType>(x * scale) (satfinite).
 [[gnu::always_inline]] inline BlockScale te_scale(const Recipe& r, float amax, Source src) {
   float a = amax < r.epsilon ? r.epsilon : amax;
+#ifdef FP8REF_PLANT_HOOKS
+  if (FP8REF_PLANTED(te_epsilon_ignored)) a = amax;
+#endif
   float scale = 1.0f;
   if (!(std::isinf(a) || a == 0.0f || std::isnan(a))) {
     scale = elem_max(r.elem) / a;
@@ -333,12 +341,21 @@ constexpr float e8m0_value_f32(std::uint8_t code) {
   if (r.runtime == Runtime::cuda_kernel) {
     const float rcp = static_cast<float>(1.0 / static_cast<double>(max_pos));
     e = e8m0_ceil_satfinite_f32(bits_of(amax * rcp));
+#ifdef FP8REF_PLANT_HOOKS
+    if (FP8REF_PLANTED(mx_rceil_floors) && e > 1 && e < 0xFE &&
+        (bits_of(amax * rcp) & 0x7FFFFFu) != 0)
+      --e;
+#endif
     factor = e == 0 ? 1.0f : f32_from_bits(std::uint32_t(254 - e) << 23);
   } else {
     if (src == Source::f16 || src == Source::f64)
       throw std::invalid_argument("torchao to_mx takes bf16 or f32 input");
     const float descale = torch_div_scalar(r.runtime, amax, max_pos);
     e = torch_rceil_e8m0_threshold(descale);
+#ifdef FP8REF_PLANT_HOOKS
+    if (FP8REF_PLANTED(mx_rceil_floors) && e > 1 && e < 0xFF && (bits_of(descale) & 0x7FFFFFu) != 0)
+      --e;
+#endif
     // exp2(127 - e) for e in [1, 254] is 2^126 .. 2^-127, exact as an f64 and as an f32.
     factor = e == 0xFF ? descale
              : e == 0  ? 1.0f

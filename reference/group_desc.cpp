@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "numerics/plant.h"
+
 namespace fp8ref::ref {
 namespace {
 
@@ -72,7 +74,11 @@ std::vector<std::int32_t> row_map_from_offsets(std::span<const std::int64_t> off
   std::vector<std::int32_t> map(std::size_t(M), -1);
   std::int64_t start = 0;
   for (std::size_t g = 0; g < offs.size(); ++g) {
-    for (std::int64_t r = start; r < offs[g]; ++r) map[std::size_t(r)] = std::int32_t(g);
+    std::int64_t end = offs[g];
+#ifdef FP8REF_PLANT_HOOKS
+    if (FP8REF_PLANTED(offs_off_by_one) && g == 0 && end > 0) --end;
+#endif
+    for (std::int64_t r = start; r < end; ++r) map[std::size_t(r)] = std::int32_t(g);
     start = offs[g];
   }
   return map;

@@ -25,8 +25,9 @@ struct ScaleCounts {
 };
 ScaleCounts scale_counts(const GroupedGemmOperands& op) {
   const std::int64_t nbk = ceil_div(op.K, kScaleBlockK), nbn = ceil_div(op.N, kScaleBlockK);
-  const std::int64_t nmx = ceil_div(op.K, kMxBlockK);
+  const std::int64_t nmx = ceil_div(op.K, kMxBlockK), nnv = ceil_div(op.K, kNvfp4BlockK);
   switch (op.scaling) {
+    case Scaling::nvfp4: return {op.M * nnv, nnv, op.G * op.N * nnv};
     case Scaling::none: return {0, 0, 0};
     case Scaling::tensorwise: return {1, 0, op.G};
     case Scaling::rowwise: return {op.M, 1, op.G * op.N};
@@ -36,10 +37,45 @@ ScaleCounts scale_counts(const GroupedGemmOperands& op) {
   return {0, 0, 0};
 }
 
+// Scale checks the Blackwell models add: each block scale a ue8m0 / ue4m3 value, the nvfp4
+// tensor scales finite (1 and G of them, or none).
+void check_blackwell_scales(const GroupedGemmOperands& op, std::span<const std::int32_t> row_map,
+                            const ScaleCounts& sc) {
+  const bool nv = op.scaling == Scaling::nvfp4;
+  if (!nv && !(op.tensor_scale_a.empty() && op.tensor_scale_b.empty()))
+    fail("tensor scales apply to nvfp4 scaling only");
+  if (nv && !(op.tensor_scale_a.empty() && op.tensor_scale_b.empty())) {
+    expect_size("tensor_scale_a", op.tensor_scale_a.size(), 1);
+    expect_size("tensor_scale_b", op.tensor_scale_b.size(), op.G);
+    expect_scale("tensor_scale_a", op.tensor_scale_a, 0, false);
+    for (std::int64_t g = 0; g < op.G; ++g)
+      expect_scale("tensor_scale_b", op.tensor_scale_b, g, false);
+  }
+  if (!nv && op.scaling != Scaling::mx) return;
+  std::vector<char> used(std::size_t(op.G), 0);
+  for (const std::int32_t g : row_map)
+    if (g >= 0) used[std::size_t(g)] = 1;
+  const std::int64_t per_group = op.G ? sc.b / op.G : 0;
+  for (std::int64_t i = 0; i < sc.b; ++i)
+    if (used[std::size_t(i / per_group)]) expect_scale_code("scale_b", op.scale_b, i, op.scaling);
+  for (std::int64_t r = 0; r < op.M; ++r)
+    if (row_map[std::size_t(r)] >= 0)
+      for (std::int64_t j = 0; j < sc.a_per_row; ++j)
+        expect_scale_code("scale_a", op.scale_a, r * sc.a_per_row + j, op.scaling);
+}
+
 void check_forward(const GroupedGemmOperands& op, std::span<const std::int32_t> row_map,
                    ModelChoice m, const GemmOutput& y) {
-  require_operand_format(op.fa);
-  require_operand_format(op.fb);
+  if (is_blackwell_model(m.model)) {
+    try {
+      fp8ref::detail::require_blackwell_operands(m.model, op.fa, op.fb);
+    } catch (const std::invalid_argument& e) {
+      fail(e.what() + 8);
+    }
+  } else {
+    require_operand_format(op.fa);
+    require_operand_format(op.fb);
+  }
   if (op.M < 0 || op.N < 0 || op.K < 0 || op.G < 0) fail("negative GEMM dimension");
   expect_size("A", op.a.size(), op.M * op.K);
   expect_size("B", op.b.size(), op.G * op.N * op.K);
@@ -49,6 +85,7 @@ void check_forward(const GroupedGemmOperands& op, std::span<const std::int32_t> 
   const ScaleCounts sc = scale_counts(op);
   expect_size("scale_a", op.scale_a.size(), sc.a);
   expect_size("scale_b", op.scale_b.size(), sc.b);
+  if (is_blackwell_model(m.model)) check_blackwell_scales(op, row_map, sc);
   const bool pow2 = op.scaling == Scaling::mx;
   // Only the scales a valid row reads are checked: a group without rows (an idle expert) may
   // hold anything in its B scales, as rows of no group may in their A scales.
@@ -86,6 +123,8 @@ detail::ScaleGrid grid_a(const GroupedGemmOperands& op) {
     case Scaling::rowwise: return {op.scale_a.data(), 1, 1, false, kScaleBlockK};
     case Scaling::blockwise: return {op.scale_a.data(), nbk, 1, true, kScaleBlockK};
     case Scaling::mx: return {op.scale_a.data(), nmx, 1, true, kMxBlockK};
+    case Scaling::nvfp4:
+      return {op.scale_a.data(), ceil_div(op.K, kNvfp4BlockK), 1, true, kNvfp4BlockK};
   }
   return {&kOne, 0, 1, false, kScaleBlockK};
 }
@@ -99,6 +138,10 @@ detail::ScaleGrid grid_b(const GroupedGemmOperands& op, std::int64_t g) {
     case Scaling::rowwise: return {s + g * op.N, 1, 1, false, kScaleBlockK};
     case Scaling::blockwise: return {s + g * nbn * nbk, nbk, kScaleBlockK, true, kScaleBlockK};
     case Scaling::mx: return {s + g * op.N * nmx, nmx, 1, true, kMxBlockK};
+    case Scaling::nvfp4: {
+      const std::int64_t nnv = ceil_div(op.K, kNvfp4BlockK);
+      return {s + g * op.N * nnv, nnv, 1, true, kNvfp4BlockK};
+    }
   }
   return {&kOne, 0, 1, false, kScaleBlockK};
 }
@@ -195,7 +238,9 @@ void grouped_gemm_forward(const GroupedGemmOperands& op, std::span<const std::in
     const detail::ScaleGrid gb = grid_b(op, g);
     const std::uint8_t* a_row = op.a.data() + r * op.K;
     for (std::int64_t n = 0; n < op.N; ++n) {
-      const ElementScales sc{ga.at(r), gb.at(n), ga.per_block, ga.block_k};
+      ElementScales sc{ga.at(r), gb.at(n), ga.per_block, ga.block_k};
+      if (!op.tensor_scale_a.empty())
+        sc.tensor_a = op.tensor_scale_a[0], sc.tensor_b = op.tensor_scale_b[std::size_t(g)];
       store_model(y, std::size_t(r * op.N + n),
                   model_dot(model.model, a_row, b + (g * op.N + n) * op.K, op.K, op.fa, op.fb, sc,
                             model.split(), model.epilogue));

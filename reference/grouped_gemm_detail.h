@@ -36,7 +36,37 @@ inline void expect_scale(const char* name, std::span<const float> s, std::int64_
          " is not a power of two (mx scales are E8M0 values)");
 }
 
+// A scale the Blackwell tensor core takes as a code: ue8m0 (mx) or ue4m3 (nvfp4).
+inline void expect_scale_code(const char* name, std::span<const float> s, std::int64_t i,
+                              Scaling scaling) {
+  try {
+    const float v = s[std::size_t(i)];
+    scaling == Scaling::nvfp4 ? fp8ref::detail::ue4m3_code_of(v) : fp8ref::detail::e8m0_code_of(v);
+  } catch (const std::invalid_argument& e) {
+    fail(std::string(name) + "[" + str(i) + "]: " + (e.what() + 8));  // drop "fp8ref: "
+  }
+}
+
+// The scalings and operand formats a Blackwell model takes (docs/models.md "Blackwell models").
+inline void check_blackwell_model(AccumulationModel m, Scaling s) {
+  const BlackwellKind k = blackwell_kind(m);
+  const bool ok = k == BlackwellKind::f8f6f4
+                      ? s == Scaling::none || s == Scaling::tensorwise || s == Scaling::rowwise
+                  : k == BlackwellKind::mxf4nvf4 ? s == Scaling::mx || s == Scaling::nvfp4
+                                                 : s == Scaling::mx;
+  if (!ok)
+    fail(std::string("model ") + to_string(m) + " takes " +
+         (k == BlackwellKind::f8f6f4     ? "none, tensorwise or rowwise"
+          : k == BlackwellKind::mxf4nvf4 ? "mx or nvfp4"
+                                         : "mx") +
+         " scaling, not " + to_string(s));
+}
+
 inline void check_model(ModelChoice m, Scaling s) {
+  if (is_blackwell_model(m.model)) check_blackwell_model(m.model, s);
+  if (s == Scaling::nvfp4 && !is_blackwell_model(m.model))
+    fail(std::string("nvfp4 scaling needs blackwell_mxf4nvf4 or rtx_blackwell_mxf4nvf4, not ") +
+         to_string(m.model));
   if (m.split_k < 1) fail("split_k = " + str(m.split_k) + " must be >= 1");
   if (m.split_blocks < 0) fail("split_blocks = " + str(m.split_blocks) + " must be >= 0");
   if (m.split_blocks > 0 && m.split_k != 1)

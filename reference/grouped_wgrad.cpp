@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "numerics/models.h"
+#include "numerics/plant.h"
 #include "reference/group_desc.h"
 #include "reference/grouped_gemm.h"
 #include "reference/grouped_gemm_detail.h"
@@ -86,10 +87,13 @@ TokenBlocks check_wgrad(const WgradOperands& op, std::span<const std::int64_t> o
   check_output(dw, op.G * op.N * op.K);
   expect_size("offs", offs.size(), op.G);
   validate_offsets(offs, op.M, 1);
-  if (op.scaling == Scaling::rowwise)
+  if (is_blackwell_model(model.model))
+    fail(std::string("wgrad does not take the Blackwell models (") + to_string(model.model) + ")");
+  if (op.scaling == Scaling::rowwise || op.scaling == Scaling::nvfp4)
     fail(
         "wgrad takes scaling none, tensorwise, blockwise (1×128 along tokens) or mx (1×32 along "
-        "tokens), not rowwise");
+        "tokens), not " +
+        std::string(to_string(op.scaling)));
   check_model(model, op.scaling);
   const TokenBlocks tb = token_blocks(op, offs);
   if (tb.width == 0) {
@@ -219,7 +223,12 @@ void grouped_gemm_wgrad(const WgradOperands& op, std::span<const std::int64_t> o
     const std::int64_t r0 = g ? offs[std::size_t(g - 1)] : 0, m = offs[std::size_t(g)] - r0;
     if (m == 0) {  // empty group: RN_out(C[g]) under every model, exactly C[g] for f32
       for (std::int64_t e = g * nk; e < (g + 1) * nk; ++e)
+#ifdef FP8REF_PLANT_HOOKS
+        store_c(dw, std::size_t(e),
+                FP8REF_PLANTED(empty_wgrad_zeroed) ? 0.0f : op.c[std::size_t(e)]);
+#else
         store_c(dw, std::size_t(e), op.c[std::size_t(e)]);
+#endif
       continue;
     }
     gather_group(op, tb, g, r0, m, steps_on_planes(model.model), gc);

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "numerics/plant.h"
+
 namespace fp8ref::ref {
 namespace {
 
@@ -62,7 +64,13 @@ std::vector<std::int64_t> padded_offsets(const PadPlan& plan) {
 std::vector<std::int32_t> padded_row_map(const PadPlan& plan) {
   std::vector<std::int32_t> map(std::size_t(plan.capacity), -1);
   for (std::size_t g = 0; g < plan.starts.size(); ++g)
+#ifdef FP8REF_PLANT_HOOKS
+    std::fill_n(map.begin() + plan.starts[g],
+                FP8REF_PLANTED(pad_rows_to_group) ? plan.padded_sizes[g] : plan.sizes[g],
+                std::int32_t(g));
+#else
     std::fill_n(map.begin() + plan.starts[g], plan.sizes[g], std::int32_t(g));
+#endif
   return map;
 }
 
@@ -78,6 +86,12 @@ void pad_rows(const PadPlan& plan, RowsView in, RowsSpan out) {
   std::int64_t src = 0;
   for (std::size_t g = 0; g < plan.starts.size(); ++g)
     for (std::int64_t i = 0; i < plan.sizes[g]; ++i) copy_row(in, src++, out, plan.starts[g] + i);
+#ifdef FP8REF_PLANT_HOOKS
+  if (FP8REF_PLANTED(pad_rows_written))
+    for (std::size_t g = 0, s = 0; g < plan.starts.size(); s += std::size_t(plan.sizes[g++]))
+      for (std::int64_t i = plan.sizes[g]; i < plan.padded_sizes[g] && plan.sizes[g] > 0; ++i)
+        copy_row(in, std::int64_t(s) + plan.sizes[g] - 1, out, plan.starts[g] + i);
+#endif
 }
 
 void unpad_rows(const PadPlan& plan, RowsView in, RowsSpan out) {

@@ -391,21 +391,6 @@ std::vector<std::int64_t> global_starts(const SourceView2d& x, BlockGeometry g) 
 
 }  // namespace
 
-BlockShape block_shape(BlockGeometry g, std::int64_t rows, std::int64_t cols) {
-  const std::int64_t m = rows > 0 ? rows : 1, k = cols > 0 ? cols : 1;
-  switch (g) {
-    case BlockGeometry::tensorwise: return {m, k};
-    case BlockGeometry::rowwise: return {1, k};
-    case BlockGeometry::per_channel: return {m, 1};
-    case BlockGeometry::b1x128: return {1, 128};
-    case BlockGeometry::b128x1: return {128, 1};
-    case BlockGeometry::b128x128: return {128, 128};
-    case BlockGeometry::b1x32: return {1, 32};
-    case BlockGeometry::b32x1: return {32, 1};
-  }
-  throw std::invalid_argument("unknown block geometry");
-}
-
 Quantized quantize(const SourceView2d& x, const Recipe& r, BlockGeometry g) {
   Quantized q{};
   quantize_blocks(x, r, g, global_starts(x, g), q);
@@ -460,72 +445,6 @@ std::vector<double> dequantize(const Quantized& q) {
             decode_f64(q.recipe.elem, q.codes[std::size_t(i * q.cols + j)]) * s;
       }
   return z;
-}
-
-namespace {
-
-// Fixed block extents (0 = the whole extent of that dimension).
-BlockShape fixed_extent(BlockGeometry g) {
-  switch (g) {
-    case BlockGeometry::b1x128: return {1, 128};
-    case BlockGeometry::b128x1: return {128, 1};
-    case BlockGeometry::b128x128: return {128, 128};
-    case BlockGeometry::b1x32: return {1, 32};
-    case BlockGeometry::b32x1: return {32, 1};
-    case BlockGeometry::rowwise: return {1, 0};
-    case BlockGeometry::per_channel: return {0, 1};
-    case BlockGeometry::tensorwise: return {0, 0};
-  }
-  return {0, 0};
-}
-
-// The rule of r's library that an (rows, cols) tensor with fixed block extents e breaks, if any.
-ShapeRule broken_shape_rule(const Recipe& r, BlockShape e, std::int64_t rows, std::int64_t cols) {
-  const auto divides = [](std::int64_t b, std::int64_t n) { return b <= 1 || n % b == 0; };
-  if (r.kind == RecipeKind::te) return ShapeRule::accepted;
-  if (r.kind == RecipeKind::deepgemm)
-    return e.cols == 1 && !divides(e.rows, rows) ? ShapeRule::deepgemm_channel_rows
-                                                 : ShapeRule::accepted;
-  if (r.kind == RecipeKind::mx_rceil && r.runtime == Runtime::cuda_kernel)
-    return rows % 32 != 0 || cols % 32 != 0 ? ShapeRule::te_mxfp8_dims : ShapeRule::accepted;
-  return !divides(e.rows, rows) || !divides(e.cols, cols) ? ShapeRule::torchao_extent_divides
-                                                          : ShapeRule::accepted;
-}
-
-std::string shape_rule_text(ShapeRule rule, BlockShape e) {
-  switch (rule) {
-    case ShapeRule::deepgemm_channel_rows:
-      return "DeepGEMM per_channel_cast_to_fp8 needs rows % " + std::to_string(e.rows) + " == 0";
-    case ShapeRule::te_mxfp8_dims:
-      return "Transformer Engine MXFP8 needs both dimensions divisible by 32";
-    case ShapeRule::torchao_extent_divides:
-      return "torchao needs every block extent to divide its dimension";
-    case ShapeRule::accepted: break;
-  }
-  return {};
-}
-
-}  // namespace
-
-// Sources in docs/recipes.md "Shapes": DeepGEMM pads K (per_token / per_block casts) but
-// per_channel_cast_to_fp8 asserts rows % gran == 0; torchao's blockwise casts and to_mx assert
-// that the block divides the dimension; TE's MXFP8 quantizer needs both dims % 32 (it makes the
-// rowwise and columnwise copies together); TE's other casts and torchao's tensorwise / rowwise
-// casts take any shape.
-ShapeCheck library_shape_check(const Recipe& r, BlockGeometry g, std::int64_t rows,
-                               std::int64_t cols) {
-  const BlockShape e = fixed_extent(g);
-  const ShapeRule rule = broken_shape_rule(r, e, rows, cols);
-  if (rule == ShapeRule::accepted) return {rule, {}};
-  return {rule, "recipe " + std::string(to_string(r.kind)) + " (" +
-                    std::string(to_string(r.runtime)) + "), block " + std::string(to_string(g)) +
-                    ", shape (" + std::to_string(rows) + ", " + std::to_string(cols) +
-                    "): " + shape_rule_text(rule, e)};
-}
-
-void require_library_shape(const Recipe& r, BlockGeometry g, std::int64_t rows, std::int64_t cols) {
-  const ShapeCheck c = library_shape_check(r, g, rows, cols);
-  if (c.rule != ShapeRule::accepted) throw std::invalid_argument(c.reason);
 }
 
 void check_nan_input(const SourceView2d& x, NanInput policy) {

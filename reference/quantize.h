@@ -10,40 +10,21 @@
 #include <string_view>
 #include <vector>
 
+#include "numerics/library_shapes.h"
 #include "numerics/scale_recipe.h"
 
 namespace fp8ref::ref {
 
-enum class BlockGeometry : std::uint8_t {
-  tensorwise,   // one block: (M, K)
-  rowwise,      // (1, K): one scale per row / token
-  per_channel,  // (M, 1): one scale per column / channel
-  b1x128,
-  b128x1,
-  b128x128,
-  b1x32,
-  b32x1,
-};
-
-constexpr std::string_view to_string(BlockGeometry g) {
-  switch (g) {
-    case BlockGeometry::tensorwise: return "tensorwise";
-    case BlockGeometry::rowwise: return "rowwise";
-    case BlockGeometry::per_channel: return "per_channel";
-    case BlockGeometry::b1x128: return "1x128";
-    case BlockGeometry::b128x1: return "128x1";
-    case BlockGeometry::b128x128: return "128x128";
-    case BlockGeometry::b1x32: return "1x32";
-    case BlockGeometry::b32x1: return "32x1";
-  }
-  return "?";
-}
-
-struct BlockShape {
-  std::int64_t rows, cols;
-};
-// The block of geometry g on an (M, K) tensor (whole-extent blocks are at least 1 long).
-BlockShape block_shape(BlockGeometry g, std::int64_t rows, std::int64_t cols);
+// The geometries, block shapes and library shape rules live in numerics/library_shapes.h (the GPU
+// launchers read them too); they are re-exported here.
+using fp8ref::block_shape;
+using fp8ref::BlockGeometry;
+using fp8ref::BlockShape;
+using fp8ref::library_shape_check;
+using fp8ref::require_library_shape;
+using fp8ref::ShapeCheck;
+using fp8ref::ShapeRule;
+using fp8ref::to_string;
 
 // A strided 2-D view of source bit patterns: f32 as uint32_t, bf16 / f16 as uint16_t. Strides are
 // in elements and may be any non-negative values (a transpose is a stride swap).
@@ -86,24 +67,6 @@ std::vector<Quantized> quantize_3d(const SourceView3d& x, const Recipe& r, Block
 
 // x_hat[i][j] = decode(q) * s of its block, exactly (every such product is an f64).
 std::vector<double> dequantize(const Quantized& q);
-
-// The shape rules of the recipes' source libraries (docs/recipes.md, "Shapes"). fp8ref itself
-// quantizes any shape (partial blocks take the amax over their real elements), so this is a
-// separate check.
-enum class ShapeRule : std::uint8_t {
-  accepted,                // the library takes (rows, cols) with this geometry
-  deepgemm_channel_rows,   // DeepGEMM per_channel_cast_to_fp8: rows % block height
-  te_mxfp8_dims,           // Transformer Engine MXFP8: both dimensions % 32
-  torchao_extent_divides,  // torchao: every fixed block extent divides its dimension
-};
-struct ShapeCheck {
-  ShapeRule rule;
-  std::string reason;  // empty when accepted, else one line naming recipe, block, shape and rule
-};
-ShapeCheck library_shape_check(const Recipe& r, BlockGeometry g, std::int64_t rows,
-                               std::int64_t cols);
-// Throws std::invalid_argument with library_shape_check's reason unless the shape is accepted.
-void require_library_shape(const Recipe& r, BlockGeometry g, std::int64_t rows, std::int64_t cols);
 
 // What to do with NaN elements before quantizing.
 enum class NanInput : std::uint8_t {

@@ -15,6 +15,7 @@
 #include "cli/errors.h"
 #include "cli/golden.h"
 #include "cli/inspect.h"
+#include "cli/layout_detect.h"
 #include "cli/oracle_gemm.h"
 #include "cli/quantize.h"
 #include "cli/selfcheck.h"
@@ -64,6 +65,7 @@ int main(int argc, char** argv) {
   fp8ref::cli::add_oracle_command(app);
   fp8ref::cli::add_verify_command(app);
   fp8ref::cli::add_golden_command(app);
+  fp8ref::cli::add_layout_command(app);
 #if defined(FP8REF_CLI_HAVE_FUZZ)
   fp8ref::cli::add_fuzz_command(app);
 #endif

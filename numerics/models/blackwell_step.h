@@ -1,6 +1,6 @@
-// The Blackwell tensor-core step models (docs/design.md §10; docs/models.md "Blackwell"): tcgen05.mma and
-// sm_120 mma.sync kind::f8f6f4 (T-FDPA), kind::mxf8f6f4 block32 (ST-FDPA), kind::mxf4 /
-// mxf4nvf4 k64 (GST-FDPA), each with a per-step error bound against the exact value.
+// The Blackwell tensor-core step models (docs/design.md §10; docs/models.md "Blackwell"):
+// tcgen05.mma and sm_120 mma.sync kind::f8f6f4 (T-FDPA), kind::mxf8f6f4 block32 (ST-FDPA),
+// kind::mxf4 / mxf4nvf4 k64 (GST-FDPA), each with a per-step error bound against the exact value.
 // Source: MMA-Sim 2.1.1 (github.com/microsoft/MMA-Sim, mmasim/arithmetic/fdpa.py t_fdpa, st_fdpa,
 // gst_fdpa; nv_ptx/sim.py TCGen05MMA, TCGen05MMABlockScale, MMA / MMABlockScale "RTX Blackwell").
 //
@@ -32,10 +32,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "numerics/models/bounded.h"
 #include "numerics/codec.h"
-#include "numerics/models/exact_sum.h"
 #include "numerics/format.h"
+#include "numerics/models/bounded.h"
+#include "numerics/models/exact_sum.h"
 
 namespace fp8ref {
 
@@ -116,8 +116,11 @@ struct FdpaSum {
 };
 
 // RZ-FP32 of s·2^q (|s| < 2^62) with the step bound; exponent > 127 gives ±Inf.
+// 2^e as a double, e in [-1022, 1023] (every exponent a step produces), without a libm call.
+inline double pow2_f64(int e) { return std::bit_cast<double>(std::uint64_t(e + 1023) << 52); }
+
 inline Bounded finish_rz_f32(const FdpaSum& sum, int q) {
-  const double term_bound = sum.inexact ? sum.terms * std::ldexp(1.0, q) : 0.0;
+  const double term_bound = sum.inexact ? sum.terms * pow2_f64(q) : 0.0;
   if (sum.s == 0) return {0.0f, term_bound * kBoundSlack};
   std::uint64_t mag = std::uint64_t(sum.s < 0 ? -sum.s : sum.s);
   const int width = 64 - std::countl_zero(mag);
@@ -129,7 +132,8 @@ inline Bounded finish_rz_f32(const FdpaSum& sum, int q) {
   const int drop = lead >= -126 ? width - 24 : -149 - q;  // RZ to 24 bits / to 2^-149
   if (drop > 0) mag >>= drop, q += drop;
   // a result truncated to nothing is +0 (MMA-Sim adds +0.0)
-  const float z = mag == 0 ? 0.0f : float(std::ldexp(double(mag), q)) * (sum.s < 0 ? -1.0f : 1.0f);
+  // mag < 2^24 and q >= -149: mag·2^q is exact in f64 and in f32
+  const float z = mag == 0 ? 0.0f : float(double(mag) * pow2_f64(q)) * (sum.s < 0 ? -1.0f : 1.0f);
   return {z, (term_bound + std::fabs(double(z)) * 0x1p-23 + 0x1p-149) * kBoundSlack};
 }
 
@@ -191,9 +195,23 @@ inline void require_step_length(int n, int k) {
     throw std::invalid_argument("fp8ref: a Blackwell step fuses 0 to " + std::to_string(k) +
                                 " products, not " + std::to_string(n));
 }
+// decode_f64 of every code of an operand format, looked up instead of decoded (the special path
+// of a step reads 64 of them).
+inline const double* elem_value_table(Format f) {
+  static const auto make = [](Format g) {
+    std::array<double, 256> t{};
+    for (int c = 0; c < 256; ++c) t[std::size_t(c)] = decode_f64(g, std::uint8_t(c));
+    return t;
+  };
+  static const std::array<std::array<double, 256>, 7> all = {
+      make(Format::e4m3), make(Format::e5m2), make(Format::e8m0), make(Format::e2m1),
+      make(Format::e2m3), make(Format::e3m2), make(Format::ue4m3)};
+  return all[std::size_t(f)].data();
+}
 inline double ieee_dot(const std::uint8_t* a, const std::uint8_t* b, int n, Format fa, Format fb) {
+  const double *va = elem_value_table(fa), *vb = elem_value_table(fb);
   double s = 0;
-  for (int k = 0; k < n; ++k) s += decode_f64(fa, a[k]) * decode_f64(fb, b[k]);
+  for (int k = 0; k < n; ++k) s += va[a[k]] * vb[b[k]];
   return s;
 }
 inline bool any_nonfinite(const std::uint8_t* a, const std::uint8_t* b, int n, Format fa,
@@ -259,10 +277,9 @@ inline Bounded blackwell_mxf8f6f4_step_bounded(const std::uint8_t* a, const std:
   detail::require_f8f6f4(fb);
   detail::require_step_length(n, kBlackwellStepK);
   const bool nan_scale = sa == E8m0Traits::kNan || sb == E8m0Traits::kNan;
-  if (nan_scale || !std::isfinite(c) || detail::any_nonfinite(a, b, n, fa, fb)) {
-    const double x = detail::ieee_dot(a, b, n, fa, fb) + double(c);
-    return {detail::special_f32(nan_scale ? std::numeric_limits<double>::quiet_NaN() : x), 0.0};
-  }
+  if (nan_scale) return {detail::special_f32(std::numeric_limits<double>::quiet_NaN()), 0.0};
+  if (!std::isfinite(c) || detail::any_nonfinite(a, b, n, fa, fb))
+    return {detail::special_f32(detail::ieee_dot(a, b, n, fa, fb) + double(c)), 0.0};
   const int scale_exp = int(sa) + int(sb) - 254;
   int e_max = 0;
   const detail::FdpaSum s = detail::fdpa_sum(a, b, n, fa, fb, scale_exp, 1, 0, detail::c_term(c),

@@ -14,6 +14,7 @@
 #include "numerics/models/mma_sync_step.h"
 #include "numerics/models/model_types.h"
 #include "numerics/models/wgmma_step.h"
+#include "numerics/plant.h"
 
 namespace fp8ref {
 
@@ -74,7 +75,12 @@ Bounded sum_slices(std::int64_t K, SplitK split_k, SliceFn slice) {
   Bounded r{0.0f, 0.0};
   bool first = true;
   const std::int64_t n = split_k.count(nblocks);
-  for (std::int64_t s = 0; s < n; ++s) {
+  for (std::int64_t i = 0; i < n; ++i) {
+#ifdef FP8REF_PLANT_HOOKS
+    const std::int64_t s = FP8REF_PLANTED(splitk_reversed) ? n - 1 - i : i;
+#else
+    const std::int64_t s = i;
+#endif
     const SliceRange sr = split_k.slice(nblocks, s);
     if (sr.first >= sr.last && !first) continue;
     const Bounded v = slice(sr.first * kScaleBlockK, std::min(K, sr.last * kScaleBlockK));
@@ -128,7 +134,12 @@ inline Bounded promoted_blockwise_dot(TensorCoreStep st, const DotRun& x, std::i
       promoted_sum(st, x, K, sc.promotion_k(), split_k,
                    [&](Bounded& acc, Bounded t, std::int64_t kb, std::int64_t k, std::int64_t len) {
                      const ScaleProduct sp = scale_product(sc.a(kb), sc.b(kb));
+#ifdef FP8REF_PLANT_HOOKS
+                     acc.z = FP8REF_PLANTED(blockwise_fma_split) ? acc.z + sp.s * t.z
+                                                                 : std::fmaf(sp.s, t.z, acc.z);
+#else
                      acc.z = std::fmaf(sp.s, t.z, acc.z);
+#endif
                      acc.bound += std::fabs(double(sp.s)) * t.bound + sp.err * abs_dot(x + k, len) +
                                   f32_rounding_bound(acc.z);
                    });
@@ -137,7 +148,12 @@ inline Bounded promoted_blockwise_dot(TensorCoreStep st, const DotRun& x, std::i
 
 // acc = sum of T_kb over 128-blocks in f32 RN, per slice (scales applied afterwards).
 inline Bounded promoted_f32_sum(const DotRun& x, std::int64_t K, SplitK split_k) {
-  return promoted_sum(TensorCoreStep::wgmma, x, K, kScaleBlockK, split_k,
+#ifdef FP8REF_PLANT_HOOKS
+  const std::int64_t w = FP8REF_PLANTED(promote_every_256) ? 2 * kScaleBlockK : kScaleBlockK;
+#else
+  constexpr std::int64_t w = kScaleBlockK;
+#endif
+  return promoted_sum(TensorCoreStep::wgmma, x, K, w, split_k,
                       [](Bounded& acc, Bounded t, std::int64_t, std::int64_t, std::int64_t) {
                         acc.z = acc.z + t.z;
                         acc.bound += t.bound + f32_rounding_bound(acc.z);
@@ -185,7 +201,12 @@ inline Bounded hopper_promoted_rowwise_dot(const DotRun& x, std::int64_t K, Elem
   detail::require_constant_scales(sc, AccumulationModel::hopper_promoted_rowwise);
   const Bounded acc = detail::promoted_f32_sum(x, K, split_k);
   const float sa = sc.a(0), sb = sc.b(0);
+#ifdef FP8REF_PLANT_HOOKS
+  const bool swap = FP8REF_PLANTED(rowwise_scales_swapped);
+  const float w = (swap ? sa : sb) * acc.z, z = (swap ? sb : sa) * w;
+#else
   const float w = sb * acc.z, z = sa * w;
+#endif
   const double bound =
       std::fabs(double(sa)) * (std::fabs(double(sb)) * acc.bound + f32_rounding_bound(w)) +
       f32_rounding_bound(z);

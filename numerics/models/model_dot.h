@@ -12,6 +12,7 @@
 #include <string>
 
 #include "numerics/codec.h"
+#include "numerics/models/blackwell_models.h"
 #include "numerics/models/bounded.h"
 #include "numerics/models/exact_sum.h"
 #include "numerics/models/hopper_models.h"
@@ -81,6 +82,7 @@ inline Bounded model_dot(AccumulationModel m, const DotRun& x, std::int64_t K, E
   if (!accepts_split_k(m) && !split_k.is_single())
     throw std::invalid_argument(
         std::string("fp8ref: split_k applies to the hopper models only, not ") + to_string(m));
+  if (is_blackwell_model(m)) return blackwell_model_dot(m, x.a, x.b, K, x.fa, x.fb, sc);
   switch (m) {
     case AccumulationModel::fp32_sequential:
       return fp32_sequential_dot(x.a, x.b, K, x.fa, x.fb, sc);
@@ -92,7 +94,7 @@ inline Bounded model_dot(AccumulationModel m, const DotRun& x, std::int64_t K, E
     case AccumulationModel::hopper_promoted_rowwise:
       return hopper_promoted_rowwise_dot(x, K, sc, split_k);
     case AccumulationModel::hopper_mma_sync: return hopper_mma_sync_dot(x, K, sc, split_k);
-    case AccumulationModel::exact: break;
+    default: break;  // exact; the Blackwell models above
   }
   throw std::invalid_argument("fp8ref: model_dot does not evaluate `exact`; use exact_dot");
 }

@@ -20,6 +20,16 @@ enum class AccumulationModel : std::uint8_t {
   hopper_promoted_tensorwise,  // T per 128-block summed in f32; out = RN(acc·RN(sa·sb))
   hopper_promoted_rowwise,     // T per 128-block summed in f32; out = RN(sa·RN(sb·acc))
   hopper_mma_sync,             // mma.sync FP8 emulated on sm_90 (mma_sync_step.h), over K
+  // Blackwell (numerics/models/blackwell_models.h): tcgen05.mma steps chained over K, and the
+  // sm_120 mma.sync forms of the same steps (the same arithmetic in MMA-Sim 2.1.1).
+  blackwell_f8f6f4,        // kind::f8f6f4, unscaled steps; scalar scales after the chain
+  blackwell_mxf8f6f4,      // kind::mxf8f6f4 block32, ue8m0 scales inside each step
+  blackwell_mxf4,          // kind::mxf4 k64, e2m1, block32 ue8m0
+  blackwell_mxf4nvf4,      // kind::mxf4nvf4 k64, e2m1, block32 ue8m0 or block16 ue4m3 (NVFP4)
+  rtx_blackwell_f8f6f4,    // sm_120 mma.sync kind::f8f6f4
+  rtx_blackwell_mxf8f6f4,  // sm_120 mma.sync kind::mxf8f6f4.block32
+  rtx_blackwell_mxf4,      // sm_120 mma.sync kind::mxf4.block32
+  rtx_blackwell_mxf4nvf4,  // sm_120 mma.sync kind::mxf4nvf4
 };
 
 inline constexpr std::array kAllAccumulationModels = {
@@ -31,6 +41,13 @@ inline constexpr std::array kAllAccumulationModels = {
     AccumulationModel::hopper_promoted_rowwise,
     AccumulationModel::hopper_mma_sync,
 };
+// The Blackwell models: FP8 / FP6 / FP4 operands, block scales applied by the tensor core.
+inline constexpr std::array kBlackwellAccumulationModels = {
+    AccumulationModel::blackwell_f8f6f4,     AccumulationModel::blackwell_mxf8f6f4,
+    AccumulationModel::blackwell_mxf4,       AccumulationModel::blackwell_mxf4nvf4,
+    AccumulationModel::rtx_blackwell_f8f6f4, AccumulationModel::rtx_blackwell_mxf8f6f4,
+    AccumulationModel::rtx_blackwell_mxf4,   AccumulationModel::rtx_blackwell_mxf4nvf4,
+};
 
 constexpr const char* to_string(AccumulationModel m) {
   switch (m) {
@@ -41,6 +58,14 @@ constexpr const char* to_string(AccumulationModel m) {
     case AccumulationModel::hopper_promoted_tensorwise: return "hopper_promoted_tensorwise";
     case AccumulationModel::hopper_promoted_rowwise: return "hopper_promoted_rowwise";
     case AccumulationModel::hopper_mma_sync: return "hopper_mma_sync";
+    case AccumulationModel::blackwell_f8f6f4: return "blackwell_f8f6f4";
+    case AccumulationModel::blackwell_mxf8f6f4: return "blackwell_mxf8f6f4";
+    case AccumulationModel::blackwell_mxf4: return "blackwell_mxf4";
+    case AccumulationModel::blackwell_mxf4nvf4: return "blackwell_mxf4nvf4";
+    case AccumulationModel::rtx_blackwell_f8f6f4: return "rtx_blackwell_f8f6f4";
+    case AccumulationModel::rtx_blackwell_mxf8f6f4: return "rtx_blackwell_mxf8f6f4";
+    case AccumulationModel::rtx_blackwell_mxf4: return "rtx_blackwell_mxf4";
+    case AccumulationModel::rtx_blackwell_mxf4nvf4: return "rtx_blackwell_mxf4nvf4";
   }
   return "?";
 }
@@ -48,16 +73,30 @@ constexpr const char* to_string(AccumulationModel m) {
 inline std::optional<AccumulationModel> accumulation_model_from_string(std::string_view s) {
   for (AccumulationModel m : kAllAccumulationModels)
     if (s == to_string(m)) return m;
+  for (AccumulationModel m : kBlackwellAccumulationModels)
+    if (s == to_string(m)) return m;
   return std::nullopt;
 }
 
-// Models that accept split_k > 1 (every tensor-core model).
+constexpr bool is_blackwell_model(AccumulationModel m) {
+  return m >= AccumulationModel::blackwell_f8f6f4;
+}
+// The kind of a Blackwell model, tcgen05 and sm_120 forms alike.
+enum class BlackwellKind : std::uint8_t { f8f6f4, mxf8f6f4, mxf4, mxf4nvf4 };
+constexpr BlackwellKind blackwell_kind(AccumulationModel m) {
+  const int i = int(m) - int(AccumulationModel::blackwell_f8f6f4);
+  return BlackwellKind(i % 4);
+}
+
+// Models that accept split_k > 1 (the Hopper tensor-core models).
 constexpr bool accepts_split_k(AccumulationModel m) {
-  return m != AccumulationModel::exact && m != AccumulationModel::fp32_sequential;
+  return m != AccumulationModel::exact && m != AccumulationModel::fp32_sequential &&
+         !is_blackwell_model(m);
 }
 // Models that need the scales constant over K (tensorwise, rowwise or none).
 constexpr bool needs_constant_scales(AccumulationModel m) {
-  return m == AccumulationModel::hopper_unpromoted ||
+  return m == AccumulationModel::blackwell_f8f6f4 || m == AccumulationModel::rtx_blackwell_f8f6f4 ||
+         m == AccumulationModel::hopper_unpromoted ||
          m == AccumulationModel::hopper_promoted_tensorwise ||
          m == AccumulationModel::hopper_promoted_rowwise;
 }
@@ -65,6 +104,7 @@ constexpr bool needs_constant_scales(AccumulationModel m) {
 // Width of the K blocks of promotion and of 1×128 / 128×128 scales; MX scales cover 32.
 inline constexpr std::int64_t kScaleBlockK = 128;
 inline constexpr std::int64_t kMxBlockK = 32;
+inline constexpr std::int64_t kNvfp4BlockK = 16;  // NVFP4: ue4m3 per 16, then a tensor scale
 
 // The decode scales that apply to one output element: sa[kb], sb[kb] for each K block kb of
 // width block_k (128, or 32 for MX) when per_block, else the single pair sa[0], sb[0].
@@ -73,6 +113,9 @@ struct ElementScales {
   const float* sb;
   bool per_block;
   std::int64_t block_k = kScaleBlockK;
+  // NVFP4's per-tensor decode scales (the Blackwell models with 16-wide ue4m3 blocks), applied
+  // after the chain as RN(acc·RN(ta·tb)), cuBLASLt's alpha; 1 elsewhere.
+  float tensor_a = 1.0f, tensor_b = 1.0f;
   float a(std::int64_t kb) const { return per_block ? sa[kb] : sa[0]; }
   float b(std::int64_t kb) const { return per_block ? sb[kb] : sb[0]; }
   // Width of the blocks the promoted models promote at (the scale block, or 128).

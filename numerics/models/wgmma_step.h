@@ -43,6 +43,7 @@
 #include "numerics/format.h"
 #include "numerics/models/bounded.h"
 #include "numerics/models/exact_sum.h"
+#include "numerics/plant.h"
 
 // The planes paths (chains, instructions) also come as a copy compiled for AVX2 on x86-64, chosen
 // at run time: the same operations on wider vectors, so the same bits (ISO mode contracts no
@@ -155,7 +156,12 @@ FP8REF_ALWAYS_INLINE Bounded wgmma_step_core(const float* p, const std::int16_t*
     inexact = (mag & 0x3FF) != 0;
   }
   // 6. Normalise and truncate to 14 significant bits (value = s·2^(e_max - 13)).
-  const float t14 = std::bit_cast<float>(std::bit_cast<std::uint32_t>(float(s)) & 0xFFFFFC00u);
+#ifdef FP8REF_PLANT_HOOKS
+  const std::uint32_t keep = FP8REF_PLANTED(wgmma_keeps_14_bits) ? 0xFFFFFE00u : 0xFFFFFC00u;
+#else
+  constexpr std::uint32_t keep = 0xFFFFFC00u;
+#endif
+  const float t14 = std::bit_cast<float>(std::bit_cast<std::uint32_t>(float(s)) & keep);
   const float z = float(double(t14) * exp2i(e_max - kF));
   if constexpr (!kBound) {
     return {z, 0.0};

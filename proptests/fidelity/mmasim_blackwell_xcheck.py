@@ -217,7 +217,9 @@ def mmasim_eval(recs, threads):
         key = (int(r["kind"]), int(r["fa"]), int(r["fb"]), form, i % 2)
         groups.setdefault(key, []).append(i)
     t0 = time.perf_counter()
+    per_kind = {}
     for (kind, fa_id, fb_id, form, alt), idx in sorted(groups.items()):
+        tk = time.perf_counter()
         idx = np.array(idx)
         sel = recs[idx]
         fa, fb = ID_FMT[fa_id], ID_FMT[fb_id]
@@ -251,7 +253,8 @@ def mmasim_eval(recs, threads):
             be = torch.from_numpy(np.ascontiguousarray(sel["sb"][:, :ns])).view(sdt)
             D = op.dpa(torch.from_numpy(pack(sel["a"])), torch.from_numpy(pack(sel["b"])), f32(sel["c"]), al, be)
         z[idx] = out_bits(D)
-    return z, time.perf_counter() - t0
+        per_kind[kind] = per_kind.get(kind, 0.0) + time.perf_counter() - tk
+    return z, time.perf_counter() - t0, per_kind
 
 
 # ---- driver, report, golden ----------------------------------------------------------------------
@@ -334,8 +337,14 @@ def main():
           f"mmasim 2.1.1, {args.threads} torch thread(s)")
     with tempfile.TemporaryDirectory(prefix="fp8ref_bw_") as wd:
         got_z, timing = driver_eval(args.driver, recs, wd, args.repeat)
-    ref_z, t_mm = mmasim_eval(recs, args.threads)
+    ref_z, t_mm, t_kind = mmasim_eval(recs, args.threads)
     bad = report(recs, labels, ref_z, got_z)
+    for kind in sorted(t_kind):
+        n_steps = int((recs["kind"] == kind).sum())
+        ns_ours = timing[kind][1] / timing[kind][0] * 1e9
+        ns_mm = t_kind[kind] / n_steps * 1e9
+        print(f"speed {KIND_NAMES[kind]:<12} MMA-Sim {ns_mm:10.1f} ns/step, fp8ref {ns_ours:7.1f} "
+              f"ns/step: {ns_mm / ns_ours:.0f}x")
     ours = sum(t for _, t in timing.values()) / sum(n for n, _ in timing.values())
     theirs = t_mm / len(recs)
     print(f"speed, single steps: MMA-Sim (batched, {args.threads} thread) {theirs * 1e6:.2f} us/step, "

@@ -92,7 +92,7 @@ def npy_cases():
         "descr_unicode": npy(hdr("'<U4'"), b"\0" * 32), "descr_datetime": npy(hdr("'<M8[ns]'"), b"\0" * 16),
         "descr_structured": npy(hdr("[('a', '<f4')]"), b"\0" * 8), "descr_empty": npy(hdr("''")),
         "descr_f3": npy(hdr("'<f3'"), b"\0" * 6), "descr_void_too_wide": npy(hdr("'|V16'"), b"\0" * 32),
-        "opaque_v1_without_as": npy(hdr("'<V1'"), b"\0" * 2), "opaque_f1_without_as": npy(hdr("'<f1'"), b"\0" * 2),
+        "opaque_v1_without_as": npy(hdr("'<V1'"), b"\0" * 2), "f1_data_short": npy(hdr("'<f1'"), b"\0"),
         "opaque_v2_without_as": npy(hdr("'<V2'"), b"\0" * 4),
         "data_short": npy(hdr(), b"\0" * 7), "data_long": npy(hdr(), b"\0" * 9), "data_missing": npy(hdr()),
         "zero_d_short": npy(hdr(shape="()"), b"\0\0"),

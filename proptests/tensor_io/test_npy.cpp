@@ -83,6 +83,17 @@ TEST(Npy, OpaqueDescrNeedsAsDType) {
       npy_raw(1, "{'descr': '<f1', 'fortran_order': False, 'shape': (2,), }\n", {0x3c, 0x7c});
   opts.as_dtype = DType::F8_E5M2;
   EXPECT_EQ(parse_npy(f1, "mem", opts).data, (std::vector<std::uint8_t>{0x3c, 0x7c}));
+  const Tensor plain = parse_npy(f1, "mem", {});  // '<f1' is ml_dtypes' float8_e5m2
+  EXPECT_EQ(plain.dtype, DType::F8_E5M2);
+  EXPECT_EQ(plain.data, (std::vector<std::uint8_t>{0x3c, 0x7c}));
+  try {
+    parse_npy(file, "mem", {});
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("float8_e4m3fn"), std::string::npos) << m;
+    EXPECT_NE(m.find("--as e4m3"), std::string::npos) << m;
+    EXPECT_EQ(m.find("bfloat16"), std::string::npos) << m;  // bfloat16 is '<V2', not '<V1'
+  }
 }
 
 TEST(Npy, Uint8ViewOfBf16IsReshapedOnTheLastDimension) {

@@ -94,6 +94,7 @@ std::int64_t sa_count(const GemmCase& c) {
     case Scaling::rowwise: return c.M;
     case Scaling::blockwise: return c.M * ceil_div(c.K, 128);
     case Scaling::mx: return c.M * ceil_div(c.K, 32);
+    case Scaling::nvfp4: return c.M * ceil_div(c.K, 16);
   }
   return 0;
 }
@@ -104,6 +105,7 @@ std::int64_t sb_count(const GemmCase& c) {
     case Scaling::rowwise: return c.G * c.N;
     case Scaling::blockwise: return c.G * ceil_div(c.N, 128) * ceil_div(c.K, 128);
     case Scaling::mx: return c.G * c.N * ceil_div(c.K, 32);
+    case Scaling::nvfp4: return c.G * c.N * ceil_div(c.K, 16);
   }
   return 0;
 }
@@ -313,6 +315,11 @@ ExactValue oracle(const GemmCase& c, std::int64_t r, std::int64_t n) {
     case Scaling::mx:
       return gen::exact_scaled_dot(c.fa, a, 1, c.fb, b, bs, c.K, c.sa.data() + r * nmx,
                                    c.sb.data() + (g * c.N + n) * nmx, nmx, 32);
+    case Scaling::nvfp4: {  // block scales only (the campaign writes no tensor scales)
+      const std::int64_t nnv = ceil_div(c.K, 16);
+      return gen::exact_scaled_dot(c.fa, a, 1, c.fb, b, bs, c.K, c.sa.data() + r * nnv,
+                                   c.sb.data() + (g * c.N + n) * nnv, nnv, 16);
+    }
   }
   return {};
 }

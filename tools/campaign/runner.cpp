@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "campaign/suite.h"
+#include "numerics/plant.h"
 #include "tensor_io/safetensors.h"
 #include "tensor_io/tensor_file.h"
 
@@ -26,7 +27,6 @@ namespace {
 bool g_capture = false;
 TensorFile g_captured;
 std::uint64_t g_fingerprint = 0xcbf29ce484222325ull;
-std::string g_plant;
 
 std::uint64_t splitmix64(std::uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -110,7 +110,9 @@ std::vector<std::uint8_t> hex_decode(const std::string& s) {
 std::string replay_line(const CampaignOptions& opt, const std::string& suite,
                         const std::string& token) {
   std::string cmd = opt.command + " fuzz --suite " + suite + " --replay " + token;
+#ifdef FP8REF_PLANT_HOOKS
   if (!opt.plant.empty()) cmd += " --plant " + opt.plant;
+#endif
   return cmd;
 }
 
@@ -143,7 +145,9 @@ std::string write_case(const Suite& s, const rc::detail::Reproduce& rep, const C
   std::string msg = f.message;
   if (msg.size() > 2000) msg.resize(2000);
   tf.metadata["failure"] = msg;
+#ifdef FP8REF_PLANT_HOOKS
   if (!opt.plant.empty()) tf.metadata["plant"] = opt.plant;
+#endif
   try {
     std::error_code ec;
     std::filesystem::create_directories(failure_dir(opt), ec);
@@ -259,8 +263,13 @@ void fold_result(const void* data, std::size_t bytes) {
 }
 std::uint64_t fingerprint() { return g_fingerprint; }
 void reset_fingerprint() { g_fingerprint = 0xcbf29ce484222325ull; }
-const std::string& planted() { return g_plant; }
-void set_planted(std::string name) { g_plant = std::move(name); }
+void plant_selected(const CampaignOptions& opt) {
+#ifdef FP8REF_PLANT_HOOKS
+  plant::set_active(plant::parse(opt.plant));
+#else
+  (void)opt;
+#endif
+}
 
 TensorFile through_safetensors(const TensorFile& tf) {
   const std::vector<std::uint8_t> bytes = tensor_io::serialize_safetensors(tf, "case file");
@@ -272,6 +281,8 @@ const std::vector<Suite>& all_suites() {
     std::vector<Suite> v;
     add_gemm_suites(v);
     add_data_suites(v);
+    add_oracle_suites(v);
+    add_model_bits_suites(v);
     add_gpu_suites(v);
     return v;
   }();
@@ -329,7 +340,7 @@ CampaignReport run_campaign(const CampaignOptions& opt, const ProgressFn& progre
   if (opt.threads < 1) throw std::invalid_argument("--threads must be >= 1");
   const std::vector<std::string> names = select_suites(opt.suites);
   quiet_rapidcheck_configuration();
-  set_planted(opt.plant);
+  plant_selected(opt);
   // Cases are small: by default the reference runs single-threaded (OpenMP fork/join and spinning
   // would cost more than the work); --threads N runs it with N (the results must not change:
   // fuzz.campaign_deterministic compares the fingerprints). Suites that test thread-count
@@ -437,7 +448,7 @@ SuiteReport replay_token(const std::string& suite, const std::string& token,
     throw std::invalid_argument(std::string("replay token does not decode: ") + e.what());
   }
   quiet_rapidcheck_configuration();
-  set_planted(opt.plant);
+  plant_selected(opt);
   const ThreadCount threads(std::max(opt.threads, 1));
   SuiteReport r = start_report(s);
   const auto t0 = std::chrono::steady_clock::now();
@@ -475,7 +486,7 @@ SuiteReport replay_case_file(const std::string& path, const std::string& suite,
   const Suite& s = find_suite(name);
   if (const std::string why = s.unavailable_reason(); !why.empty())
     throw std::invalid_argument("suite " + name + " cannot run here: " + why);
-  set_planted(opt.plant);
+  plant_selected(opt);
   const ThreadCount threads(std::max(opt.threads, 1));
   SuiteReport r = start_report(s);
   const auto t0 = std::chrono::steady_clock::now();

@@ -24,8 +24,10 @@ struct CampaignOptions {
   int batch_cases = 25;
   std::string failure_dir;  // where failing cases are written
   std::string golden_dir;   // golden/ root for golden.regressions ("" = skip it)
-  std::string plant;        // a planted bug for the runner's self-test
-  int threads = 1;          // OpenMP threads of the code under test
+#ifdef FP8REF_PLANT_HOOKS
+  std::string plant;  // the planted bug (numerics/plant.h) of fp8-check-planted
+#endif
+  int threads = 1;  // OpenMP threads of the code under test
   // Fail a suite that passed but missed a required coverage class (SuiteInfo::classes, less the
   // rare ones below 4× the suite's level-1 case count).
   bool require_classes = false;

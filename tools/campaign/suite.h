@@ -78,11 +78,6 @@ void fold_result(const void* data, std::size_t bytes);
 std::uint64_t fingerprint();
 void reset_fingerprint();
 
-// A deliberately planted bug for the runner's self-test (`--plant NAME`): suites that support
-// a plant consult it; empty in normal runs.
-const std::string& planted();
-void set_planted(std::string name);
-
 // A typed suite: draw / check / tags / save / load of one Case type.
 template <class Case>
 struct CaseSuite {
@@ -141,6 +136,20 @@ const std::vector<Suite>& all_suites();
 void add_gemm_suites(std::vector<Suite>& out);
 void add_data_suites(std::vector<Suite>& out);
 void add_gpu_suites(std::vector<Suite>& out);
+void add_oracle_suites(std::vector<Suite>& out);      // suites_oracle.cpp
+void add_model_bits_suites(std::vector<Suite>& out);  // suites_model_bits.cpp
+
+// A suite whose case is a variant in [0, variants) and a seed from which the check draws its
+// inputs (its case file holds the two numbers); `tag(variant)` names the variant's coverage class.
+Suite seed_suite(SuiteInfo info, std::int64_t variants,
+                 std::function<std::string(std::int64_t)> tag,
+                 std::function<void(std::int64_t, std::uint64_t)> check);
+// 0x-prefixed hexadecimal, for messages.
+std::string hex(std::uint64_t x);
+void add_gpu_quantize_suites(std::vector<Suite>& out);
+void add_gpu_data_suites(std::vector<Suite>& out);
+// Why the GPU suites cannot run here ("" when a device is present): no CUDA build, no device.
+std::string gpu_unavailable();
 
 // Helpers for the save / load of cases.
 tensor_io::Tensor u8_tensor(const std::vector<std::uint8_t>& v, std::vector<std::int64_t> shape);

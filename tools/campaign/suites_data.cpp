@@ -69,6 +69,27 @@ PadCase load_pad(const TensorFile& tf) {
   return p;
 }
 
+// The padded row map against the definition: group g on the first sizes[g] rows from its start,
+// -1 (a padding row: never read, never written) on every other row up to the capacity.
+void check_row_map(const PadCase& p, const ref::PadPlan& plan) {
+  const std::vector<std::int32_t> map = ref::padded_row_map(plan);
+  if (std::int64_t(map.size()) != plan.capacity)
+    throw Violation("padded row map: " + std::to_string(map.size()) + " rows, expected " +
+                    std::to_string(plan.capacity));
+  std::vector<std::int32_t> want(map.size(), -1);
+  std::int64_t start = 0;
+  for (std::size_t g = 0; g < p.gs.sizes.size(); ++g) {
+    for (std::int64_t i = 0; i < p.gs.sizes[g]; ++i) want[std::size_t(start + i)] = std::int32_t(g);
+    const std::int64_t s = p.gs.sizes[g];
+    start += s == 0 ? (p.empty == ref::EmptyGroupPolicy::one_block ? p.gs.align : 0)
+                    : round_up(s, p.gs.align);
+  }
+  for (std::size_t r = 0; r < map.size(); ++r)
+    if (map[r] != want[r])
+      throw Violation("padded row map: row " + std::to_string(r) + " maps to " +
+                      std::to_string(map[r]) + ", expected " + std::to_string(want[r]));
+}
+
 void check_pad(const PadCase& p) {
   const std::int64_t T = p.gs.total(), G = p.gs.groups(), A = p.gs.align, W = p.row_bytes;
   const ref::PadPlan plan = ref::plan_padding(p.gs.sizes, A, p.empty);
@@ -89,6 +110,7 @@ void check_pad(const PadCase& p) {
     throw Violation("pad plan: used " + std::to_string(plan.used) + " capacity " +
                     std::to_string(plan.capacity) + ", expected " + std::to_string(start) +
                     " and " + std::to_string(round_up(T + G * A, A)));
+  check_row_map(p, plan);
   std::vector<std::uint8_t> padded(std::size_t(plan.capacity * W), 0xA5);
   ref::pad_rows(plan, {p.rows, T, W}, {padded, plan.capacity, W});
   fold_result(padded.data(), padded.size());
@@ -281,7 +303,7 @@ void add_data_suites(std::vector<Suite>& out) {
       classes.push_back(a);
     out.push_back(make_suite<PadCase>(
         {"pad.roundtrip",
-         "pad / unpad: plan == definition, padding rows zero, unpad(pad(x)) == x",
+         "pad / unpad: plan and row map == definition, padding rows zero, unpad(pad(x)) == x",
          "cpu",
          3000,
          classes,

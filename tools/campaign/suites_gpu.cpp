@@ -6,9 +6,12 @@
 //
 // gpu.cast: the hardware satfinite conversions (gpu/cast_kernels.h) == the cuda_satfinite codec
 // profile on f32 tensors of every value class.
+// gpu.oracle: the GPU oracle (gpu/oracle/) == the CPU oracle (reference/) bit for bit on the GEMM
+// suites' cases: every model, scaling, dtype, descriptor and group distribution, NaN / Inf too.
 #include <bit>
 #include <random>
 
+#include "campaign/gemm_case.h"
 #include "campaign/gen/values.h"
 #include "campaign/suite.h"
 #include "numerics/profile.h"
@@ -18,6 +21,7 @@
 
 #include "gpu/cast_kernels.h"
 #include "gpu/device.h"
+#include "gpu/oracle/grouped_gemm_oracle.h"
 #endif
 
 namespace fp8ref::fuzz {
@@ -31,6 +35,8 @@ struct CastCase {
   std::vector<std::uint32_t> x;
 };
 
+}  // namespace
+
 std::string gpu_unavailable() {
 #ifdef FP8REF_CAMPAIGN_HAVE_GPU
   return gpu::device_available() ? std::string() : std::string("no CUDA device");
@@ -38,6 +44,8 @@ std::string gpu_unavailable() {
   return "built without CUDA (FP8REF_ENABLE_CUDA=OFF or no nvcc)";
 #endif
 }
+
+namespace {
 
 void check_cast(const CastCase& c) {
 #ifdef FP8REF_CAMPAIGN_HAVE_GPU
@@ -74,6 +82,44 @@ void check_cast(const CastCase& c) {
 #else
   (void)c;
   throw std::runtime_error("gpu.cast: built without CUDA");
+#endif
+}
+
+// The forward's output bits under the row map of the case, rows of no group +0.
+std::vector<std::uint32_t> forward_bits(const GemmCase& c, bool on_gpu) {
+  const std::size_t n = std::size_t(c.M * c.N);
+  std::vector<float> f(c.out == OutDtype::f32 ? n : 0);
+  std::vector<std::uint16_t> h(c.out == OutDtype::f32 ? 0 : n);
+  const ref::GroupedGemmOperands op{c.M, c.N, c.K,        c.G,       c.fa, c.fb,
+                                    c.a, c.b, c.b_layout, c.scaling, c.sa, c.sb};
+  const ref::GemmOutput y{c.out, f, h, {}};
+#ifdef FP8REF_CAMPAIGN_HAVE_GPU
+  if (on_gpu)
+    gpu::oracle_grouped_gemm_forward(op, c.group_of, c.model, ref::RowPolicy::zero, y);
+  else
+#endif
+    ref::grouped_gemm_forward(op, c.group_of, c.model, ref::RowPolicy::zero, y);
+  std::vector<std::uint32_t> bits(n);
+  for (std::size_t i = 0; i < n; ++i)
+    bits[i] = c.out == OutDtype::f32 ? std::bit_cast<std::uint32_t>(f[i]) : h[i];
+  return bits;
+}
+
+void check_oracle(const GemmCase& c) {
+#ifdef FP8REF_CAMPAIGN_HAVE_GPU
+  const std::vector<std::uint32_t> want = forward_bits(c, false), got = forward_bits(c, true);
+  fold_result(got.data(), got.size() * 4);
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (want[i] != got[i]) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "gpu.oracle %s: row %zu col %zu: GPU 0x%08x, CPU 0x%08x",
+                    to_string(c.model.model), i / std::size_t(c.N), i % std::size_t(c.N), got[i],
+                    want[i]);
+      throw Violation(buf);
+    }
+#else
+  (void)c;
+  throw std::runtime_error("gpu.oracle: built without CUDA");
 #endif
 }
 
@@ -131,6 +177,18 @@ void add_gpu_suites(std::vector<Suite>& out) {
                                              : "";
        }},
       gpu_unavailable));
+  const DrawOptions o{true, false, false, true};
+  out.push_back(make_suite<GemmCase>(
+      {"gpu.oracle",
+       "GPU oracle == CPU oracle bitwise: every model, scaling, dtype, descriptor, NaN/Inf",
+       "gpu",
+       300,
+       gemm_classes(o),
+       {"sizes:edge_256"}},
+      {[o] { return draw_gemm(o); }, check_oracle, gemm_tags, save_gemm, load_gemm, gemm_case_diff},
+      gpu_unavailable));
+  add_gpu_quantize_suites(out);
+  add_gpu_data_suites(out);
 }
 
 }  // namespace fp8ref::fuzz

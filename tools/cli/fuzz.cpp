@@ -17,7 +17,9 @@
 #include "campaign/runner.h"
 #include "campaign/suite.h"
 #include "cli/errors.h"
+#include "cli/fuzz_report.h"
 #include "cli/number_options.h"
+#include "numerics/plant.h"
 
 #ifndef FP8REF_SOURCE_DIR
 #define FP8REF_SOURCE_DIR ""
@@ -35,10 +37,15 @@ struct FuzzArgs {
   std::string shard = "0/1";
   bool json = false, quiet = false, list = false;
   std::string replay, replay_file, plant, failure_dir, golden;
+  std::string junit;                     // --junit FILE
+  std::vector<std::string> merge_files;  // fuzz merge FILE...
   int batch = 25;
   int threads = 1;
   bool test_level = false;
   bool require_classes = false;
+#ifdef FP8REF_PLANT_HOOKS
+  bool list_plants = false;
+#endif
 };
 
 // FP8REF_TEST_LEVEL (1..3) as proptests/common reads it: case multiplier 1, 4, 16.
@@ -169,6 +176,30 @@ void print_table(const fuzz::CampaignReport& rep) {
   std::fflush(stdout);
 }
 
+nlohmann::json report_json(const fuzz::CampaignReport& rep) {
+  nlohmann::json j;
+  j["schema"] = "fp8ref.fuzz/1";
+  j["seed"] = rep.seed;
+  j["shard"] = {{"index", rep.shard_index}, {"count", rep.shard_count}};
+  j["threads"] = rep.threads;
+  j["seconds"] = rep.seconds;
+  j["ok"] = rep.ok();
+  j["suites"] = nlohmann::json::array();
+  for (const auto& s : rep.suites) j["suites"].push_back(suite_json(s));
+  return j;
+}
+
+// The report on stdout (table or --json), the --junit file, and the exit code.
+void finish(const fuzz::CampaignReport& rep, const FuzzArgs& a) {
+  if (!a.junit.empty()) write_report_file(a.junit, fuzz_junit_xml(rep));
+  if (a.json)
+    std::cout << report_json(rep).dump(2) << "\n";
+  else
+    print_table(rep);
+  std::cout.flush();
+  if (!rep.ok()) throw ExitCode{1};
+}
+
 void run(const FuzzArgs& a) {
   fuzz::CampaignOptions opt;
   opt.suites = a.suites;
@@ -192,10 +223,23 @@ void run(const FuzzArgs& a) {
   if (!a.golden.empty() && !std::filesystem::is_directory(a.golden + "/regressions", ec))
     throw UsageError("--golden " + a.golden + ": no regressions/ folder there");
   opt.golden_dir = a.golden.empty() ? default_golden() : a.golden;
+#ifdef FP8REF_PLANT_HOOKS
+  try {
+    (void)plant::parse(a.plant);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--plant: ") + e.what());
+  }
   opt.plant = a.plant;
-  if (!opt.plant.empty() && opt.plant != "offs_off_by_one")
-    throw UsageError("--plant: unknown bug '" + opt.plant + "' (offs_off_by_one)");
+  opt.command = "fp8-check-planted";
+#endif
 
+#ifdef FP8REF_PLANT_HOOKS
+  if (a.list_plants) {
+    for (std::size_t i = 1; i < plant::kNames.size(); ++i)
+      std::printf("%s\n", std::string(plant::kNames[i]).c_str());
+    return;
+  }
+#endif
   if (a.list) {
     for (const auto& s : fuzz::all_suites())
       std::printf("%-22s %-4s %s%s\n", s.info.name.c_str(), s.info.label.c_str(),
@@ -248,22 +292,17 @@ void run(const FuzzArgs& a) {
     if (tty) std::fprintf(stderr, "\n");
   }
   rep.seed = opt.seed;
-  if (a.json) {
-    nlohmann::json j;
-    j["schema"] = "fp8ref.fuzz/1";
-    j["seed"] = opt.seed;
-    j["shard"] = {{"index", opt.shard_index}, {"count", opt.shard_count}};
-    j["threads"] = opt.threads;
-    j["seconds"] = rep.seconds;
-    j["ok"] = rep.ok();
-    j["suites"] = nlohmann::json::array();
-    for (const auto& s : rep.suites) j["suites"].push_back(suite_json(s));
-    std::cout << j.dump(2) << "\n";
-  } else {
-    print_table(rep);
-  }
-  std::cout.flush();
-  if (!rep.ok()) throw ExitCode{1};
+  rep.shard_index = opt.shard_index;
+  rep.shard_count = opt.shard_count;
+  rep.threads = opt.threads;
+  finish(rep, a);
+}
+
+// `fuzz merge FILE...`: the --json reports of shards or runs as one summary.
+void run_merge(const FuzzArgs& a) {
+  std::vector<fuzz::CampaignReport> reports;
+  for (const auto& f : a.merge_files) reports.push_back(read_fuzz_report(f));
+  finish(merge_fuzz_reports(reports, a.merge_files), a);
 }
 
 }  // namespace
@@ -305,9 +344,23 @@ void add_fuzz_command(CLI::App& app) {
       "Where failing cases are written (default $FP8REF_FAILURE_DIR or ./fp8ref-failures)");
   c->add_option("--golden", a->golden,
                 "golden/ folder whose regressions/ the golden.regressions suite replays");
+#ifdef FP8REF_PLANT_HOOKS
   c->add_option("--plant", a->plant,
-                "Self-test: plant a known bug (offs_off_by_one) in the code under test");
-  c->callback([a] { run(*a); });
+                "Plant one catalogued bug (numerics/plant.h) in the code under test");
+  c->add_flag("--list-plants", a->list_plants, "List the catalogued bugs and exit");
+#endif
+  c->add_option("--junit", a->junit,
+                "Also write a JUnit XML report to FILE (one testcase per suite; failures carry "
+                "the replay command)");
+  CLI::App* m = c->add_subcommand(
+      "merge", "Fold the --json reports of shards or runs into one summary (docs/fuzz.md)");
+  m->add_option("files", a->merge_files, "fp8ref.fuzz/1 report files")->required();
+  m->add_flag("--json", a->json, "Print the merged report as JSON (schema fp8ref.fuzz/1)");
+  m->add_option("--junit", a->junit, "Also write the merged report as JUnit XML to FILE");
+  m->callback([a] { run_merge(*a); });
+  c->callback([a, m] {
+    if (!m->parsed()) run(*a);
+  });
 }
 
 }  // namespace fp8ref::cli

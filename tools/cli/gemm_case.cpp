@@ -39,8 +39,17 @@ namespace {
 Format fp8_format(const Tensor& t, const char* flag) {
   if (t.dtype == DType::F8_E4M3) return Format::e4m3;
   if (t.dtype == DType::F8_E5M2) return Format::e5m2;
-  usage(std::string(flag) + ": expected F8_E4M3 or F8_E5M2, got " +
+  if (t.dtype == DType::F4) return Format::e2m1;  // the Blackwell models' FP4 operands
+  usage(std::string(flag) + ": expected F8_E4M3, F8_E5M2 or F4 (e2m1), got " +
         std::string(dtype_name(t.dtype)));
+}
+
+// The operand's codes one per byte (F4 unpacked: element i from the packed nibbles).
+std::vector<std::uint8_t> operand_codes(const Tensor& t) {
+  if (t.dtype != DType::F4) return t.data;
+  std::vector<std::uint8_t> c(t.numel());
+  for (std::uint64_t i = 0; i < t.numel(); ++i) c[i] = std::uint8_t(raw_bits(t, i));
+  return c;
 }
 
 std::vector<std::int64_t> without_unit_axes(const std::vector<std::int64_t>& shape) {
@@ -70,6 +79,10 @@ ScaleShapes scale_shapes(const GemmCase& c) {
               "128x128: (G, ceil(N/128), ceil(K/128))"};
     case Scaling::mx:
       return {{c.M, nmx}, {c.G, c.N, nmx}, "1x32: (M, ceil(K/32))", "1x32: (G, N, ceil(K/32))"};
+    case Scaling::nvfp4: {
+      const std::int64_t nnv = ceil_div(c.K, kNvfp4BlockK);
+      return {{c.M, nnv}, {c.G, c.N, nnv}, "1x16: (M, ceil(K/16))", "1x16: (G, N, ceil(K/16))"};
+    }
   }
   return {{}, {}, "", ""};
 }
@@ -80,8 +93,8 @@ std::vector<float> load_scales(const TensorFile& tf, const GemmOptions& o, const
                                const char* flag, const std::vector<std::int64_t>& want,
                                const char* rule) {
   const Tensor& t = find_tensor(tf, o.in, name, flag);
-  if (t.dtype != DType::F32 && t.dtype != DType::F8_E8M0)
-    usage(std::string(flag) + ": expected F32 or F8_E8M0 scales, got " +
+  if (t.dtype != DType::F32 && t.dtype != DType::F8_E8M0 && t.dtype != DType::F8_E4M3)
+    usage(std::string(flag) + ": expected F32, F8_E8M0 or F8_E4M3 (ue4m3) scales, got " +
           std::string(dtype_name(t.dtype)));
   if (without_unit_axes(t.shape) != without_unit_axes(want))
     usage(std::string(flag) + ": '" + name + "' has shape " + shape_string(t.shape) +
@@ -138,12 +151,23 @@ void load_operands(const TensorFile& tf, const GemmOptions& o, GemmCase& c) {
           " for --b-layout " + o.b_layout + " (K from A " + shape_string(a.shape) + ")");
   c.G = g_axis ? b.shape[0] : 1;
   c.N = b.shape[g_axis + (c.layout == BLayout::nk ? 0 : 1)];
-  c.a = a.data, c.b = b.data;
+  c.a = operand_codes(a), c.b = operand_codes(b);
 }
 
 Scaling parse_scaling(const std::string& s) {
   if (const auto x = ref::parse_scaling(s)) return *x;
-  usage("--scaling: expected none, tensorwise, rowwise, blockwise or mx, got '" + s + "'");
+  usage("--scaling: expected none, tensorwise, rowwise, blockwise, mx or nvfp4, got '" + s + "'");
+}
+
+// nvfp4's optional per-tensor scales: F32, () or (1) for A, (G) for B; both or neither.
+void load_tensor_scales(const TensorFile& tf, const GemmOptions& o, GemmCase& c) {
+  if (o.tensor_scale_a.empty() && o.tensor_scale_b.empty()) return;
+  if (c.scaling != Scaling::nvfp4)
+    usage("--tensor-scale-a / --tensor-scale-b need --scaling nvfp4");
+  if (o.tensor_scale_a.empty() || o.tensor_scale_b.empty())
+    usage("--tensor-scale-a and --tensor-scale-b go together");
+  c.ta = load_scales(tf, o, o.tensor_scale_a, "--tensor-scale-a", {}, "one scale");
+  c.tb = load_scales(tf, o, o.tensor_scale_b, "--tensor-scale-b", {c.G}, "(G) one per group");
 }
 
 }  // namespace
@@ -163,6 +187,7 @@ GemmCase load_case(const TensorFile& tf, const GemmOptions& o) {
     c.sa = load_scales(tf, o, o.scale_a, "--scale-a", want.a, want.a_rule);
     c.sb = load_scales(tf, o, o.scale_b, "--scale-b", want.b, want.b_rule);
   }
+  load_tensor_scales(tf, o, c);
   if (!o.offs.empty())
     c.offs = load_offsets(tf, o, c);
   else if (c.G == 1)
@@ -207,6 +232,8 @@ ref::ModelChoice parse_model(const GemmOptions& o) {
     std::string names;
     for (AccumulationModel x : kAllAccumulationModels)
       names += std::string(names.empty() ? "" : ", ") + to_string(x);
+    for (AccumulationModel x : kBlackwellAccumulationModels)
+      names += ", " + std::string(to_string(x));
     for (const ModelAlias& a : kModelAliases) names += ", " + std::string(a.name);
     usage("--model: unknown model '" + o.model + "'; models and aliases: " + names);
   }

@@ -20,10 +20,12 @@ namespace fp8ref::cli {
 
 struct GemmOptions {
   std::string in, a, b, scale_a, scale_b, offs, b_layout = "nk", scaling = "none", model;
+  std::string tensor_scale_a, tensor_scale_b;  // nvfp4's per-tensor scales (optional)
   std::string out_dtype = "f32", out, out_name = "out", got, got_file;
   int split_k = 1;
   std::int64_t split_blocks = 0;
   std::string epilogue = "model";
+  std::string device = "cpu";  // cpu | cuda | auto: where the oracle runs (docs/gpu_oracle.md)
   bool bound = false, within_bound = false;
   std::size_t max_report = 10;
 };
@@ -36,9 +38,10 @@ struct GemmCase {
   ref::Scaling scaling = ref::Scaling::none;
   std::vector<std::uint8_t> a, b;
   std::vector<float> sa, sb;
+  std::vector<float> ta, tb;  // nvfp4 tensor scales: (1) and (G), or none
   std::vector<std::int64_t> offs;
   ref::GroupedGemmOperands operands() const {
-    return {M, N, K, G, fa, fb, a, b, layout, scaling, sa, sb};
+    return {M, N, K, G, fa, fb, a, b, layout, scaling, sa, sb, ta, tb};
   }
 };
 

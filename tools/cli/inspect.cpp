@@ -178,9 +178,9 @@ void add_inspect_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "inspect", "Show the tensors of a safetensors / npy / npz / torch.save file");
   sub->add_option("file", o->file, "Tensor file")->required();
-  sub->add_option(
-      "--as", o->as,
-      "Reinterpret every tensor's bytes as DTYPE (ml_dtypes '<V1'/'<f1' dumps, .view(uint8))");
+  sub->add_option("--as", o->as,
+                  "Reinterpret every tensor's bytes as DTYPE (ml_dtypes '<V1'/'<V2' dumps, "
+                  ".view(uint8); '<f1' reads as F8_E5M2)");
   sub->add_flag("--json", o->json, "Machine-readable output (schema fp8ref.inspect/1)");
   sub->add_option("--top", o->top, "Number of most frequent FP8/FP4 codes to list")
       ->check(count_in(0, 256))

@@ -24,6 +24,11 @@
 #include "tensor_io/mapped_file.h"
 #include "tensor_io/tensor_file.h"
 
+#ifdef FP8REF_CLI_HAVE_GPU
+#include "gpu/device.h"
+#include "gpu/oracle/grouped_gemm_oracle.h"
+#endif
+
 namespace fp8ref::cli {
 namespace {
 
@@ -34,12 +39,42 @@ struct OracleRun {
   std::vector<double> bound;
 };
 
-OracleRun run_oracle(const GemmCase& c, ref::ModelChoice m, OutDtype d) {
+// Where the oracle runs: --device cpu, cuda (a one-line error, exit 2, without a usable device,
+// or when a bound is asked: the GPU oracle computes none) or auto (cuda when usable, else cpu).
+bool use_gpu(const GemmOptions& o) {
+  if (o.device != "cpu" && o.device != "cuda" && o.device != "auto")
+    usage("--device: '" + o.device + "' is not cpu, cuda or auto");
+  if (o.device == "cpu") return false;
+  const bool needs_bound = o.bound || o.within_bound;
+#ifdef FP8REF_CLI_HAVE_GPU
+  const bool present = gpu::device_available();
+  const std::string why = present ? "" : gpu::device_description();
+#else
+  const bool present = false;
+  const std::string why = "fp8-check was built without CUDA";
+#endif
+  if (o.device == "auto") return present && !needs_bound;
+  if (!present) usage("--device cuda: " + why);
+  if (needs_bound)
+    usage("--device cuda: --bound / --within-bound need the CPU oracle (--device cpu)");
+  return true;
+}
+
+OracleRun run_oracle(const GemmCase& c, ref::ModelChoice m, OutDtype d, bool on_gpu = false) {
   std::vector<float> f(d == OutDtype::f32 ? std::size_t(c.M * c.N) : 0);
   std::vector<std::uint16_t> h(d == OutDtype::f32 ? 0 : std::size_t(c.M * c.N));
   OracleRun r{std::vector<std::uint32_t>(std::size_t(c.M * c.N)),
               std::vector<double>(std::size_t(c.M * c.N))};
-  ref::grouped_gemm_forward_offs(c.operands(), c.offs, m, ref::RowPolicy::zero, {d, f, h, r.bound});
+#ifdef FP8REF_CLI_HAVE_GPU
+  if (on_gpu)
+    gpu::oracle_grouped_gemm_forward_offs(c.operands(), c.offs, m, ref::RowPolicy::zero,
+                                          {d, f, h, {}});
+  else
+#else
+  (void)on_gpu;
+#endif
+    ref::grouped_gemm_forward_offs(c.operands(), c.offs, m, ref::RowPolicy::zero,
+                                   {d, f, h, r.bound});
   for (std::size_t i = 0; i < r.bits.size(); ++i)
     r.bits[i] = d == OutDtype::f32 ? std::bit_cast<std::uint32_t>(f[i]) : h[i];
   return r;
@@ -65,7 +100,7 @@ void run_oracle_command(const GemmOptions& o) {
   const ref::ModelChoice m = parse_model(o);
   const OutDtype d = parse_out_dtype(o.out_dtype);
   const GemmCase c = load_case(o);
-  const OracleRun r = run_oracle(c, m, d);
+  const OracleRun r = run_oracle(c, m, d, use_gpu(o));
   const int w = d == OutDtype::f32 ? 4 : 2;
   Tensor y{
       out_tensor_dtype(d), {c.M, c.N}, std::vector<std::uint8_t>(r.bits.size() * std::size_t(w))};
@@ -169,11 +204,13 @@ void run_verify_command(const GemmOptions& o) {
   if (got.shape != std::vector<std::int64_t>{c.M, c.N})
     usage("--got: '" + o.got + "' has shape " + shape_string(got.shape) + ", expected (" +
           std::to_string(c.M) + ", " + std::to_string(c.N) + ")");
-  const OracleRun r = run_oracle(c, m, d);
+  const bool on_gpu = use_gpu(o);
+  const OracleRun r = run_oracle(c, m, d, on_gpu);
   const OracleRun ex =
       o.within_bound ? run_oracle(c, {AccumulationModel::exact, 1}, OutDtype::f32) : OracleRun{};
-  std::printf("fp8-check verify grouped-gemm: %s, %s\n", describe(c, m, o).c_str(),
-              o.within_bound ? "within the model's bound of exact" : "bitwise");
+  std::printf("fp8-check verify grouped-gemm: %s, %s, oracle on %s\n", describe(c, m, o).c_str(),
+              o.within_bound ? "within the model's bound of exact" : "bitwise",
+              on_gpu ? "cuda" : "cpu");
   const VerifyCounts v = compare(c, got, r, ex, d, o);
   std::printf("  group      rows  elements  mismatches  max |got-ref|\n");
   for (std::size_t g = 0; g < v.groups.size(); ++g)
@@ -190,22 +227,29 @@ void run_verify_command(const GemmOptions& o) {
 void add_gemm_options(CLI::App* c, GemmOptions& o) {
   c->add_option("--in", o.in, "Tensor file holding the operands (safetensors, npz, torch zip)")
       ->required();
-  c->add_option("--a", o.a, "A (M, K), F8_E4M3 or F8_E5M2")->required();
+  c->add_option("--a", o.a, "A (M, K), F8_E4M3 or F8_E5M2; F4 (e2m1) for the Blackwell models")
+      ->required();
   c->add_option("--b", o.b, "B (G, N, K) for nk, (G, K, N) for kn")->required();
   c->add_option("--scale-a", o.scale_a,
                 "A's decode scales, F32 or F8_E8M0: () tensorwise, (M) rowwise, (M, ceil(K/128)) "
-                "blockwise, (M, ceil(K/32)) mx");
-  c->add_option("--scale-b", o.scale_b,
-                "B's decode scales, F32 or F8_E8M0: (G) tensorwise, (G, N) rowwise, "
-                "(G, ceil(N/128), ceil(K/128)) blockwise, (G, N, ceil(K/32)) mx");
+                "blockwise, (M, ceil(K/32)) mx, (M, ceil(K/16)) nvfp4 (ue4m3 values)");
+  c->add_option(
+      "--scale-b", o.scale_b,
+      "B's decode scales, F32 or F8_E8M0: (G) tensorwise, (G, N) rowwise, "
+      "(G, ceil(N/128), ceil(K/128)) blockwise, (G, N, ceil(K/32)) mx, (G, N, ceil(K/16)) "
+      "nvfp4");
+  c->add_option("--tensor-scale-a", o.tensor_scale_a,
+                "nvfp4: A's per-tensor decode scale, F32 () (optional, with --tensor-scale-b)");
+  c->add_option("--tensor-scale-b", o.tensor_scale_b,
+                "nvfp4: B's per-tensor decode scales, F32 (G)");
   c->add_option("--offs", o.offs, "Cumulative group end rows (torch offs), length G");
   c->add_option("--b-layout", o.b_layout, "nk | kn")->capture_default_str();
-  c->add_option("--scaling", o.scaling, "none | tensorwise | rowwise | blockwise | mx")
+  c->add_option("--scaling", o.scaling, "none | tensorwise | rowwise | blockwise | mx | nvfp4")
       ->capture_default_str();
-  c->add_option(
-       "--model", o.model,
-       "Accumulation model (docs/models.md), e.g. exact, hopper_promoted_blockwise; aliases "
-       "promoted_blockwise, promoted_tensorwise, promoted_rowwise")
+  c->add_option("--model", o.model,
+                "Accumulation model (docs/models.md), e.g. exact, hopper_promoted_blockwise, "
+                "blackwell_mxf8f6f4, blackwell_mxf4nvf4, rtx_blackwell_mxf4; aliases "
+                "promoted_blockwise, promoted_tensorwise, promoted_rowwise")
       ->required();
   c->add_option("--split-k", o.split_k, "Split-K: S equal slices (hopper models)")
       ->check(count_in(1, 1u << 20))
@@ -218,6 +262,10 @@ void add_gemm_options(CLI::App* c, GemmOptions& o) {
                 "_scaled_grouped_mm rowwise)")
       ->capture_default_str();
   c->add_option("--out-dtype", o.out_dtype, "f32 | bf16 | f16")->capture_default_str();
+  c->add_option("--device", o.device,
+                "Where the oracle runs: cpu | cuda (the GPU oracle, same bits) | auto (cuda when a "
+                "device is present and no bound is asked)")
+      ->capture_default_str();
 }
 
 }  // namespace

@@ -13,10 +13,16 @@
 #include <vector>
 
 #include "cli/errors.h"
+#include "cli/quantize_subbyte.h"
 #include "numerics/scale_layout.h"
 #include "reference/quantize.h"
 #include "tensor_io/mapped_file.h"
 #include "tensor_io/tensor_file.h"
+
+#ifdef FP8REF_CLI_HAVE_GPU
+#include "gpu/device.h"
+#include "gpu/quantize.h"
+#endif
 
 namespace fp8ref::cli {
 namespace {
@@ -164,6 +170,53 @@ std::vector<ref::Quantized> quantize_planes(const Tensor& x, const SourceBits& b
   return planes;
 }
 
+// The same planes from the GPU kernels (gpu/quantize.h), which write the grid row-major here; the
+// layout is then serialised as on the CPU path, so both paths share everything but the kernel.
+std::vector<ref::Quantized> quantize_planes_cuda(const Tensor& x, const SourceBits& bits,
+                                                 const Recipe& r, ref::BlockGeometry g,
+                                                 const QuantizeOptions& o,
+                                                 const std::string& source_name) {
+#ifdef FP8REF_CLI_HAVE_GPU
+  if (!gpu::device_available()) throw UsageError("--device cuda: " + gpu::device_description());
+  const std::int64_t groups = x.shape.size() == 3 ? x.shape[0] : 1;
+  const std::int64_t rows = x.shape[x.shape.size() - 2], cols = x.shape.back();
+  if (bits.src != Source::bf16 && bits.src != Source::f32)
+    throw UsageError(source_name + ": --device cuda takes F32 or BF16 input");
+  std::vector<ref::Quantized> planes;
+  try {
+    if (o.allow_partial_blocks)
+      throw std::invalid_argument(
+          "--allow-partial-blocks is a CPU option (the kernels keep to "
+          "the library's shapes)");
+    const std::size_t elem = bits.src == Source::f32 ? 4 : 2;
+    for (std::int64_t i = 0; i < groups; ++i) {
+      const void* plane =
+          static_cast<const unsigned char*>(bits.data()) + std::size_t(i * rows * cols) * elem;
+      check_nan_input({plane, bits.src, rows, cols, cols, 1},
+                      o.nan == "reject" ? ref::NanInput::reject : ref::NanInput::propagate);
+      const gpu::HostQuantized h =
+          gpu::quantize_host(plane, bits.src, rows, cols, r, g, {}, ScaleLayoutF32::row_major,
+                             ScaleLayoutE8m0::row_major);
+      ref::Quantized q{r, g, rows, cols, h.codes, h.grid.rows, h.grid.cols, {}, {}, {}};
+      if (is_mx(r.kind)) q.e8m0 = h.scales;
+      for (std::int64_t k = 0; k < h.grid.rows * h.grid.cols; ++k) {
+        std::uint32_t w = 0;
+        if (!is_mx(r.kind)) std::memcpy(&w, h.scales.data() + 4 * k, 4);
+        q.scale.push_back(is_mx(r.kind) ? detail::e8m0_value_f32(h.scales[std::size_t(k)])
+                                        : std::bit_cast<float>(w));
+      }
+      planes.push_back(std::move(q));
+    }
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(source_name + ": " + e.what());
+  }
+  return planes;
+#else
+  (void)x, (void)bits, (void)r, (void)g, (void)o;
+  throw UsageError(source_name + ": --device cuda: this fp8-check was built without CUDA");
+#endif
+}
+
 // The planes' scale grid serialised in the layout.
 std::vector<std::uint8_t> scale_bytes(const std::vector<ref::Quantized>& planes, const Recipe& r,
                                       const Layout& layout, const QuantizeOptions& o,
@@ -197,6 +250,7 @@ std::vector<std::uint8_t> scale_bytes(const std::vector<ref::Quantized>& planes,
 
 tensor_io::TensorFile quantize_tensor(const Tensor& x, const QuantizeOptions& o,
                                       const std::string& source_name) {
+  if (is_subbyte_recipe(o.recipe)) return quantize_subbyte_tensor(x, o, source_name);
   bool default_runtime = false;
   const Recipe r = make_recipe(o, &default_runtime);
   const ref::BlockGeometry g = parse_token("block", o.block, kBlocks);
@@ -206,13 +260,16 @@ tensor_io::TensorFile quantize_tensor(const Tensor& x, const QuantizeOptions& o,
   if (x.shape.size() != 2 && x.shape.size() != 3)
     throw UsageError(source_name + ": shape " + tensor_io::shape_string(x.shape) +
                      " is not 2-D (M, K) or 3-D (G, N, K)");
+  if (o.device != "cpu" && o.device != "cuda")
+    throw UsageError("unknown device '" + o.device + "' (one of: cpu, cuda)");
   // A zero extent leaves nothing to quantize; refused before the per-group loop, which would
   // otherwise run over every (empty) group of a huge leading dimension.
   if (x.numel() == 0)
     throw UsageError(source_name + ": shape " + tensor_io::shape_string(x.shape) +
                      " has no elements to quantize");
   const std::vector<ref::Quantized> planes =
-      quantize_planes(x, source_bits(x), r, g, o, source_name);
+      o.device == "cuda" ? quantize_planes_cuda(x, source_bits(x), r, g, o, source_name)
+                         : quantize_planes(x, source_bits(x), r, g, o, source_name);
   const std::int64_t groups = std::int64_t(planes.size());
   const std::int64_t sr = planes.empty() ? 0 : planes[0].scale_rows,
                      sc = planes.empty() ? 0 : planes[0].scale_cols;
@@ -286,7 +343,7 @@ void run_quantize(const QuantizeOptions& o) {
   const Tensor& scales = out.tensors[1].tensor;
   std::printf(
       "%s:%s %s %s -> %s\n  recipe %s %s runtime %s%s, block %s, layout %s\n"
-      "  codes %s %s, scales %s %s\n",
+      "  codes %s %s, scales %s %s, device %s\n",
       tensor_io::escape_text(file).c_str(), tensor_io::escape_text(chosen).c_str(),
       std::string(tensor_io::dtype_name(x->dtype)).c_str(),
       tensor_io::shape_string(x->shape).c_str(), tensor_io::escape_text(o.out).c_str(),
@@ -296,7 +353,7 @@ void run_quantize(const QuantizeOptions& o) {
       std::string(tensor_io::dtype_name(codes.dtype)).c_str(),
       tensor_io::shape_string(codes.shape).c_str(),
       std::string(tensor_io::dtype_name(scales.dtype)).c_str(),
-      tensor_io::shape_string(scales.shape).c_str());
+      tensor_io::shape_string(scales.shape).c_str(), o.device.c_str());
 }
 
 }  // namespace
@@ -306,22 +363,26 @@ void add_quantize_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "quantize", "Quantize a tensor under a named scale recipe, block geometry and scale layout");
   sub->add_option("--recipe", o->recipe,
-                  "deepgemm, torchao, te, mx_floor, mx_rceil, mx_ceil, mx_even")
+                  "deepgemm, torchao, te, mx_floor, mx_rceil, mx_ceil, mx_even; FP4 / FP6: "
+                  "nvfp4_te, nvfp4_torchao, mxfp4, mxfp6")
       ->required();
   sub->add_option("--block", o->block,
-                  "tensorwise, rowwise, per_channel, 1x128, 128x1, 128x128, 1x32, 32x1")
+                  "tensorwise, rowwise, per_channel, 1x128, 128x1, 128x128, 1x32, 32x1; 1x16, "
+                  "16x16 (nvfp4)")
       ->required();
   sub->add_option(
          "--layout", o->layout,
          "row_major, col_major, tma_mn_major, te_compact, cublas_k_major_pad4, e8m0_row_major, "
-         "e8m0_blocked_128x4, deepgemm_packed_ue8m0")
+         "e8m0_blocked_128x4, deepgemm_packed_ue8m0; ue4m3_row_major, ue4m3_blocked_128x4 "
+         "(nvfp4)")
       ->required();
   sub->add_option("--in", o->in,
                   "Input FILE or FILE:tensor (F32, BF16 or F16; (M, K) or (G, N, K))")
       ->required();
   sub->add_option("--out", o->out, "Output file (.safetensors): tensors codes and scales")
       ->required();
-  sub->add_option("--format", o->format, "Element format: e4m3 or e5m2")->capture_default_str();
+  sub->add_option("--format", o->format, "Element format: e4m3 or e5m2; mxfp6: e2m3 or e3m2")
+      ->capture_default_str();
   sub->add_option("--runtime", o->runtime,
                   "torch_cpu, torch_cuda or cuda_kernel (default: cuda_kernel for te and mx_rceil, "
                   "torch_cuda otherwise)");
@@ -332,6 +393,10 @@ void add_quantize_command(CLI::App& app) {
   sub->add_flag(
       "--allow-partial-blocks", o->allow_partial_blocks,
       "Quantize shapes the recipe's library rejects (partial blocks: amax over real elements)");
+  sub->add_option("--device", o->device,
+                  "cpu (the reference) or cuda (the GPU kernels: same outputs and metadata; "
+                  "without a device: one line, exit 2)")
+      ->capture_default_str();
   sub->callback([o] { run_quantize(*o); });
 }
 

@@ -22,6 +22,7 @@ struct QuantizeOptions {
   float epsilon = 0.0f;
   std::string nan = "propagate";      // propagate | reject
   bool allow_partial_blocks = false;  // skip the source library's shape requirement
+  std::string device = "cpu";         // cpu (reference/quantize) | cuda (gpu/quantize kernels)
 };
 
 // Quantizes `x` as the options say; the tensors "codes" and "scales" plus metadata. Throws

@@ -136,7 +136,9 @@ Descr parse_descr(const std::string& d, std::string_view file) {
     out.dtype = n == 1 ? DType::U8 : n == 2 ? DType::U16 : n == 4 ? DType::U32 : DType::U64;
   else if ((kind == 'b' || kind == '?') && n == 1)
     out.dtype = DType::BOOL;
-  else if (!((kind == 'V' && n >= 1 && n <= 8) || (kind == 'f' && n == 1)))
+  else if (kind == 'f' && n == 1)  // ml_dtypes spells float8_e5m2 (only it) '<f1'
+    out.dtype = DType::F8_E5M2;
+  else if (!(kind == 'V' && n >= 1 && n <= 8))
     fail(file, bad);
   return out;
 }
@@ -196,6 +198,20 @@ Header read_header(ByteReader& r, std::string_view file) {
   return DictLiteral(r.str(len), file).parse();
 }
 
+// Which ml_dtypes types numpy stores under an opaque void descr of this width, and the --as
+// spellings that read them.
+std::string opaque_message(const std::string& descr, int itemsize) {
+  const std::string head = "npy descr '" + descr + "' is opaque: ";
+  if (itemsize == 1)
+    return head +
+           "ml_dtypes stores float8_e4m3fn, float8_e8m0fnu, float8_e4m3fnuz, float8_e5m2fnuz and "
+           "float4_e2m1fn so; pass --as e4m3|e8m0|e4m3fnuz|e5m2fnuz|fp4 (float8_e5m2 is '<f1' "
+           "and needs no --as)";
+  if (itemsize == 2) return head + "ml_dtypes stores bfloat16 so; pass --as bf16";
+  return head + "no fp8ref dtype is " + std::to_string(itemsize) +
+         " bytes wide and opaque; pass --as DTYPE to reinterpret its bytes";
+}
+
 Tensor finish_tensor(std::vector<std::uint8_t> raw, Header& h, const Descr& d,
                      std::string_view file, const ReadOptions& opts) {
   const auto w = static_cast<std::size_t>(d.itemsize);
@@ -210,11 +226,7 @@ Tensor finish_tensor(std::vector<std::uint8_t> raw, Header& h, const Descr& d,
       return pack_unpacked_f4(raw, std::move(h.shape), file);
     return reinterpret_as(std::move(raw), std::move(h.shape), d.itemsize * 8, *opts.as_dtype, file);
   }
-  if (!d.dtype) {
-    fail(file,
-         "npy descr '" + h.descr +
-             "' is opaque (an ml_dtypes dump such as float8_e4m3fn or bfloat16); pass --as DTYPE");
-  }
+  if (!d.dtype) fail(file, opaque_message(h.descr, d.itemsize));
   return Tensor{*d.dtype, std::move(h.shape), std::move(raw)};
 }
 

@@ -1,0 +1,110 @@
+// The problem description types of the grouped GEMMs (docs/design.md §9-10), shared by the CPU
+// reference (reference/grouped_gemm.h, which re-exports them in fp8ref::ref) and the GPU oracle
+// (gpu/oracle/), which may include only numerics/: layouts, scalings, the outside-row policy, the
+// operands of the forward and of dgrad, the model choice and the output.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "numerics/format.h"
+#include "numerics/models.h"
+
+namespace fp8ref {
+
+enum class BLayout : std::uint8_t { nk, kn };  // B as (G, N, K) or (G, K, N), row-major
+enum class Scaling : std::uint8_t { none, tensorwise, rowwise, blockwise, mx, nvfp4 };
+constexpr const char* to_string(Scaling s) {
+  switch (s) {
+    case Scaling::none: return "none";
+    case Scaling::tensorwise: return "tensorwise";
+    case Scaling::rowwise: return "rowwise";
+    case Scaling::blockwise: return "blockwise";
+    case Scaling::mx: return "mx";
+    case Scaling::nvfp4: return "nvfp4";
+  }
+  return "?";
+}
+constexpr std::optional<Scaling> parse_scaling(std::string_view s) {
+  for (Scaling x : {Scaling::none, Scaling::tensorwise, Scaling::rowwise, Scaling::blockwise,
+                    Scaling::mx, Scaling::nvfp4})
+    if (std::string_view(to_string(x)) == s) return x;
+  return std::nullopt;
+}
+enum class RowPolicy : std::uint8_t {
+  untouched,  // rows of no group are not written
+  zero,       // rows of no group are set to +0
+};
+
+// Operands of the M-grouped forward. Scale shapes (f32 decode scales, x ~= q·s), row-major:
+//   none:       both empty
+//   tensorwise: scale_a (1), scale_b (G)          one scale per tensor / per expert
+//   rowwise:    scale_a (M), scale_b (G, N)
+//   blockwise:  scale_a (M, ceil(K/128)) 1×128,   scale_b (G, ceil(N/128), ceil(K/128)) 128×128
+//   mx:         scale_a (M, ceil(K/32)) 1×32,     scale_b (G, N, ceil(K/32)) 1×32 along K; every
+//               scale a power of two (an E8M0 value, decoded exactly to f32, 2^-127 included)
+//   nvfp4:      scale_a (M, ceil(K/16)) 1×16,     scale_b (G, N, ceil(K/16)) 1×16 along K; every
+//               scale a ue4m3 value (>= 0); tensor_scale_a (1) and tensor_scale_b (G) the
+//               per-tensor scales (empty: 1), applied after the chain as RN(acc·RN(ta·tb)).
+//               Only blackwell_mxf4nvf4 / rtx_blackwell_mxf4nvf4 take nvfp4.
+// Operands are e4m3 / e5m2 codes, one per byte; the Blackwell models also take e3m2, e2m3 and
+// e2m1 codes (kind::f8f6f4 / mxf8f6f4; e2m1 only for kind::mxf4 / mxf4nvf4), one per byte.
+// Scales of rows of no group and the B scales of groups without rows are never read (they may
+// hold NaN, Inf or garbage); every other scale must be finite.
+struct GroupedGemmOperands {
+  std::int64_t M, N, K, G;
+  Format fa, fb;
+  std::span<const std::uint8_t> a;  // (M, K)
+  std::span<const std::uint8_t> b;  // (G, N, K) or (G, K, N)
+  BLayout b_layout;
+  Scaling scaling;
+  std::span<const float> scale_a;
+  std::span<const float> scale_b;
+  std::span<const float> tensor_scale_a = {};  // nvfp4 only: (1) or empty
+  std::span<const float> tensor_scale_b = {};  // nvfp4 only: (G) or empty
+};
+
+struct ModelChoice {
+  AccumulationModel model;
+  int split_k;                    // S >= 1 equal slices; only the hopper models accept > 1
+  std::int64_t split_blocks = 0;  // > 0: slices of this many 128-blocks instead (split_k must be 1)
+  // Order of the scalar scales (tensorwise / rowwise) against the accumulator; Epilogue::model
+  // keeps the model's own. E.g. hopper_promoted_rowwise + a_then_b is torch `_scaled_grouped_mm`.
+  Epilogue epilogue = Epilogue::model;
+  SplitK split() const {
+    return split_blocks > 0 ? SplitK::of_length(split_blocks) : SplitK(split_k);
+  }
+};
+
+// Output (M, N) row-major in `dtype`: the f32 span for f32, the u16 span (bit patterns) for bf16
+// and f16. The hardware models round their f32 result to bf16 / f16 (RNE, f32_to_out_bits);
+// `exact` rounds the exact value once. `bound` (optional, M·N) receives the per-element bound on
+// |y - exact|.
+struct GemmOutput {
+  OutDtype dtype;
+  std::span<float> f32;
+  std::span<std::uint16_t> u16;
+  std::span<double> bound;
+};
+
+// dgrad dA[r] (K) = dY[r] (N) · W[g(r)] (N, K): W is the forward's B tensor, (G, N, K) `nk` or
+// (G, K, N) `kn`, evaluated as the forward with reduction dimension N on the other layout.
+// Scale shapes, row-major (the reduction runs over N):
+//   tensorwise: scale_dy (1), scale_w (G)
+//   rowwise:    scale_dy (M), scale_w (G, K)                 one per output column of dA
+//   blockwise:  scale_dy (M, ceil(N/128)) 1×128 along N,     scale_w (G, ceil(N/128), ceil(K/128))
+//               (the forward's 128×128 tensor, transposed internally)
+//   mx:         scale_dy (M, ceil(N/32)),                    scale_w (G, K, ceil(N/32))
+struct DgradOperands {
+  std::int64_t M, N, K, G;
+  Format fdy, fw;
+  std::span<const std::uint8_t> dy;  // (M, N)
+  std::span<const std::uint8_t> w;   // (G, N, K) or (G, K, N)
+  BLayout w_layout;
+  Scaling scaling;
+  std::span<const float> scale_dy;
+  std::span<const float> scale_w;
+};
+}  // namespace fp8ref

@@ -1,0 +1,55 @@
+# The campaign as a continuous mutation test (docs/fuzz.md "Planted bugs"): `fuzz` of the test
+# executable fp8-check-planted runs every CPU suite once per catalogued bug (numerics/plant.h) at
+# the CI seed with a fixed case budget (--cases, so the result is deterministic), and the test
+# fails unless every bug is caught. Prints the mutation score and, per bug, the suites that caught
+# it and the cases the first of them needed.
+# Variables: PLANTED (fp8-check-planted), WORK, SEED, CASES (per suite).
+include(${CMAKE_CURRENT_LIST_DIR}/run_fp8.cmake)
+
+run_planted(list rc fuzz --list-plants)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "fp8-check-planted fuzz --list-plants failed (exit ${rc}):\n${list}")
+endif()
+string(STRIP "${list}" list)
+string(REPLACE "\n" ";" plants "${list}")
+
+set(table "")
+set(caught 0)
+set(total 0)
+set(missed "")
+foreach(plant IN LISTS plants)
+  math(EXPR total "${total} + 1")
+  run_planted(out rc fuzz --plant ${plant} --cases ${CASES} --seed ${SEED} --quiet --json
+              --failure-dir ${WORK}/failures)
+  if(rc EQUAL 0)
+    string(APPEND table "  ${plant}  no  -  -\n")
+    list(APPEND missed ${plant})
+    continue()
+  elseif(NOT rc EQUAL 1)
+    message(FATAL_ERROR "planted ${plant}: the campaign did not run (exit ${rc}):\n${out}")
+  endif()
+  math(EXPR caught "${caught} + 1")
+  string(JSON n LENGTH "${out}" suites)
+  math(EXPR last "${n} - 1")
+  set(by "")
+  set(first "")
+  foreach(i RANGE ${last})
+    string(JSON status GET "${out}" suites ${i} status)
+    if(status STREQUAL "failed")
+      string(JSON name GET "${out}" suites ${i} name)
+      string(JSON cases GET "${out}" suites ${i} cases)
+      list(APPEND by "${name}(${cases})")
+      if(first STREQUAL "" OR cases LESS first)
+        set(first ${cases})
+      endif()
+    endif()
+  endforeach()
+  string(REPLACE ";" " " by "${by}")
+  string(APPEND table "  ${plant}  yes  ${first}  ${by}\n")
+endforeach()
+
+message("mutation score: ${caught}/${total} planted bugs caught by `fuzz --cases ${CASES} --seed ${SEED}`\n"
+        "  plant  caught  cases-to-catch  suites(cases)\n${table}")
+if(NOT caught EQUAL total)
+  message(FATAL_ERROR "planted bugs not caught: ${missed}")
+endif()
