@@ -2,6 +2,7 @@
 // an index map (16-byte copies when rows allow), an MN-major column gather, and the weighted
 // combine with one thread per output element in the fixed slot order.
 #include <cstdint>
+#include <type_traits>
 
 #include "gpu/device.h"
 #include "gpu/pad_permute_kernels.h"
@@ -17,18 +18,21 @@ unsigned grid_of(std::int64_t want, int max_blocks) {
   return unsigned(g);
 }
 
-// Rows as W-byte words (W = 16, 4 or 1 by the alignment of row_bytes and the pointers).
+// Rows as W-byte words (W = 16, 4 or 1 by the alignment of row_bytes and the pointers): a CTA per
+// output row (grid-stride over rows), its threads over the row's words.
 template <class Word>
 __global__ void __launch_bounds__(kThreads)
     gather_rows_kernel(const Word* in, std::int64_t row_words, const std::int64_t* map,
                        std::int64_t rows, Word* out) {
-  const std::int64_t n = rows * row_words;
-  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t o = i / row_words, w = i % row_words, src = map[o];
-    Word v{};
-    if (src >= 0) v = in[src * row_words + w];
-    out[i] = v;
+  for (std::int64_t o = blockIdx.x; o < rows; o += gridDim.x) {
+    const std::int64_t src = map[o];
+    Word* dst = out + o * row_words;
+    if (src >= 0) {
+      const Word* from = in + src * row_words;
+      for (std::int64_t w = threadIdx.x; w < row_words; w += blockDim.x) dst[w] = from[w];
+    } else {
+      for (std::int64_t w = threadIdx.x; w < row_words; w += blockDim.x) dst[w] = Word{};
+    }
   }
 }
 
@@ -44,25 +48,36 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// A CTA per token (grid-stride), its threads over h in groups of V (4 with float4 access when H
+// and the pointers allow, else 1); each output summed over the token's slots in ascending order.
+template <int V>
 __global__ void __launch_bounds__(kThreads)
     combine_kernel(const float* y, std::int64_t H, const std::int64_t* row_of, const float* prob,
                    std::int64_t tokens, std::int64_t k, bool fma, float* out) {
-  const std::int64_t n = tokens * H;
-  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t t = i / H, h = i % H;
-    float acc = 0.0f;
-    bool first = true;
-    for (std::int64_t j = 0; j < k; ++j) {
-      const std::int64_t r = row_of[t * k + j];
-      if (r < 0) continue;
-      const float p = prob[t * k + j], v = y[r * H + h];
-      if (first)
-        acc = __fmul_rn(p, v), first = false;
-      else
-        acc = fma ? __fmaf_rn(p, v, acc) : __fadd_rn(acc, __fmul_rn(p, v));
+  using Vec = std::conditional_t<V == 4, float4, float>;
+  for (std::int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
+    for (std::int64_t h = std::int64_t(threadIdx.x) * V; h < H; h += std::int64_t(blockDim.x) * V) {
+      float acc[V] = {};
+      bool first = true;
+      for (std::int64_t j = 0; j < k; ++j) {
+        const std::int64_t r = row_of[t * k + j];
+        if (r < 0) continue;
+        const float p = prob[t * k + j];
+        const Vec yv = *reinterpret_cast<const Vec*>(y + r * H + h);
+        const float* v = reinterpret_cast<const float*>(&yv);
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+          acc[e] = first ? __fmul_rn(p, v[e])
+                   : fma ? __fmaf_rn(p, v[e], acc[e])
+                         : __fadd_rn(acc[e], __fmul_rn(p, v[e]));
+        first = false;
+      }
+      Vec res;
+      float* rv = reinterpret_cast<float*>(&res);
+#pragma unroll
+      for (int e = 0; e < V; ++e) rv[e] = acc[e];
+      *reinterpret_cast<Vec*>(out + t * H + h) = res;
     }
-    out[i] = acc;
   }
 }
 
@@ -74,9 +89,8 @@ void launch_gather_rows(const void* in, std::int64_t row_bytes, const std::int64
   const auto launch = [&](auto word) {
     using Word = decltype(word);
     const std::int64_t words = row_bytes / std::int64_t(sizeof(Word));
-    gather_rows_kernel<Word>
-        <<<grid_of((rows * words + kThreads - 1) / kThreads, max_blocks), kThreads, 0, stream>>>(
-            static_cast<const Word*>(in), words, map, rows, static_cast<Word*>(out));
+    gather_rows_kernel<Word><<<grid_of(rows, max_blocks), kThreads, 0, stream>>>(
+        static_cast<const Word*>(in), words, map, rows, static_cast<Word*>(out));
   };
   if (row_bytes % 16 == 0 && addr % 16 == 0)
     launch(uint4{});
@@ -98,8 +112,12 @@ void launch_gather_columns(const std::uint32_t* in, std::int64_t in_stride, std:
 void launch_combine(const float* y, std::int64_t H, const std::int64_t* row_of, const float* prob,
                     std::int64_t tokens, std::int64_t k, bool fma, float* out, int max_blocks,
                     cudaStream_t stream) {
-  combine_kernel<<<grid_of((tokens * H + kThreads - 1) / kThreads, max_blocks), kThreads, 0,
-                   stream>>>(y, H, row_of, prob, tokens, k, fma, out);
+  const auto addr = reinterpret_cast<std::uintptr_t>(y) | reinterpret_cast<std::uintptr_t>(out);
+  const unsigned grid = grid_of(tokens, max_blocks);
+  if (H % 4 == 0 && addr % 16 == 0)
+    combine_kernel<4><<<grid, kThreads, 0, stream>>>(y, H, row_of, prob, tokens, k, fma, out);
+  else
+    combine_kernel<1><<<grid, kThreads, 0, stream>>>(y, H, row_of, prob, tokens, k, fma, out);
   FP8REF_CUDA_CHECK(cudaGetLastError());
 }
 

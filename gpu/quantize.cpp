@@ -158,7 +158,7 @@ void quantize(const DeviceMatrix& x, const Recipe& r, BlockGeometry g,
       grouped ? std::int64_t(starts.size()) - 1 : (x.rows + b.rows - 1) / b.rows;
   check_arguments(x, r, g, out, scale_bytes(r, g, x.rows, x.cols, group_ends, out));
   if (x.rows == 0 || x.cols == 0) return;
-  detail::QuantizeLaunch q = launch_of(x, r, g, std::int64_t(starts.size()) - 1, out, stream, opt);
+  detail::QuantizeLaunch q = launch_of(x, r, g, block_rows, out, stream, opt);
   const std::size_t sb = scale_bytes(r, g, x.rows, x.cols, group_ends, out);
   if (q.scales.layout == 3)
     detail::launch_fill_words(out.scales, 0x3F800000u, std::int64_t(sb / 4), stream);

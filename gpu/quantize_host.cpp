@@ -48,17 +48,25 @@ HostQuantized quantize_host(const void* host_x, Source src, std::int64_t rows, s
                ds = device_alloc(out.scales_bytes);
   out.codes = static_cast<std::uint8_t*>(dc.get());
   out.scales = ds.get();
-  if (n) FP8REF_CUDA_CHECK(cudaMemcpy(dx.get(), host_x, n * elem, cudaMemcpyHostToDevice));
-  FP8REF_CUDA_CHECK(cudaMemset(dc.get(), poison, n ? n : 1));
-  FP8REF_CUDA_CHECK(cudaMemset(ds.get(), poison, out.scales_bytes ? out.scales_bytes : 1));
+  // Everything on the one non-blocking stream: it does not order with the legacy default stream,
+  // so a plain cudaMemcpy / cudaMemset (whose DMA may still be in flight when they return) could
+  // race the kernel.
+  if (n)
+    FP8REF_CUDA_CHECK(
+        cudaMemcpyAsync(dx.get(), host_x, n * elem, cudaMemcpyHostToDevice, stream.s));
+  FP8REF_CUDA_CHECK(cudaMemsetAsync(dc.get(), poison, n ? n : 1, stream.s));
+  FP8REF_CUDA_CHECK(
+      cudaMemsetAsync(ds.get(), poison, out.scales_bytes ? out.scales_bytes : 1, stream.s));
   quantize({dx.get(), src, rows, cols}, r, g, group_ends, out, stream.s, opt);
-  FP8REF_CUDA_CHECK(cudaStreamSynchronize(stream.s));
   h.codes.resize(n);
   h.scales.resize(out.scales_bytes);
-  if (n) FP8REF_CUDA_CHECK(cudaMemcpy(h.codes.data(), dc.get(), n, cudaMemcpyDeviceToHost));
-  if (out.scales_bytes)
+  if (n)
     FP8REF_CUDA_CHECK(
-        cudaMemcpy(h.scales.data(), ds.get(), out.scales_bytes, cudaMemcpyDeviceToHost));
+        cudaMemcpyAsync(h.codes.data(), dc.get(), n, cudaMemcpyDeviceToHost, stream.s));
+  if (out.scales_bytes)
+    FP8REF_CUDA_CHECK(cudaMemcpyAsync(h.scales.data(), ds.get(), out.scales_bytes,
+                                      cudaMemcpyDeviceToHost, stream.s));
+  FP8REF_CUDA_CHECK(cudaStreamSynchronize(stream.s));
   return h;
 }
 

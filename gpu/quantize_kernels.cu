@@ -228,30 +228,38 @@ __device__ std::int32_t cta_max(std::int32_t m, std::int32_t* red) {
   return m;
 }
 
-// 1xW blocks (W = 32, 128): W / 8 lanes per block, eight elements a lane; a warp takes 32 / (W / 8)
-// consecutive blocks per step, all lanes stepping together so the shuffles see the whole warp.
-template <int W>
+// 1xW blocks (W = 32, 128): W / 16 lanes per block, sixteen elements a lane (two independent
+// 16-byte loads of bf16 in flight); a warp takes 32 / (W / 16) consecutive blocks per step, all
+// lanes stepping together so the shuffles see the whole warp.
+template <int W, bool kBf16>
 __global__ void __launch_bounds__(kThreads) small_blocks_kernel(QuantizeLaunch q) {
-  constexpr int kLanes = W / 8, kPerWarp = 32 / kLanes;
+  constexpr int kLanes = W / 16, kPerWarp = 32 / kLanes;
   const std::int64_t nbc = (q.cols + W - 1) / W, nblocks = q.rows * nbc;
   const int lane = threadIdx.x & 31, sub = lane % kLanes;
   const std::int64_t warp = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
   const std::int64_t nwarps = (std::int64_t(gridDim.x) * blockDim.x) >> 5;
   for (std::int64_t base = warp * kPerWarp; base < nblocks; base += nwarps * kPerWarp) {
     const std::int64_t b = base + lane / kLanes;
-    const std::int64_t r = b / nbc, bc = b % nbc, c = bc * W + sub * 8;
+    const std::int64_t r = b / nbc, bc = b % nbc, c = bc * W + sub * 16;
     const bool live = b < nblocks && c < q.cols;
     const std::int64_t i = r * q.cols + c, end = live ? r * q.cols + q.cols : i;
-    std::uint32_t v[8];
-    load8(q.x, q.bf16, q.vec && live, i, end, v);
+    std::uint32_t v[2][8];
+    const bool vec_hi = q.vec && live && c + 8 < q.cols;  // vec: cols % 8 == 0
+    load8(q.x, kBf16, q.vec && live, i, end, v[0]);
+    load8(q.x, kBf16, vec_hi, i + 8, end, v[1]);
     std::int32_t m = 0;
 #pragma unroll
-    for (int k = 0; k < 8; ++k) m = max(m, abs_bits(v[k], q.recipe.ignore_nan));
+    for (int k = 0; k < 8; ++k)
+      m = max(m,
+              max(abs_bits(v[0][k], q.recipe.ignore_nan), abs_bits(v[1][k], q.recipe.ignore_nan)));
 #pragma unroll
     for (int off = kLanes / 2; off > 0; off >>= 1) m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
     const DevScale d = block_scale(q.recipe, m);
     if (b < nblocks && sub == 0) store_scale(q.scales, r, bc, d);
-    if (live) store8(q.codes, q.vec, i, end, cast8(q.recipe, d, v));
+    if (live) {
+      store8(q.codes, q.vec, i, end, cast8(q.recipe, d, v[0]));
+      store8(q.codes, vec_hi, i + 8, end, cast8(q.recipe, d, v[1]));
+    }
   }
 }
 
@@ -318,9 +326,9 @@ __global__ void __launch_bounds__(kThreads) tensor_amax_kernel(QuantizeLaunch q)
 #pragma unroll
     for (int k = 0; k < 8; ++k) m = max(m, abs_bits(v[k], q.recipe.ignore_nan));
   }
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
-  if ((threadIdx.x & 31) == 0) atomicMax(q.amax_ws, std::uint32_t(m));
+  __shared__ std::int32_t red[kThreads / 32];
+  m = cta_max(m, red);
+  if (threadIdx.x == 0) atomicMax(q.amax_ws, std::uint32_t(m));
 }
 
 // Tensorwise, pass 2: every thread derives the one scale from the amax and casts.
@@ -354,12 +362,14 @@ unsigned grid_of(std::int64_t want, int max_blocks) {
 
 void launch_small_blocks(const QuantizeLaunch& q) {
   const std::int64_t w = q.block_w, nblocks = q.rows * ((q.cols + w - 1) / w);
-  const std::int64_t per_cta = kThreads / (w / 8);
+  const std::int64_t per_cta = kThreads / (w / 16);
   const unsigned grid = grid_of((nblocks + per_cta - 1) / per_cta, q.max_blocks);
   if (w == 32)
-    small_blocks_kernel<32><<<grid, kThreads, 0, q.stream>>>(q);
+    q.bf16 ? small_blocks_kernel<32, true><<<grid, kThreads, 0, q.stream>>>(q)
+           : small_blocks_kernel<32, false><<<grid, kThreads, 0, q.stream>>>(q);
   else
-    small_blocks_kernel<128><<<grid, kThreads, 0, q.stream>>>(q);
+    q.bf16 ? small_blocks_kernel<128, true><<<grid, kThreads, 0, q.stream>>>(q)
+           : small_blocks_kernel<128, false><<<grid, kThreads, 0, q.stream>>>(q);
   FP8REF_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -378,7 +388,8 @@ void launch_column_blocks(const QuantizeLaunch& q) {
 void launch_tensorwise(const QuantizeLaunch& q) {
   const std::int64_t chunks = (q.rows * q.cols + 7) / 8;
   const unsigned grid = grid_of((chunks + kThreads - 1) / kThreads, q.max_blocks);
-  tensor_amax_kernel<<<grid, kThreads, 0, q.stream>>>(q);
+  const unsigned amax_grid = grid < 1024 ? grid : 1024;  // one atomic per CTA
+  tensor_amax_kernel<<<amax_grid, kThreads, 0, q.stream>>>(q);
   FP8REF_CUDA_CHECK(cudaGetLastError());
   tensor_cast_kernel<<<grid, kThreads, 0, q.stream>>>(q);
   FP8REF_CUDA_CHECK(cudaGetLastError());

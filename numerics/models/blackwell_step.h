@@ -154,32 +154,47 @@ inline CTerm c_term(float c) {
 
 // T-FDPA / ST-FDPA on up to 32 products whose scale exponents add `scale_exp` and scale
 // significands multiply by `scale_sig` (units 2^-scale_man); e_zero and F as in the header.
+// Hot path: the products' significands and exponents are read once into local arrays; every
+// term is then aligned by one branchless shift pair (|sig| < 2^16·scale_sig, left shifts <= F), its
+// dropped bits or-ed into `lost`, and summed in 64-bit integers.
 inline FdpaSum fdpa_sum(const std::uint8_t* a, const std::uint8_t* b, int n, Format fa, Format fb,
                         int scale_exp, std::int64_t scale_sig, int scale_man, CTerm c, int e_zero,
                         int frac_bits, int& e_max) {
   const ElemParts *ta = elem_parts_table(fa), *tb = elem_parts_table(fb);
-  bool zero_term = c.sig == 0 || n < kBlackwellStepK || scale_sig == 0;
-  e_max = std::numeric_limits<int>::min();
-  if (c.sig != 0) e_max = c.exp;
+  std::int32_t ps[kBlackwellStepK], pe[kBlackwellStepK];
+  constexpr int kNone = std::numeric_limits<int>::min() / 2;
+  int p_max = kNone, zeros = 0;
   for (int k = 0; k < n; ++k) {
     const ElemParts x = ta[a[k]], y = tb[b[k]];
-    if (x.sig == 0 || y.sig == 0) {
-      zero_term = true;
-      continue;
-    }
-    e_max = std::max(e_max, x.exp + y.exp + scale_exp);
+    ps[k] = x.sig * y.sig;
+    pe[k] = x.exp + y.exp;
+    zeros += ps[k] == 0;
+    p_max = std::max(p_max, ps[k] != 0 ? pe[k] : kNone);
   }
+  const bool zero_term = c.sig == 0 || n < kBlackwellStepK || scale_sig == 0 || zeros != 0;
+  e_max = std::numeric_limits<int>::min();
+  if (c.sig != 0) e_max = c.exp;
+  if (p_max != kNone) e_max = std::max(e_max, p_max + scale_exp);
   if (zero_term) e_max = std::max(e_max, e_zero);
   FdpaSum sum;
   sum.s = shift_truncate(c.sig, frac_bits + c.exp - e_max - 23, sum.inexact);
   sum.terms = c.sig != 0;
-  for (int k = 0; k < n && scale_sig != 0; ++k) {
-    const ElemParts x = ta[a[k]], y = tb[b[k]];
-    if (x.sig == 0 || y.sig == 0) continue;
-    const int sh = frac_bits + x.exp + y.exp + scale_exp - e_max - x.man - y.man - scale_man;
-    sum.s += shift_truncate(std::int64_t(x.sig) * y.sig * scale_sig, sh, sum.inexact);
-    ++sum.terms;
+  if (scale_sig == 0) return sum;
+  const int base = frac_bits + scale_exp - e_max - elem_man(fa) - elem_man(fb) - scale_man;
+  const std::uint64_t ssig = std::uint64_t(scale_sig < 0 ? -scale_sig : scale_sig);
+  std::int64_t acc = 0;
+  std::uint64_t lost = 0;
+  for (int k = 0; k < n; ++k) {
+    const int sh = base + pe[k];
+    const std::uint64_t m = std::uint64_t(ps[k] < 0 ? -ps[k] : ps[k]) * ssig;
+    const int rs = std::min(std::max(-sh, 0), 63), ls = std::max(sh, 0);
+    const std::int64_t r = std::int64_t((m >> rs) << ls);
+    lost |= m & ((std::uint64_t{1} << rs) - 1);
+    acc += (ps[k] < 0) != (scale_sig < 0) ? -r : r;
   }
+  sum.s += acc;
+  sum.terms += n - zeros;
+  sum.inexact = sum.inexact || lost != 0;
   return sum;
 }
 

@@ -1,13 +1,11 @@
 # `fp8-check fuzz merge` and `--junit` (docs/fuzz.md "Merging shards, JUnit"): two shards' --json
 # reports merge into one summary whose cases add up; a report with a failure (the planted bug)
 # makes the merge exit 1 and its JUnit file carry a <failure> with the replay command; the same
-# shard twice, or a file that is not a report, is refused with one line and exit 2. The planted bug
-# is planted by the test executable fp8-check-planted (PLANTED); fp8-check has no --plant.
+# shard twice, or a file that is not a report, is refused with one line and exit 2.
 include(${CMAKE_CURRENT_LIST_DIR}/run_fp8.cmake)
 
-set(FUZZ_EXE ${EXE})
-function(fuzz_json file)  # ${FUZZ_EXE} fuzz ARGN --json --quiet > WORK/file; sets rc
-  execute_process(COMMAND ${FUZZ_EXE} fuzz ${ARGN} --json --quiet RESULT_VARIABLE r
+function(fuzz_json exe file)  # EXE fuzz ARGN --json --quiet > WORK/file; sets rc
+  execute_process(COMMAND ${exe} fuzz ${ARGN} --json --quiet RESULT_VARIABLE r
                   OUTPUT_FILE ${WORK}/${file} ERROR_VARIABLE err WORKING_DIRECTORY ${WORK})
   set(rc ${r} PARENT_SCOPE)
   if(NOT err STREQUAL "")
@@ -16,7 +14,7 @@ function(fuzz_json file)  # ${FUZZ_EXE} fuzz ARGN --json --quiet > WORK/file; se
 endfunction()
 
 foreach(i 0 1)
-  fuzz_json(report-${i}.json --suite gemm.forward --cases 50 --seed 7 --shard ${i}/2)
+  fuzz_json(${EXE} report-${i}.json --suite gemm.forward --cases 50 --seed 7 --shard ${i}/2)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "shard ${i}/2 failed (exit ${rc})")
   endif()
@@ -31,11 +29,10 @@ if(NOT cases EQUAL 100 OR NOT status STREQUAL "passed")
   message(FATAL_ERROR "merged gemm.forward: ${cases} cases, ${status} (want 100, passed)")
 endif()
 
-# A failing run: its own --junit, then a merge with the passing shards.
-set(FUZZ_EXE ${PLANTED})
-fuzz_json(report-bug.json --suite gemm.forward --plant offs_off_by_one --cases 500 --seed 8
+# A failing run (the planted-bug build fp8-check-planted): its own --junit, then a merge with the
+# passing shards.
+fuzz_json(${PLANTED} report-bug.json --suite gemm.forward --plant offs_off_by_one --cases 500 --seed 8
           --failure-dir ${WORK}/failures --junit ${WORK}/bug.xml)
-set(FUZZ_EXE ${EXE})
 if(NOT rc EQUAL 1)
   message(FATAL_ERROR "the planted bug was not caught (exit ${rc})")
 endif()

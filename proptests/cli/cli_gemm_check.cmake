@@ -74,7 +74,11 @@ if(PART STREQUAL "ints")
     expect(0 ${EXE} oracle grouped-gemm ${g} --b b_kn --b-layout kn ${sc} --model exact
            --out-dtype ${file_dtype_${s}} --out ${WORK}/y.safetensors)
     expect(0 ${EXE} diff ${WORK}/y.safetensors:out ${I}:want_${s}_${file_dtype_${s}})
+    # --device auto: the GPU oracle where a device is present, else the CPU; the same bits.
+    expect(0 ${EXE} verify grouped-gemm ${g} --b b_kn --b-layout kn ${sc} --model ${hw_${s}}
+           --out-dtype f32 --got want_${s}_f32 --device auto)
   endforeach()
+  expect(2 ${EXE} verify grouped-gemm ${g} --b b --model exact --got want_none_f32 --device tpu)
   # One 2-D B without offsets: a single group over every row.
   expect(0 ${EXE} verify grouped-gemm --in ${I} --a a --b b2d --model hopper_unpromoted --got want_b2d_f32)
   # Short model names (docs/design.md §10): the canonical name is printed and written.

@@ -104,11 +104,43 @@ def main():
         if rc != want_rc or want not in out:
             fails.append(f"--like {layout}: exit {rc} (want {want_rc}, '{want}'):\n{out}")
 
+    # --source: the canonical scales by quantizing; the dump written by numpy from quantize's
+    # own row_major scales of the same source, transposed and padded as tma_mn_major.
+    x = rng.standard_normal((10, 384)).astype(np.float32)
+    np.save(w("x.npy"), x)
+    q = w("q_row.safetensors")
+    rc, _, err = (lambda r: (r.returncode, r.stdout, r.stderr))(subprocess.run(
+        [a.fp8_check, "quantize", "--in", w("x.npy"), "--recipe", "deepgemm", "--block", "1x128",
+         "--layout", "row_major", "--out", q], capture_output=True, text=True, timeout=60))
+    rc2, out, _ = run(a.fp8_check, q + ":scales", "--canonical", q + ":scales", "--json")
+    rows = json.loads(out)["grid"][1] if rc2 == 0 else 0
+    checks += 1
+    if rc != 0 or rows != 10:
+        fails.append(f"quantize --layout row_major: exit {rc} {err}, grid rows {rows}")
+    else:
+        with open(q, "rb") as f:  # the scales' bytes, read from the safetensors header
+            n = int.from_bytes(f.read(8), "little")
+            h = json.loads(f.read(n))
+            blob = f.read()
+        e = h["scales"]
+        s0, s1 = e["data_offsets"]
+        sc = np.frombuffer(blob[s0:s1], np.float32).reshape(e["shape"])
+        tma = np.zeros((sc.shape[1], align(sc.shape[0], 4)), np.float32)
+        tma[:, :sc.shape[0]] = sc.T
+        np.save(w("src_tma.npy"), tma)
+        rc, out, _ = run(a.fp8_check, w("src_tma.npy"), "--source", w("x.npy"), "--recipe",
+                         "deepgemm", "--block", "1x128")
+        checks += 1
+        if rc != 0 or "matched: tma_mn_major" not in out:
+            fails.append(f"--source: exit {rc}:\n{out}")
+
     # Bad usage: one line, exit 2.
     np.save(w("flat.npy"), plain.reshape(-1))
     for args in ((w("like.npy"),), (w("like.npy"), "--canonical", w("flat.npy")),
                  (w("like.npy"), "--like", w("codes.npy"), "--block", "1by128"),
-                 (w("like.npy"), "--like", w("codes.npy"))):
+                 (w("like.npy"), "--like", w("codes.npy")),
+                 (w("like.npy"), "--source", w("x.npy"), "--block", "1x128"),
+                 (w("like.npy"), "--source", w("x.npy"), "--canonical", w("plain.npy"))):
         rc, _, err = run(a.fp8_check, *args)
         checks += 1
         if rc != 2 or len(err.strip().split("\n")) != 1:

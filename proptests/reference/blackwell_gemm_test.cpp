@@ -200,7 +200,7 @@ std::int64_t block_of(Scaling s) { return s == Scaling::nvfp4 ? 16 : 32; }
 TEST(BlackwellGemm, EveryElementEqualsTheIndependentStepChain) {
   SplitMix64 r{0xB1AC4E11};
   long elements = 0;
-  const int cases = 120 * test::level_factor();
+  const int cases = 300 * test::level_factor();
   for (int i = 0; i < cases; ++i) {
     const Case c = pick_case(r);
     std::vector<std::uint8_t> a(std::size_t(c.M * c.K)), b(std::size_t(c.G * c.N * c.K));

@@ -114,8 +114,8 @@ def _gemm_options(tensors, model, scaling, b_layout, split_k, split_k_blocks, ep
         raise NotImplementedError("grouped_gemm: kernel= presets are not in fp8ref yet; name "
                                   "the accumulation model with model=")
     if device != "cpu":
-        raise NotImplementedError("grouped_gemm: only device='cpu' exists (the GPU oracle is "
-                                  "not in fp8ref yet)")
+        raise NotImplementedError("grouped_gemm: only device='cpu' is exposed to Python; the GPU "
+                                  "oracle is fp8-check's --device cuda (docs/gpu_oracle.md)")
     if grouping != "m":
         raise NotImplementedError("grouped_gemm: only grouping='m' (the forward) is exposed")
     o = _core.GemmOptions()

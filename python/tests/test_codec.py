@@ -152,3 +152,30 @@ def test_gil_is_released_during_encode():
     for th in t:
         th.join()
     assert len(out) == 2 and (out[0].view(np.uint8) == 0x38).all()
+
+
+class DLPackOnly:
+    """An array known only through the DLPack protocol (as a framework tensor would be)."""
+
+    def __init__(self, a):
+        self._a = a
+
+    def __dlpack__(self, **kwargs):
+        return self._a.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+def test_dlpack_only_input_is_accepted():
+    x = np.linspace(-3, 3, 101, dtype=np.float32)
+    fp8ref.testing.assert_bitwise_equal(fp8ref.encode(DLPackOnly(x), "e5m2", profile="ocp_sat"),
+                                        fp8ref.encode(x, "e5m2", profile="ocp_sat"))
+
+
+def test_import_needs_neither_torch_nor_jax():
+    import subprocess
+    import sys
+    code = "import sys, fp8ref, fp8ref.testing; print(sorted({'torch', 'jax'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

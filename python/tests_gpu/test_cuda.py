@@ -23,7 +23,8 @@ def test_decode_cuda_codes_returns_cuda_f32():
     c = torch.arange(256, dtype=torch.uint8, device="cuda").view(torch.float8_e5m2)
     got = fp8ref.decode(c)
     assert got.device.type == "cuda"
-    assert_bitwise_equal(got, c.float())
+    # NaN codes decode to a NaN whose sign and payload are not part of the contract
+    torch.testing.assert_close(got, c.float(), rtol=0, atol=0, equal_nan=True)
 
 
 def test_scaled_grouped_mm_matches_the_oracle():

@@ -136,6 +136,7 @@ const std::vector<Suite>& all_suites();
 void add_gemm_suites(std::vector<Suite>& out);
 void add_data_suites(std::vector<Suite>& out);
 void add_gpu_suites(std::vector<Suite>& out);
+void add_blackwell_suites(std::vector<Suite>& out);
 void add_oracle_suites(std::vector<Suite>& out);      // suites_oracle.cpp
 void add_model_bits_suites(std::vector<Suite>& out);  // suites_model_bits.cpp
 

@@ -199,6 +199,93 @@ GemmCase load_case(const TensorFile& tf, const GemmOptions& o) {
 
 namespace {
 
+// Group g's K columns [s, e) of A (M, K) and B as a one-group forward case.
+GemmCase kgroup_case(const KGroupedCase& k, const Tensor& a, const Tensor& b, BLayout layout,
+                     std::int64_t s, std::int64_t e) {
+  GemmCase c;
+  c.M = k.M, c.N = k.N, c.K = e - s, c.G = 1, c.layout = layout, c.offs = {k.M};
+  c.fa = fp8_format(a, "--a"), c.fb = fp8_format(b, "--b");
+  c.a.resize(std::size_t(c.M * c.K));
+  for (std::int64_t m = 0; m < c.M; ++m)
+    std::copy_n(a.data.begin() + m * k.K + s, c.K, c.a.begin() + m * c.K);
+  if (layout == BLayout::kn) {  // rows [s, e) of (K, N): contiguous
+    c.b.assign(b.data.begin() + s * k.N, b.data.begin() + e * k.N);
+  } else {
+    c.b.resize(std::size_t(c.N * c.K));
+    for (std::int64_t n = 0; n < c.N; ++n)
+      std::copy_n(b.data.begin() + n * k.K + s, c.K, c.b.begin() + n * c.K);
+  }
+  return c;
+}
+
+}  // namespace
+
+GemmCase KGroupedCase::stacked() const {
+  GemmCase c;
+  c.M = G * M, c.N = N, c.K = K, c.G = G;
+  for (std::int64_t g = 1; g <= G; ++g) c.offs.push_back(g * M);
+  return c;
+}
+
+KGroupedCase load_kgrouped_case(const GemmOptions& o) {
+  const TensorFile tf = load_file(o.in);
+  const Tensor& a = find_tensor(tf, o.in, o.a, "--a");
+  const Tensor& b = find_tensor(tf, o.in, o.b, "--b");
+  fp8_format(a, "--a"), fp8_format(b, "--b");
+  if (o.b_layout != "nk" && o.b_layout != "kn")
+    usage("--b-layout: expected nk or kn, got '" + o.b_layout + "'");
+  const BLayout layout = o.b_layout == "nk" ? BLayout::nk : BLayout::kn;
+  if (a.shape.size() != 2)
+    usage("--a: '" + o.a + "' has shape " + shape_string(a.shape) + ", expected (M, K_total)");
+  KGroupedCase k;
+  k.M = a.shape[0], k.K = a.shape[1];
+  const std::size_t k_axis = layout == BLayout::nk ? 1 : 0;
+  if (b.shape.size() != 2 || b.shape[k_axis] != k.K)
+    usage("--b: '" + o.b + "' has shape " + shape_string(b.shape) + ", expected " +
+          (layout == BLayout::nk ? "(N, " : "(") + std::to_string(k.K) +
+          (layout == BLayout::nk ? ")" : ", N)") + " for --grouping k --b-layout " + o.b_layout);
+  k.N = b.shape[1 - k_axis];
+  if (o.offs.empty()) usage("--grouping k needs --offs (cumulative K ends, one per group)");
+  GemmCase probe;  // load_offsets validates ends against the total, here K
+  probe.M = k.K;
+  const Tensor& ot = find_tensor(tf, o.in, o.offs, "--offs");
+  probe.G = ot.shape.size() == 1 ? ot.shape[0] : 0;
+  k.offs = load_offsets(tf, o, probe);
+  k.G = probe.G;
+  const Scaling sc = parse_scaling(o.scaling);
+  if (sc != Scaling::none && sc != Scaling::tensorwise && sc != Scaling::rowwise)
+    usage("--grouping k takes --scaling none, tensorwise or rowwise, not " + o.scaling);
+  if ((sc == Scaling::none) != (o.scale_a.empty() && o.scale_b.empty()) ||
+      (sc != Scaling::none && (o.scale_a.empty() || o.scale_b.empty())))
+    usage("--scaling " + o.scaling +
+          (sc == Scaling::none ? " takes no --scale-a / --scale-b"
+                               : " needs --scale-a and --scale-b"));
+  std::vector<float> sa, sb;
+  if (sc == Scaling::tensorwise) {
+    sa = load_scales(tf, o, o.scale_a, "--scale-a", {}, "one scale");
+    sb = load_scales(tf, o, o.scale_b, "--scale-b", {}, "one scale");
+  } else if (sc == Scaling::rowwise) {
+    sa = load_scales(tf, o, o.scale_a, "--scale-a", {k.G * k.M}, "(G*M) per group and row");
+    sb = load_scales(tf, o, o.scale_b, "--scale-b", {k.G * k.N}, "(G*N) per group and column");
+  }
+  std::int64_t s = 0;
+  for (std::int64_t g = 0; g < k.G; ++g) {
+    const std::int64_t e = k.offs[std::size_t(g)];
+    k.groups.push_back(kgroup_case(k, a, b, layout, s, e));
+    GemmCase& c = k.groups.back();
+    c.scaling = sc;
+    if (sc == Scaling::tensorwise) c.sa = sa, c.sb = sb;
+    if (sc == Scaling::rowwise) {
+      c.sa.assign(sa.begin() + g * k.M, sa.begin() + (g + 1) * k.M);
+      c.sb.assign(sb.begin() + g * k.N, sb.begin() + (g + 1) * k.N);
+    }
+    s = e;
+  }
+  return k;
+}
+
+namespace {
+
 // Short model names (docs/design.md §10) that map to one model. `hopper_wgmma` names the
 // tensor-core step, which every hopper model chains (fast: one chain over K; promoted: per 128-K
 // block), so it is refused with a pointer to the compositions rather than mapped to one of them.

@@ -20,6 +20,7 @@ namespace fp8ref::cli {
 
 struct GemmOptions {
   std::string in, a, b, scale_a, scale_b, offs, b_layout = "nk", scaling = "none", model;
+  std::string grouping = "m";  // m: groups of rows of A; k: groups of K (wgrad-style)
   std::string tensor_scale_a, tensor_scale_b;  // nvfp4's per-tensor scales (optional)
   std::string out_dtype = "f32", out, out_name = "out", got, got_file;
   int split_k = 1;
@@ -44,6 +45,22 @@ struct GemmCase {
     return {M, N, K, G, fa, fb, a, b, layout, scaling, sa, sb, ta, tb};
   }
 };
+
+// --grouping k: A (M, K) and B (N, K) `nk` or (K, N) `kn` whose K columns are cut into G groups
+// by `offs` (cumulative K ends; columns past offs[G-1] belong to no group); output (G, M, N),
+// out[g] = the forward of group g's K columns alone, so its 128-K blocks start at the group's
+// first column. Scales: none; tensorwise scale_a (1), scale_b (1); rowwise scale_a (G·M),
+// scale_b (G·N), one per output row / column of each group, as torch `_scaled_grouped_mm` takes
+// them. `groups[g]` is group g as a one-group forward case (K = 0 for an empty group).
+struct KGroupedCase {
+  std::int64_t M = 0, N = 0, K = 0, G = 0;
+  std::vector<std::int64_t> offs;
+  std::vector<GemmCase> groups;
+  // The (G·M, N) stacking of the output as an M-grouped case (group g: rows [g·M, (g+1)·M)),
+  // for the per-group comparison of verify.
+  GemmCase stacked() const;
+};
+KGroupedCase load_kgrouped_case(const GemmOptions& o);
 
 [[noreturn]] void usage(const std::string& what);
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/errors.h"
+#include "cli/quantize.h"
 #include "numerics/scale_layout.h"
 #include "tensor_io/tensor.h"
 #include "tensor_io/tensor_file.h"
@@ -99,6 +100,7 @@ namespace {
 
 struct DetectOptions {
   std::string dump, canonical, like, block;
+  std::string source, recipe;  // --source X --recipe R --block B: canonical scales by quantizing
   bool json = false;
 };
 
@@ -297,16 +299,38 @@ void report(const DetectOptions& o, const std::vector<LayoutImage>& cands,
   if (classes.size() != 1) throw ExitCode{1};
 }
 
+// --source: the source quantized under --recipe / --block with the row_major layout, whose
+// "scales" tensor is the canonical grid (docs/recipes.md "CLI").
+Tensor canonical_from_source(const DetectOptions& o, const Tensor& x, const std::string& label) {
+  QuantizeOptions q;
+  q.recipe = o.recipe, q.block = o.block, q.layout = "row_major";
+  tensor_io::TensorFile tf = quantize_tensor(x, q, label);
+  const Tensor* s = tf.find("scales");
+  if (s == nullptr) throw UsageError("--source: quantize wrote no scales");
+  return *s;
+}
+
 void run_detect(const DetectOptions& o) {
-  if (o.canonical.empty() == o.like.empty())
+  const int refs = !o.canonical.empty() + !o.like.empty() + !o.source.empty();
+  if (refs != 1)
     throw UsageError(
-        "layout detect needs exactly one of --canonical FILE:scales and --like FILE:codes");
+        "layout detect needs exactly one of --canonical FILE:scales, --like FILE:codes and "
+        "--source FILE:x");
   if (!o.like.empty() && o.block.empty()) throw UsageError("--like needs --block RxC (e.g. 1x128)");
+  if (!o.source.empty() && (o.recipe.empty() || o.block.empty()))
+    throw UsageError("--source needs --recipe and --block (as quantize takes them)");
   tensor_io::TensorFile dump_file, ref_file;
   std::string dump_label, ref_label;
   const Tensor& dump_t = load_one(o.dump, dump_file, dump_label);
-  const Tensor& ref = load_one(o.canonical.empty() ? o.like : o.canonical, ref_file, ref_label);
-  const bool values = !o.canonical.empty();
+  const std::string& ref_spec = !o.canonical.empty() ? o.canonical
+                                : !o.like.empty()    ? o.like
+                                                     : o.source;
+  const Tensor& loaded = load_one(ref_spec, ref_file, ref_label);
+  const Tensor quantized =
+      o.source.empty() ? Tensor{} : canonical_from_source(o, loaded, ref_label);
+  const Tensor& ref = o.source.empty() ? loaded : quantized;
+  if (!o.source.empty()) ref_label += " quantized (" + o.recipe + ", " + o.block + ")";
+  const bool values = o.like.empty();
   const Grid g =
       values ? grid_of_shape(ref.shape, "--canonical scales") : grid_of_like(ref, o.block);
   if (g.g * g.r > kMaxScales || g.g * g.r * g.c > kMaxScales)
@@ -344,7 +368,13 @@ void add_layout_command(CLI::App& app) {
   d->add_option("--like", o->like,
                 "The codes FILE[:tensor] (M, K) or (G, M, K): the grid from their shape and "
                 "--block (sizes and padding compared only)");
-  d->add_option("--block", o->block, "Block geometry RxC with --like: 1x128, 128x128, 1x32, ...");
+  d->add_option("--source", o->source,
+                "The quantized source FILE[:tensor]: canonical scales by quantizing it under "
+                "--recipe and --block");
+  d->add_option("--recipe", o->recipe, "With --source: the quantize recipe (deepgemm, te, ...)");
+  d->add_option("--block", o->block,
+                "Block geometry RxC with --like (1x128, 128x128, 1x32, ...), or quantize's "
+                "--block with --source");
   d->add_flag("--json", o->json, "Machine-readable output (schema fp8ref.layout_detect/1)");
   d->callback([o] { run_detect(*o); });
 }

@@ -80,18 +80,58 @@ OracleRun run_oracle(const GemmCase& c, ref::ModelChoice m, OutDtype d, bool on_
   return r;
 }
 
+// --grouping k: each group's forward into its (M, N) slice of (G, M, N); an empty group (no K
+// columns) is +0 with bound 0, as torch writes it.
+OracleRun run_oracle_k(const KGroupedCase& k, ref::ModelChoice m, OutDtype d, bool on_gpu) {
+  const auto mn = std::size_t(k.M * k.N);
+  OracleRun r{std::vector<std::uint32_t>(std::size_t(k.G) * mn),
+              std::vector<double>(std::size_t(k.G) * mn)};
+  for (std::size_t g = 0; g < k.groups.size(); ++g) {
+    if (k.groups[g].K == 0) continue;
+    const OracleRun one = run_oracle(k.groups[g], m, d, on_gpu);
+    std::copy(one.bits.begin(), one.bits.end(), r.bits.begin() + std::ptrdiff_t(g * mn));
+    std::copy(one.bound.begin(), one.bound.end(), r.bound.begin() + std::ptrdiff_t(g * mn));
+  }
+  return r;
+}
+
+// The case as verify compares it and the oracle's run: M-grouped as loaded, or K-grouped stacked
+// (G·M, N) with the output's shape (G, M, N).
+struct LoadedRun {
+  GemmCase c;
+  OracleRun r;
+  std::vector<std::int64_t> shape;
+  std::string what;
+};
+LoadedRun load_and_run(const GemmOptions& o, ref::ModelChoice m, OutDtype d, bool on_gpu) {
+  if (o.grouping == "m") {
+    GemmCase c = load_case(o);
+    OracleRun r = run_oracle(c, m, d, on_gpu);
+    std::vector<std::int64_t> shape{c.M, c.N};
+    return {std::move(c), std::move(r), std::move(shape), ""};
+  }
+  if (o.grouping != "k") usage("--grouping: expected m or k, got '" + o.grouping + "'");
+  const KGroupedCase k = load_kgrouped_case(o);
+  return {k.stacked(),
+          run_oracle_k(k, m, d, on_gpu),
+          {k.G, k.M, k.N},
+          "K-grouped M=" + std::to_string(k.M) + " N=" + std::to_string(k.N) +
+              " K=" + std::to_string(k.K) + " G=" + std::to_string(k.G)};
+}
+
 DType out_tensor_dtype(OutDtype d) {
   return d == OutDtype::f32 ? DType::F32 : d == OutDtype::bf16 ? DType::BF16 : DType::F16;
 }
 
 // The run in one line, with the canonical model name whatever alias --model used.
-std::string describe(const GemmCase& c, const ref::ModelChoice& m, const GemmOptions& o) {
+std::string describe(const GemmCase& c, const ref::ModelChoice& m, const GemmOptions& o,
+                     const std::string& what) {
   char buf[160];
   std::snprintf(buf, sizeof buf, "M=%lld N=%lld K=%lld G=%lld", (long long)c.M, (long long)c.N,
                 (long long)c.K, (long long)c.G);
   return std::string(to_string(m.model)) + " (split-K " + m.split().str() + ", epilogue " +
          to_string(m.epilogue) + "), " + o.scaling + " scaling, b-layout " + o.b_layout + ", " +
-         o.out_dtype + ", " + buf;
+         o.out_dtype + ", " + (what.empty() ? std::string(buf) : what);
 }
 
 void run_oracle_command(const GemmOptions& o) {
@@ -99,21 +139,22 @@ void run_oracle_command(const GemmOptions& o) {
     throw UsageError("--out " + o.out + " is the input file " + o.in + ": refused");
   const ref::ModelChoice m = parse_model(o);
   const OutDtype d = parse_out_dtype(o.out_dtype);
-  const GemmCase c = load_case(o);
-  const OracleRun r = run_oracle(c, m, d, use_gpu(o));
+  const LoadedRun lr = load_and_run(o, m, d, use_gpu(o));
+  const GemmCase& c = lr.c;
+  const OracleRun& r = lr.r;
   const int w = d == OutDtype::f32 ? 4 : 2;
-  Tensor y{
-      out_tensor_dtype(d), {c.M, c.N}, std::vector<std::uint8_t>(r.bits.size() * std::size_t(w))};
+  Tensor y{out_tensor_dtype(d), lr.shape,
+           std::vector<std::uint8_t>(r.bits.size() * std::size_t(w))};
   for (std::size_t i = 0; i < r.bits.size(); ++i)
     std::memcpy(y.data.data() + i * std::size_t(w), &r.bits[i], std::size_t(w));
   TensorFile out;
   out.tensors.push_back({o.out_name, std::move(y)});
   if (o.bound) {
-    Tensor b{DType::F64, {c.M, c.N}, std::vector<std::uint8_t>(r.bound.size() * 8)};
+    Tensor b{DType::F64, lr.shape, std::vector<std::uint8_t>(r.bound.size() * 8)};
     std::memcpy(b.data.data(), r.bound.data(), b.data.size());
     out.tensors.push_back({o.out_name + ".bound", std::move(b)});
   }
-  out.metadata = {{"op", "grouped_gemm_forward"},
+  out.metadata = {{"op", o.grouping == "k" ? "grouped_gemm_k_grouped" : "grouped_gemm_forward"},
                   {"model", to_string(m.model)},
                   {"split_k", std::to_string(m.split_k)},
                   {"split", m.split().str()},
@@ -127,7 +168,7 @@ void run_oracle_command(const GemmOptions& o) {
   } catch (const tensor_io::Error& e) {
     usage(e.what());
   }
-  std::printf("fp8-check oracle grouped-gemm: %s -> %s:%s\n", describe(c, m, o).c_str(),
+  std::printf("fp8-check oracle grouped-gemm: %s -> %s:%s\n", describe(c, m, o, lr.what).c_str(),
               o.out.c_str(), o.out_name.c_str());
 }
 
@@ -194,23 +235,25 @@ VerifyCounts compare(const GemmCase& c, const Tensor& got, const OracleRun& r, c
 void run_verify_command(const GemmOptions& o) {
   const ref::ModelChoice m = parse_model(o);
   const OutDtype d = parse_out_dtype(o.out_dtype);
-  const GemmCase c = load_case(o);
+  const bool on_gpu = use_gpu(o);
+  const LoadedRun lr = load_and_run(o, m, d, on_gpu);
+  const GemmCase& c = lr.c;
   const std::string got_path = o.got_file.empty() ? o.in : o.got_file;
   const TensorFile gf = load_file(got_path);
   const Tensor& got = find_tensor(gf, got_path, o.got, "--got");
   if (got.dtype != out_tensor_dtype(d))
     usage("--got: '" + o.got + "' is " + std::string(dtype_name(got.dtype)) +
           " but --out-dtype is " + o.out_dtype);
-  if (got.shape != std::vector<std::int64_t>{c.M, c.N})
-    usage("--got: '" + o.got + "' has shape " + shape_string(got.shape) + ", expected (" +
-          std::to_string(c.M) + ", " + std::to_string(c.N) + ")");
-  const bool on_gpu = use_gpu(o);
-  const OracleRun r = run_oracle(c, m, d, on_gpu);
-  const OracleRun ex =
-      o.within_bound ? run_oracle(c, {AccumulationModel::exact, 1}, OutDtype::f32) : OracleRun{};
-  std::printf("fp8-check verify grouped-gemm: %s, %s, oracle on %s\n", describe(c, m, o).c_str(),
-              o.within_bound ? "within the model's bound of exact" : "bitwise",
-              on_gpu ? "cuda" : "cpu");
+  if (got.shape != lr.shape)
+    usage("--got: '" + o.got + "' has shape " + shape_string(got.shape) + ", expected " +
+          shape_string(lr.shape));
+  const OracleRun& r = lr.r;
+  const OracleRun ex = o.within_bound
+                           ? load_and_run(o, {AccumulationModel::exact, 1}, OutDtype::f32, false).r
+                           : OracleRun{};
+  std::printf(
+      "fp8-check verify grouped-gemm: %s, %s, oracle on %s\n", describe(c, m, o, lr.what).c_str(),
+      o.within_bound ? "within the model's bound of exact" : "bitwise", on_gpu ? "cuda" : "cpu");
   const VerifyCounts v = compare(c, got, r, ex, d, o);
   std::printf("  group      rows  elements  mismatches  max |got-ref|\n");
   for (std::size_t g = 0; g < v.groups.size(); ++g)
@@ -242,7 +285,13 @@ void add_gemm_options(CLI::App* c, GemmOptions& o) {
                 "nvfp4: A's per-tensor decode scale, F32 () (optional, with --tensor-scale-b)");
   c->add_option("--tensor-scale-b", o.tensor_scale_b,
                 "nvfp4: B's per-tensor decode scales, F32 (G)");
-  c->add_option("--offs", o.offs, "Cumulative group end rows (torch offs), length G");
+  c->add_option("--offs", o.offs,
+                "Cumulative group ends (torch offs), length G: rows of A, or K columns with "
+                "--grouping k");
+  c->add_option("--grouping", o.grouping,
+                "m: groups of rows (B (G, N, K)); k: groups of K, A (M, K), B (N, K) nk or "
+                "(K, N) kn, rowwise scales (G*M) / (G*N), output (G, M, N)")
+      ->capture_default_str();
   c->add_option("--b-layout", o.b_layout, "nk | kn")->capture_default_str();
   c->add_option("--scaling", o.scaling, "none | tensorwise | rowwise | blockwise | mx | nvfp4")
       ->capture_default_str();
