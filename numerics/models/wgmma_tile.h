@@ -141,7 +141,12 @@ FP8REF_ALWAYS_INLINE void lane_sums(const TilePlanes& t, int i, int j0, std::siz
     const F fs = __builtin_convertvector(s[r], F);
     I t14;
     std::memcpy(&t14, &fs, sizeof t14);
+#ifdef FP8REF_PLANT_HOOKS
+    t14 &=
+        static_cast<std::int32_t>(FP8REF_PLANTED(wgmma_keeps_14_bits) ? 0xFFFFFE00u : 0xFFFFFC00u);
+#else
     t14 &= static_cast<std::int32_t>(0xFFFFFC00u);
+#endif
     F z;
     std::memcpy(&z, &t14, sizeof z);
     z *= out_scale[r];  // exact: |t14| >= 1 and 2^(E-13) >= 2^-126, or t14 = +0

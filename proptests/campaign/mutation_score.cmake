@@ -13,6 +13,12 @@ endif()
 string(STRIP "${list}" list)
 string(REPLACE "\n" ";" plants "${list}")
 
+# Without a plant the hooked build must pass: a catch then means the bug, not the hooks.
+run_planted(out rc fuzz --cases ${CASES} --seed ${SEED} --quiet --failure-dir ${WORK}/failures)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "fp8-check-planted without a plant failed (exit ${rc}):\n${out}")
+endif()
+
 set(table "")
 set(caught 0)
 set(total 0)
