@@ -187,6 +187,9 @@ inline FdpaSum fdpa_sum(const std::uint8_t* a, const std::uint8_t* b, int n, For
   for (int k = 0; k < n; ++k) {
     const int sh = base + pe[k];
     const std::uint64_t m = std::uint64_t(ps[k] < 0 ? -ps[k] : ps[k]) * ssig;
+    // A zero product adds nothing; its exponent is arbitrary, so it is skipped before shifting
+    // (a nonzero one has sh <= frac_bits, since e_max >= its exponent).
+    if (m == 0) continue;
     const int rs = std::min(std::max(-sh, 0), 63), ls = std::max(sh, 0);
     const std::int64_t r = std::int64_t((m >> rs) << ls);
     lost |= m & ((std::uint64_t{1} << rs) - 1);
