@@ -2,7 +2,6 @@
 #include "campaign/runner.h"
 
 #include <omp.h>
-#include <rapidcheck.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,6 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "campaign/rc_adapter.h"
 #include "campaign/suite.h"
 #include "cases/split_mix64.h"
 #include "numerics/plant.h"
@@ -25,9 +25,8 @@ namespace fp8ref::fuzz {
 
 namespace {
 
-bool g_capture = false;
-TensorFile g_captured;
-std::uint64_t g_fingerprint = 0xcbf29ce484222325ull;
+// The context whose capture and fingerprint the running property uses (CampaignContext::Scope).
+CampaignContext* active_context = nullptr;
 
 std::uint64_t fnv1a(const std::string& s) {
   std::uint64_t h = 0xcbf29ce484222325ull;
@@ -41,36 +40,6 @@ std::uint64_t batch_seed(std::uint64_t seed, const std::string& suite, std::int6
   return SplitMix64::mix(seed ^ SplitMix64::mix(fnv1a(suite) + SplitMix64::mix(std::uint64_t(b))));
 }
 
-class CountingListener : public rc::detail::TestListener {
- public:
-  std::map<std::string, std::int64_t>* counts = nullptr;
-  std::int64_t ok = 0;
-  void onTestCaseFinished(const rc::detail::CaseDescription& d) override {
-    if (d.result.type != rc::detail::CaseResult::Type::Success) return;
-    ++ok;
-    if (counts)
-      for (const std::string& t : d.tags) ++(*counts)[t];
-  }
-  void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
-  void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
-};
-
-// RC_TAG stores a std::string tag as its printed form, in double quotes.
-std::string unquoted(const std::string& t) {
-  return t.size() >= 2 && t.front() == '"' && t.back() == '"' ? t.substr(1, t.size() - 2) : t;
-}
-
-// RapidCheck prints its own configuration when first used; the campaign prints its seed itself.
-void quiet_rapidcheck_configuration() {
-  static const bool done = [] {
-    std::streambuf* saved = std::cerr.rdbuf(nullptr);
-    (void)rc::detail::configuration();
-    std::cerr.rdbuf(saved);
-    return true;
-  }();
-  (void)done;
-}
-
 const Suite& find_suite(const std::string& name) {
   for (const Suite& s : all_suites())
     if (s.info.name == name) return s;
@@ -78,14 +47,6 @@ const Suite& find_suite(const std::string& name) {
   for (const Suite& s : all_suites()) known += (known.empty() ? "" : ", ") + s.info.name;
   throw std::invalid_argument("unknown suite '" + name + "' (suites: " + known +
                               ", golden.regressions)");
-}
-
-std::string shown(const rc::detail::Example& ex) {
-  std::string s;
-  for (const auto& [type, value] : ex)
-    if (value != "<\?\?\?>") s += (s.empty() ? "" : "; ") + value;
-  if (s.size() > 600) s = s.substr(0, 600) + " ...";
-  return s;
 }
 
 std::vector<std::uint8_t> hex_decode(const std::string& s) {
@@ -117,23 +78,10 @@ std::string failure_dir(const CampaignOptions& opt) {
   return env && *env ? env : "fp8ref-failures";
 }
 
-// Re-runs the shrunk counterexample once with capture on and writes the case file.
-std::string write_case(const Suite& s, const rc::detail::Reproduce& rep, const CampaignOptions& opt,
-                       const FailureReport& f) {
-  rc::detail::TestMetadata md{s.info.name, s.info.name};
-  rc::detail::TestParams params;
-  CountingListener quiet;
-  request_capture(true);
-  g_captured = {};
-  std::string where;
-  try {
-    rc::detail::checkProperty(rc::detail::toProperty(s.property), md, params, quiet,
-                              {{s.info.name, rep}});
-  } catch (...) {
-  }
-  request_capture(false);
-  TensorFile tf = take_captured();
-  if (tf.tensors.empty() && tf.metadata.empty()) return "(not written: the case was not captured)";
+// Where a failing case goes: <failure dir>/<suite>-<batch seed>.safetensors, with the failure,
+// its replay line and seed in the metadata.
+std::string write_failure_file(const Suite& s, TensorFile tf, const CampaignOptions& opt,
+                               const FailureReport& f) {
   tf.metadata["fp8ref.suite"] = s.info.name;
   tf.metadata["replay"] = f.replay;
   tf.metadata["seed"] = std::to_string(f.batch_seed);
@@ -157,16 +105,33 @@ std::string write_case(const Suite& s, const rc::detail::Reproduce& rep, const C
   }
 }
 
-FailureReport failure_from(const Suite& s, const rc::detail::FailureResult& fr, std::uint64_t bseed,
+// Re-runs the shrunk counterexample once in `ctx` with capture on and writes the case file.
+std::string write_case(const Suite& s, CampaignContext& ctx, const std::vector<std::uint8_t>& token,
+                       const CampaignOptions& opt, const FailureReport& f) {
+  ctx.capture = true;
+  ctx.captured = {};
+  {
+    const CampaignContext::Scope scope(ctx);
+    try {
+      (void)rc_adapter::replay(s.property, s.info.name, token);
+    } catch (...) {
+    }
+  }
+  ctx.capture = false;
+  TensorFile tf = std::move(ctx.captured);
+  if (tf.tensors.empty() && tf.metadata.empty()) return "(not written: the case was not captured)";
+  return write_failure_file(s, std::move(tf), opt, f);
+}
+
+FailureReport failure_from(const Suite& s, CampaignContext& ctx,
+                           const rc_adapter::BatchOutcome& out, std::uint64_t bseed,
                            const CampaignOptions& opt) {
   FailureReport f;
-  f.message = fr.description;
-  f.counterexample = shown(fr.counterExample);
+  f.message = out.message;
+  f.counterexample = out.counterexample;
   f.batch_seed = bseed;
-  std::vector<std::uint8_t> bytes;
-  rc::detail::serialize(fr.reproduce, std::back_inserter(bytes));
-  f.replay = replay_line(opt, s.info.name, hex_encode(bytes));
-  f.dump = write_case(s, fr.reproduce, opt, f);
+  f.replay = replay_line(opt, s.info.name, hex_encode(out.reproduce));
+  f.dump = write_case(s, ctx, out.reproduce, opt, f);
   return f;
 }
 
@@ -245,19 +210,22 @@ SuiteReport run_regressions(const CampaignOptions& opt) {
 
 }  // namespace
 
-// --- suite.h state ---------------------------------------------------------------------------
-bool capture_requested() { return g_capture; }
-void request_capture(bool on) { g_capture = on; }
-void set_captured(TensorFile tf) { g_captured = std::move(tf); }
-TensorFile take_captured() { return std::move(g_captured); }
-void fold_result(const void* data, std::size_t bytes) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  std::uint64_t h = g_fingerprint;
-  for (std::size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  g_fingerprint = h;
+// --- suite.h: the running property's context -----------------------------------------------
+CampaignContext::Scope::Scope(CampaignContext& ctx) : saved_(active_context) {
+  active_context = &ctx;
 }
-std::uint64_t fingerprint() { return g_fingerprint; }
-void reset_fingerprint() { g_fingerprint = 0xcbf29ce484222325ull; }
+CampaignContext::Scope::~Scope() { active_context = saved_; }
+bool capture_requested() { return active_context && active_context->capture; }
+void set_captured(TensorFile tf) {
+  if (active_context) active_context->captured = std::move(tf);
+}
+void fold_result(const void* data, std::size_t bytes) {
+  if (!active_context) return;
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::uint64_t h = active_context->fingerprint;
+  for (std::size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  active_context->fingerprint = h;
+}
 void plant_selected(const CampaignOptions& opt) {
 #ifdef FP8REF_PLANT_HOOKS
   plant::set_active(plant::parse(opt.plant));
@@ -327,15 +295,94 @@ bool CampaignReport::ok() const {
   return true;
 }
 
-CampaignReport run_campaign(const CampaignOptions& opt, const ProgressFn& progress) {
+namespace {
+
+void validate(const CampaignOptions& opt) {
   if (opt.shard_count < 1 || opt.shard_index < 0 || opt.shard_index >= opt.shard_count)
     throw std::invalid_argument("--shard i/n needs 0 <= i < n");
   if (opt.batch_cases < 1) throw std::invalid_argument("batch size must be >= 1");
   if (opt.cases && *opt.cases < 0) throw std::invalid_argument("--cases must be >= 0");
   if (opt.seconds && !(*opt.seconds > 0)) throw std::invalid_argument("--seconds must be > 0");
   if (opt.threads < 1) throw std::invalid_argument("--threads must be >= 1");
+}
+
+// Cases a suite runs: --cases, its level-1 count times the factor, or -1 (the time budget).
+std::int64_t case_target(const Suite& s, const CampaignOptions& opt) {
+  if (opt.cases) return *opt.cases;
+  if (opt.seconds) return -1;
+  return std::max<std::int64_t>(1, std::llround(s.info.ctest_cases * opt.case_factor));
+}
+
+// One batch's outcome folded into the suite's report.
+void add_outcome(SuiteReport& r, CampaignContext& ctx, const rc_adapter::BatchOutcome& out,
+                 const Suite& s, std::uint64_t bseed, const CampaignOptions& opt) {
+  using Kind = rc_adapter::BatchOutcome::Kind;
+  r.cases += out.successes + (out.kind == Kind::failed ? 1 : 0);
+  for (const auto& [tag, n] : out.tags) r.class_counts[tag] += n;
+  if (out.kind == Kind::passed) return;
+  if (out.kind == Kind::failed) {
+    r.failures.push_back(failure_from(s, ctx, out, bseed, opt));
+    return;
+  }
+  FailureReport f;
+  f.message = (out.kind == Kind::gave_up ? "gave up: " : "error: ") + out.message;
+  f.batch_seed = bseed;
+  r.failures.push_back(f);
+}
+
+// The batches of one suite until its case target or time share is reached, or it fails.
+SuiteReport run_suite(const Suite& s, std::size_t si, double per_suite, const CampaignOptions& opt,
+                      const ProgressFn& progress) {
+  SuiteReport r = start_report(s);
+  CampaignContext ctx;
+  const CampaignContext::Scope scope(ctx);
+  const std::int64_t target = case_target(s, opt);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&t0] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  for (std::int64_t k = 0;; ++k) {
+    if (target >= 0 && r.cases >= target) break;
+    if (target < 0 && k > 0 && elapsed() >= per_suite) break;
+    const std::int64_t b = k * opt.shard_count + opt.shard_index;
+    const std::uint64_t bseed = batch_seed(opt.seed, s.info.name, b);
+    const int n = int(target >= 0 ? std::min<std::int64_t>(opt.batch_cases, target - r.cases)
+                                  : opt.batch_cases);
+    const rc_adapter::BatchOutcome out =
+        rc_adapter::run_batch(s.property, s.info.name, bseed, n, 100);
+    add_outcome(r, ctx, out, s, bseed, opt);
+    if (progress) progress(si, s.info.name, r.cases, r.failures.size(), elapsed());
+    if (!r.failures.empty()) break;  // one shrunk failure per suite is what a person can act on
+  }
+  r.seconds = elapsed();
+  r.fingerprint = ctx.fingerprint;
+  r.status = r.failures.empty() ? "passed" : "failed";
+  finish_classes(r, s, opt);
+  return r;
+}
+
+SuiteReport skipped_suite(const Suite& s, const std::string& why, const CampaignOptions& opt) {
+  SuiteReport r = start_report(s);
+  r.status = "skipped", r.skip_reason = why;
+  finish_classes(r, s, opt);
+  r.classes_missing.clear();
+  return r;
+}
+
+// The time share of each suite that can run here (--seconds over the runnable suites).
+double time_per_suite(const std::vector<std::string>& names, const CampaignOptions& opt) {
+  std::size_t runnable = 0;
+  for (const std::string& n : names)
+    if (n == "golden.regressions" || find_suite(n).unavailable_reason().empty()) ++runnable;
+  return opt.seconds ? *opt.seconds / double(std::max<std::size_t>(runnable, 1)) : 0.0;
+}
+
+}  // namespace
+
+CampaignReport run_campaign(const CampaignOptions& opt, const ProgressFn& progress) {
+  validate(opt);
   const std::vector<std::string> names = select_suites(opt.suites);
-  quiet_rapidcheck_configuration();
+  rc_adapter::quiet_configuration();
   plant_selected(opt);
   // Cases are small: by default the reference runs single-threaded (OpenMP fork/join and spinning
   // would cost more than the work); --threads N runs it with N (the results must not change:
@@ -346,85 +393,18 @@ CampaignReport run_campaign(const CampaignOptions& opt, const ProgressFn& progre
   rep.seed = opt.seed, rep.shard_index = opt.shard_index, rep.shard_count = opt.shard_count;
   rep.threads = opt.threads;
   const auto c0 = std::chrono::steady_clock::now();
-  std::size_t runnable = 0;
-  for (const std::string& n : names)
-    if (n == "golden.regressions" || find_suite(n).unavailable_reason().empty()) ++runnable;
-  const double per_suite =
-      opt.seconds ? *opt.seconds / double(std::max<std::size_t>(runnable, 1)) : 0.0;
+  const double per_suite = time_per_suite(names, opt);
   for (std::size_t si = 0; si < names.size(); ++si) {
     if (names[si] == "golden.regressions") {
-      rep.suites.push_back(run_regressions(opt));
-      if (progress)
-        progress(si, names[si], rep.suites.back().cases, rep.suites.back().failures.size(),
-                 rep.suites.back().seconds);
+      const SuiteReport& r = rep.suites.emplace_back(run_regressions(opt));
+      if (progress) progress(si, names[si], r.cases, r.failures.size(), r.seconds);
       continue;
     }
     const Suite& s = find_suite(names[si]);
-    SuiteReport r = start_report(s);
-    if (const std::string why = s.unavailable_reason(); !why.empty()) {
-      r.status = "skipped", r.skip_reason = why;
-      finish_classes(r, s, opt);
-      r.classes_missing.clear();
-      rep.suites.push_back(r);
-      continue;
-    }
-    reset_fingerprint();
-    const std::int64_t target =
-        opt.cases
-            ? *opt.cases
-            : (opt.seconds
-                   ? -1
-                   : std::max<std::int64_t>(1, std::llround(s.info.ctest_cases * opt.case_factor)));
-    const auto t0 = std::chrono::steady_clock::now();
-    auto elapsed = [&t0] {
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    };
-    for (std::int64_t k = 0;; ++k) {
-      if (target >= 0 && r.cases >= target) break;
-      if (target < 0 && k > 0 && elapsed() >= per_suite) break;
-      const std::int64_t b = k * opt.shard_count + opt.shard_index;
-      const std::uint64_t bseed = batch_seed(opt.seed, s.info.name, b);
-      rc::detail::TestParams params;
-      params.seed = bseed;
-      params.maxSuccess =
-          int(target >= 0 ? std::min<std::int64_t>(opt.batch_cases, target - r.cases)
-                          : opt.batch_cases);
-      params.maxSize = 100;
-      CountingListener listener;
-      rc::detail::TestMetadata md{s.info.name, s.info.name};
-      const rc::detail::TestResult res =
-          rc::detail::checkProperty(rc::detail::toProperty(s.property), md, params, listener);
-      rc::detail::SuccessResult ok;
-      rc::detail::FailureResult fail;
-      rc::detail::GaveUpResult gave;
-      rc::detail::Error err;
-      if (res.match(ok)) {
-        r.cases += ok.numSuccess;
-        for (const auto& [tags, n] : ok.distribution)
-          for (const std::string& t : tags) r.class_counts[unquoted(t)] += n;
-      } else if (res.match(fail)) {
-        r.cases += fail.numSuccess + 1;
-        r.failures.push_back(failure_from(s, fail, bseed, opt));
-      } else if (res.match(gave)) {
-        r.cases += gave.numSuccess;
-        FailureReport f;
-        f.message = "gave up: " + gave.description;
-        f.batch_seed = bseed;
-        r.failures.push_back(f);
-      } else if (res.match(err)) {
-        FailureReport f;
-        f.message = "error: " + err.description;
-        f.batch_seed = bseed;
-        r.failures.push_back(f);
-      }
-      if (progress) progress(si, s.info.name, r.cases, r.failures.size(), elapsed());
-      if (!r.failures.empty()) break;  // one shrunk failure per suite is what a person can act on
-    }
-    r.seconds = elapsed();
-    r.fingerprint = fingerprint();
-    r.status = r.failures.empty() ? "passed" : "failed";
-    finish_classes(r, s, opt);
-    rep.suites.push_back(std::move(r));
+    if (const std::string why = s.unavailable_reason(); !why.empty())
+      rep.suites.push_back(skipped_suite(s, why, opt));
+    else
+      rep.suites.push_back(run_suite(s, si, per_suite, opt, progress));
   }
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
   return rep;
@@ -436,31 +416,24 @@ SuiteReport replay_token(const std::string& suite, const std::string& token,
   if (const std::string why = s.unavailable_reason(); !why.empty())
     throw std::invalid_argument("suite " + suite + " cannot run here: " + why);
   const std::vector<std::uint8_t> bytes = hex_decode(token);
-  rc::detail::Reproduce rep;
-  try {
-    const auto end = rc::detail::deserialize(bytes.begin(), bytes.end(), rep);
-    if (end != bytes.end()) throw std::invalid_argument("trailing bytes");
-  } catch (const std::exception& e) {
-    throw std::invalid_argument(std::string("replay token does not decode: ") + e.what());
-  }
-  quiet_rapidcheck_configuration();
+  rc_adapter::quiet_configuration();
   plant_selected(opt);
   const ThreadCount threads(std::max(opt.threads, 1));
   SuiteReport r = start_report(s);
   const auto t0 = std::chrono::steady_clock::now();
-  rc::detail::TestMetadata md{s.info.name, s.info.name};
-  rc::detail::TestParams params;
-  CountingListener listener;
-  const rc::detail::TestResult res = rc::detail::checkProperty(
-      rc::detail::toProperty(s.property), md, params, listener, {{s.info.name, rep}});
-  rc::detail::FailureResult fail;
+  CampaignContext ctx;
+  rc_adapter::BatchOutcome out;
+  {
+    const CampaignContext::Scope scope(ctx);
+    out = rc_adapter::replay(s.property, s.info.name, bytes);
+  }
   r.cases = 1;
-  if (res.match(fail)) {
+  if (out.kind == rc_adapter::BatchOutcome::Kind::failed) {
     FailureReport f;
-    f.message = fail.description;
-    f.counterexample = shown(fail.counterExample);
+    f.message = out.message;
+    f.counterexample = out.counterexample;
     f.replay = replay_line(opt, s.info.name, token);
-    f.dump = write_case(s, rep, opt, f);
+    f.dump = write_case(s, ctx, bytes, opt, f);
     r.failures.push_back(f);
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -84,19 +84,36 @@ struct ThreadCount {
   ThreadCount& operator=(const ThreadCount&) = delete;
 };
 
-// --- the case capture and result fingerprint of the running property (single-threaded runner) ---
+// --- the context of the running property ------------------------------------------------------
 
-// Whether the runner wants the current case written (the one replay of a shrunk failure).
+// What the runner keeps for the property it runs: whether the current case is to be captured
+// (the one replay of a shrunk failure), the captured case, and the fingerprint of the results
+// (FNV-1a over the bytes suites fold in). The runner owns one per suite run and makes it current
+// for the run (Scope); suites reach it only through the three functions below, which do nothing
+// when no run is current (a property run by CTest directly).
+struct CampaignContext {
+  bool capture = false;
+  TensorFile captured;
+  std::uint64_t fingerprint = 0xcbf29ce484222325ull;  // the FNV-1a offset basis
+  class Scope {
+   public:
+    explicit Scope(CampaignContext& ctx);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    CampaignContext* saved_;
+  };
+};
+
+// Whether the runner wants the current case written.
 bool capture_requested();
-void request_capture(bool on);
 // Stores the current case for the runner (call only when capture_requested()).
 void set_captured(TensorFile tf);
-TensorFile take_captured();
-
-// Folds result bits into the running fingerprint (FNV-1a over the bytes).
+// Folds result bits into the current run's fingerprint (bitwise determinism across runs and
+// thread counts).
 void fold_result(const void* data, std::size_t bytes);
-std::uint64_t fingerprint();
-void reset_fingerprint();
 
 // A typed suite: draw / check / tags / save / load of one Case type.
 template <class Case>
