@@ -200,7 +200,8 @@ void finish(const fuzz::CampaignReport& rep, const FuzzArgs& a) {
   if (!rep.ok()) throw ExitCode{1};
 }
 
-void run(const FuzzArgs& a) {
+// The campaign options of the command line (UsageError for a bad combination).
+fuzz::CampaignOptions campaign_options(const FuzzArgs& a) {
   fuzz::CampaignOptions opt;
   opt.suites = a.suites;
   opt.seed = a.seed;
@@ -232,65 +233,82 @@ void run(const FuzzArgs& a) {
   opt.plant = a.plant;
   opt.command = "fp8-check-planted";
 #endif
+  return opt;
+}
 
+// --list (and --list-plants in the planted build); false when neither was asked for.
+bool print_lists(const FuzzArgs& a) {
 #ifdef FP8REF_PLANT_HOOKS
   if (a.list_plants) {
     for (std::size_t i = 1; i < plant::kNames.size(); ++i)
       std::printf("%s\n", std::string(plant::kNames[i]).c_str());
-    return;
+    return true;
   }
 #endif
-  if (a.list) {
-    for (const auto& s : fuzz::all_suites())
-      std::printf("%-22s %-4s %s%s\n", s.info.name.c_str(), s.info.label.c_str(),
-                  s.info.summary.c_str(),
-                  s.unavailable_reason().empty()
-                      ? ""
-                      : (" [unavailable: " + s.unavailable_reason() + "]").c_str());
-    std::printf("%-22s %-4s %s\n", "golden.regressions", "cpu",
-                "replays the pinned cases of golden/regressions");
-    return;
-  }
+  if (!a.list) return false;
+  for (const auto& s : fuzz::all_suites())
+    std::printf("%-22s %-4s %s%s\n", s.info.name.c_str(), s.info.label.c_str(),
+                s.info.summary.c_str(),
+                s.unavailable_reason().empty()
+                    ? ""
+                    : (" [unavailable: " + s.unavailable_reason() + "]").c_str());
+  std::printf("%-22s %-4s %s\n", "golden.regressions", "cpu",
+              "replays the pinned cases of golden/regressions");
+  return true;
+}
 
+// --replay TOKEN or --replay-file FILE: one case, as a one-suite report.
+fuzz::CampaignReport run_replay(const FuzzArgs& a, const fuzz::CampaignOptions& opt) {
+  if (!a.replay.empty() && !a.replay_file.empty())
+    throw UsageError("--replay and --replay-file exclude each other");
+  if (!a.replay.empty() && a.suites.size() != 1)
+    throw UsageError("--replay needs exactly one --suite");
+  if (a.suites.size() > 1) throw UsageError("--replay-file takes at most one --suite");
+  const std::string suite = a.suites.empty() ? "" : a.suites[0];
   fuzz::CampaignReport rep;
-  if (!a.replay.empty() || !a.replay_file.empty()) {
-    if (!a.replay.empty() && !a.replay_file.empty())
-      throw UsageError("--replay and --replay-file exclude each other");
-    if (!a.replay.empty() && a.suites.size() != 1)
-      throw UsageError("--replay needs exactly one --suite");
-    if (a.suites.size() > 1) throw UsageError("--replay-file takes at most one --suite");
-    const std::string suite = a.suites.empty() ? "" : a.suites[0];
-    const auto t0 = std::chrono::steady_clock::now();
-    rep.suites.push_back(a.replay.empty() ? fuzz::replay_case_file(a.replay_file, suite, opt)
-                                          : fuzz::replay_token(suite, a.replay, opt));
-    rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  } else {
-    const bool tty = isatty(2) && !a.quiet;
-    auto last = std::make_shared<double>(-100.0);
-    auto current = std::make_shared<std::size_t>(std::size_t(-1));
-    const std::size_t nsuites = fuzz::select_suites(opt.suites).size();
-    if (!a.quiet && !a.json)
-      std::fprintf(stderr, "fp8-check fuzz: seed %llu, shard %d/%d, %zu suites, %s\n",
-                   static_cast<unsigned long long>(opt.seed), opt.shard_index, opt.shard_count,
-                   nsuites,
-                   opt.cases     ? (std::to_string(*opt.cases) + " cases each").c_str()
-                   : opt.seconds ? (fixed(*opt.seconds, 0) + " s budget").c_str()
-                                 : "the test-level case counts");
-    auto progress = [&, last, current](std::size_t si, const std::string& name, std::int64_t cases,
-                                       std::size_t fails, double secs) {
-      if (a.quiet) return;
-      const bool new_suite = *current != si;
-      *current = si;
-      if (!tty && !new_suite && secs - *last < 10.0) return;
-      *last = new_suite ? 0.0 : secs;
-      std::fprintf(stderr, "%s[%zu/%zu] %-22s %8lld cases %8.1f/s %zu failures%s", tty ? "\r" : "",
-                   si + 1, nsuites, name.c_str(), static_cast<long long>(cases),
-                   secs > 0 ? double(cases) / secs : 0.0, fails, tty ? "   " : "\n");
-      std::fflush(stderr);
-    };
-    rep = fuzz::run_campaign(opt, progress);
-    if (tty) std::fprintf(stderr, "\n");
-  }
+  const auto t0 = std::chrono::steady_clock::now();
+  rep.suites.push_back(a.replay.empty() ? fuzz::replay_case_file(a.replay_file, suite, opt)
+                                        : fuzz::replay_token(suite, a.replay, opt));
+  rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return rep;
+}
+
+// The campaign with its header line and progress on stderr (a status line on a terminal, one
+// line per suite and every 10 s otherwise).
+fuzz::CampaignReport run_with_progress(const FuzzArgs& a, const fuzz::CampaignOptions& opt) {
+  const bool tty = isatty(2) && !a.quiet;
+  auto last = std::make_shared<double>(-100.0);
+  auto current = std::make_shared<std::size_t>(std::size_t(-1));
+  const std::size_t nsuites = fuzz::select_suites(opt.suites).size();
+  if (!a.quiet && !a.json)
+    std::fprintf(stderr, "fp8-check fuzz: seed %llu, shard %d/%d, %zu suites, %s\n",
+                 static_cast<unsigned long long>(opt.seed), opt.shard_index, opt.shard_count,
+                 nsuites,
+                 opt.cases     ? (std::to_string(*opt.cases) + " cases each").c_str()
+                 : opt.seconds ? (fixed(*opt.seconds, 0) + " s budget").c_str()
+                               : "the test-level case counts");
+  auto progress = [&, last, current](std::size_t si, const std::string& name, std::int64_t cases,
+                                     std::size_t fails, double secs) {
+    if (a.quiet) return;
+    const bool new_suite = *current != si;
+    *current = si;
+    if (!tty && !new_suite && secs - *last < 10.0) return;
+    *last = new_suite ? 0.0 : secs;
+    std::fprintf(stderr, "%s[%zu/%zu] %-22s %8lld cases %8.1f/s %zu failures%s", tty ? "\r" : "",
+                 si + 1, nsuites, name.c_str(), static_cast<long long>(cases),
+                 secs > 0 ? double(cases) / secs : 0.0, fails, tty ? "   " : "\n");
+    std::fflush(stderr);
+  };
+  fuzz::CampaignReport rep = fuzz::run_campaign(opt, progress);
+  if (tty) std::fprintf(stderr, "\n");
+  return rep;
+}
+
+void run(const FuzzArgs& a) {
+  const fuzz::CampaignOptions opt = campaign_options(a);
+  if (print_lists(a)) return;
+  fuzz::CampaignReport rep =
+      !a.replay.empty() || !a.replay_file.empty() ? run_replay(a, opt) : run_with_progress(a, opt);
   rep.seed = opt.seed;
   rep.shard_index = opt.shard_index;
   rep.shard_count = opt.shard_count;
