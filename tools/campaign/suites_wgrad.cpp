@@ -131,65 +131,84 @@ std::uint32_t out_bits(const WgradCase& w, const std::vector<float>& f,
   return w.out == OutDtype::f32 ? std::bit_cast<std::uint32_t>(f[i]) : h[i];
 }
 
-void check_wgrad(const WgradCase& w) {
+// dW under the case's model with 1 and 2 OpenMP threads, required bitwise equal; the 1-thread
+// result (f32 or bf16 / f16 bits) with its per-element bound, folded into the fingerprint.
+struct WgradResult {
+  std::vector<float> f32;
+  std::vector<std::uint16_t> u16;
+  std::vector<double> bound;
+};
+WgradResult run_wgrad(const WgradCase& w) {
   std::vector<std::int64_t> offs;
   std::int64_t end = 0;
   for (auto s : w.gs.sizes) offs.push_back(end += s);
   const ref::WgradOperands op{w.M,  w.N, w.K,       w.G,    w.fdy, w.fx,
                               w.dy, w.x, w.scaling, w.s_dy, w.s_x, w.c};
   const bool f32 = w.out == OutDtype::f32;
-  std::vector<float> f1(f32 ? w.c.size() : 0), f2(f1.size());
-  std::vector<std::uint16_t> h1(f32 ? 0 : w.c.size()), h2(h1.size());
-  std::vector<double> bound(w.c.size());
+  WgradResult r{std::vector<float>(f32 ? w.c.size() : 0),
+                std::vector<std::uint16_t>(f32 ? 0 : w.c.size()), std::vector<double>(w.c.size())};
+  std::vector<float> f2(r.f32.size());
+  std::vector<std::uint16_t> h2(r.u16.size());
   {
     ThreadCount t(1);
-    ref::grouped_gemm_wgrad(op, offs, w.model, {w.out, f1, h1, bound});
+    ref::grouped_gemm_wgrad(op, offs, w.model, {w.out, r.f32, r.u16, r.bound});
   }
   {
     ThreadCount t(2);
     ref::grouped_gemm_wgrad(op, offs, w.model, {w.out, f2, h2, {}});
   }
-  fold_result(f1.data(), f1.size() * 4);
-  fold_result(h1.data(), h1.size() * 2);
+  fold_result(r.f32.data(), r.f32.size() * 4);
+  fold_result(r.u16.data(), r.u16.size() * 2);
   auto same_bytes = [](const auto& u, const auto& v) {
     return u.empty() || std::memcmp(u.data(), v.data(), u.size() * sizeof u[0]) == 0;
   };
-  if (!same_bytes(f1, f2) || !same_bytes(h1, h2))
+  if (!same_bytes(r.f32, f2) || !same_bytes(r.u16, h2))
     throw Violation("wgrad: 1 thread and 2 threads give different bits");
+  return r;
+}
+
+// Element (n, k) of group g (rows r0 .. r0 + rows, block rows from rb0) against the oracle: an
+// empty group gives C converted once (f32: C itself, bit for bit); `exact` rounds the exact value
+// once (the sign of a zero included: +0 for an exact zero sum); every other model is within its
+// bound.
+void check_dw_element(const WgradCase& w, const WgradResult& res, std::int64_t g, std::int64_t rows,
+                      std::int64_t r0, std::int64_t rb0, std::int64_t n, std::int64_t k) {
+  const std::size_t i = std::size_t((g * w.N + n) * w.K + k);
+  const std::uint32_t bits = out_bits(w, res.f32, res.u16, i);
+  const double got = value_of(bits, w.out);
+  const auto at = [&] {
+    return "group " + std::to_string(g) + " (" + std::to_string(rows) + " rows) n " +
+           std::to_string(n) + " k " + std::to_string(k) + " [" + to_string(w.model.model) + ", " +
+           to_string(w.out) + "]";
+  };
+  if (rows == 0) {
+    const bool same = w.out == OutDtype::f32
+                          ? bits == std::bit_cast<std::uint32_t>(w.c[i])
+                          : got == oracle_rounded(exact_dw(w, r0, 0, rb0, n, k, w.c[i]), w.out);
+    if (!same) throw Violation("wgrad: an empty group's dW is not C converted at " + at());
+    return;
+  }
+  const gen::ExactValue x = exact_dw(w, r0, rows, rb0, n, k, w.c[i]);
+  const double want = oracle_rounded(x, w.out);
+  const bool ok = w.model.model == AccumulationModel::exact
+                      ? got == want && std::signbit(got) == std::signbit(want)
+                      : within(got, x, res.bound[i]);
+  if (ok) return;
+  std::ostringstream os;
+  os.precision(17);
+  os << "wgrad: dW " << got << " vs exact " << gen::round_to_format(x, 53, -1022, 1023)
+     << " (bound " << res.bound[i] << ") at " << at();
+  throw Violation(os.str());
+}
+
+void check_wgrad(const WgradCase& w) {
+  const WgradResult res = run_wgrad(w);
   const std::int64_t blk = w.scaling == Scaling::mx ? 32 : 128;
   std::int64_t r0 = 0, rb0 = 0;
   for (std::int64_t g = 0; g < w.G; ++g) {
     const std::int64_t rows = w.gs.sizes[std::size_t(g)];
     for (std::int64_t n = 0; n < w.N; ++n)
-      for (std::int64_t k = 0; k < w.K; ++k) {
-        const std::size_t i = std::size_t((g * w.N + n) * w.K + k);
-        const std::uint32_t bits = out_bits(w, f1, h1, i);
-        const double got = value_of(bits, w.out);
-        const std::string at = "group " + std::to_string(g) + " (" + std::to_string(rows) +
-                               " rows) n " + std::to_string(n) + " k " + std::to_string(k) + " [" +
-                               to_string(w.model.model) + ", " + to_string(w.out) + "]";
-        if (rows == 0) {
-          // C converted once to the output (f32: C itself, bit for bit).
-          const bool same =
-              f32 ? bits == std::bit_cast<std::uint32_t>(w.c[i])
-                  : got == oracle_rounded(exact_dw(w, r0, 0, rb0, n, k, w.c[i]), w.out);
-          if (!same) throw Violation("wgrad: an empty group's dW is not C converted at " + at);
-          continue;
-        }
-        const gen::ExactValue x = exact_dw(w, r0, rows, rb0, n, k, w.c[i]);
-        // `exact` rounds once: the value, and the sign of a zero (+0 for an exact zero sum).
-        const double want = oracle_rounded(x, w.out);
-        const bool ok = w.model.model == AccumulationModel::exact
-                            ? got == want && std::signbit(got) == std::signbit(want)
-                            : within(got, x, bound[i]);
-        if (!ok) {
-          std::ostringstream os;
-          os.precision(17);
-          os << "wgrad: dW " << got << " vs exact " << gen::round_to_format(x, 53, -1022, 1023)
-             << " (bound " << bound[i] << ") at " << at;
-          throw Violation(os.str());
-        }
-      }
+      for (std::int64_t k = 0; k < w.K; ++k) check_dw_element(w, res, g, rows, r0, rb0, n, k);
     r0 += rows;
     rb0 += (rows + blk - 1) / blk;
   }
