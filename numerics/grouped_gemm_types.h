@@ -7,7 +7,10 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <stdexcept>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "numerics/format.h"
 #include "numerics/models.h"
@@ -107,4 +110,32 @@ struct DgradOperands {
   std::span<const float> scale_dy;
   std::span<const float> scale_w;
 };
+
+// dgrad as the forward it is: dA[r, k] = Σ_n dY[r, n]·W[g, n, k] is the forward with N_fwd = K,
+// K_fwd = N and B = W read on the other layout (W as (G, N, K) is the forward's B in `kn` layout
+// (G, K_fwd, N_fwd)). Blockwise: the 128×128 weight scales (G, ceil(N/128), ceil(K/128)) are
+// transposed into `scale_w_t` as the forward's (G, ceil(K/128), ceil(N/128)), and the result's
+// scale_b views it (std::invalid_argument when scale_w has the wrong size). The CPU reference and
+// the GPU oracle both evaluate dgrad through this one mapping.
+inline GroupedGemmOperands dgrad_as_forward(const DgradOperands& op,
+                                            std::vector<float>& scale_w_t) {
+  GroupedGemmOperands fwd{
+      op.M,       op.K,        op.N,
+      op.G,       op.fdy,      op.fw,
+      op.dy,      op.w,        op.w_layout == BLayout::nk ? BLayout::kn : BLayout::nk,
+      op.scaling, op.scale_dy, op.scale_w};
+  if (op.scaling != Scaling::blockwise) return fwd;
+  const std::int64_t nbn = ceil_div(op.N, kScaleBlockK), nbk = ceil_div(op.K, kScaleBlockK);
+  if (std::int64_t(op.scale_w.size()) != op.G * nbn * nbk)
+    throw std::invalid_argument("fp8ref: scale_w has " + std::to_string(op.scale_w.size()) +
+                                " elements, expected " + std::to_string(op.G * nbn * nbk));
+  scale_w_t.resize(op.scale_w.size());
+  for (std::int64_t g = 0; g < op.G; ++g)
+    for (std::int64_t i = 0; i < nbn; ++i)
+      for (std::int64_t j = 0; j < nbk; ++j)
+        scale_w_t[std::size_t((g * nbk + j) * nbn + i)] =
+            op.scale_w[std::size_t((g * nbn + i) * nbk + j)];
+  fwd.scale_b = scale_w_t;
+  return fwd;
+}
 }  // namespace fp8ref

@@ -250,25 +250,8 @@ void grouped_gemm_forward(const GroupedGemmOperands& op, std::span<const std::in
 
 void grouped_gemm_dgrad(const DgradOperands& op, std::span<const std::int32_t> row_map,
                         ModelChoice model, RowPolicy outside, const GemmOutput& da) {
-  // dA[r, k] = sum_n dY[r, n]·W[g, n, k]: the forward with N_fwd = K, K_fwd = N and B = W on the
-  // other layout (W as (G, N, K) is the forward's B in `kn` layout (G, K_fwd, N_fwd)).
-  GroupedGemmOperands fwd{
-      op.M,       op.K,        op.N,
-      op.G,       op.fdy,      op.fw,
-      op.dy,      op.w,        op.w_layout == BLayout::nk ? BLayout::kn : BLayout::nk,
-      op.scaling, op.scale_dy, op.scale_w};
-  std::vector<float> wt;  // 128×128 weight scales (G, nbN, nbK) -> the forward's (G, nbK, nbN)
-  if (op.scaling == Scaling::blockwise) {
-    const std::int64_t nbn = ceil_div(op.N, kScaleBlockK), nbk = ceil_div(op.K, kScaleBlockK);
-    expect_size("scale_w", op.scale_w.size(), op.G * nbn * nbk);
-    wt.resize(op.scale_w.size());
-    for (std::int64_t g = 0; g < op.G; ++g)
-      for (std::int64_t i = 0; i < nbn; ++i)
-        for (std::int64_t j = 0; j < nbk; ++j)
-          wt[std::size_t((g * nbk + j) * nbn + i)] =
-              op.scale_w[std::size_t((g * nbn + i) * nbk + j)];
-    fwd.scale_b = wt;
-  }
+  std::vector<float> wt;  // the transposed 128×128 weight scales (dgrad_as_forward)
+  const GroupedGemmOperands fwd = dgrad_as_forward(op, wt);
   grouped_gemm_forward(fwd, row_map, model, outside, da);
 }
 

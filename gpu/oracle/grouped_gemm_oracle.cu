@@ -221,23 +221,8 @@ void oracle_grouped_gemm_forward_offs(const GroupedGemmOperands& op,
 
 void oracle_grouped_gemm_dgrad(const DgradOperands& op, std::span<const std::int32_t> row_map,
                                ModelChoice model, RowPolicy outside, const GemmOutput& da) {
-  GroupedGemmOperands fwd{
-      op.M,       op.K,        op.N,
-      op.G,       op.fdy,      op.fw,
-      op.dy,      op.w,        op.w_layout == BLayout::nk ? BLayout::kn : BLayout::nk,
-      op.scaling, op.scale_dy, op.scale_w};
-  std::vector<float> wt;  // 128×128 weight scales (G, nbN, nbK) -> the forward's (G, nbK, nbN)
-  if (op.scaling == Scaling::blockwise) {
-    const std::int64_t nbn = ceil_div(op.N, 128), nbk = ceil_div(op.K, 128);
-    expect_size("scale_w", op.scale_w.size(), op.G * nbn * nbk);
-    wt.resize(op.scale_w.size());
-    for (std::int64_t g = 0; g < op.G; ++g)
-      for (std::int64_t i = 0; i < nbn; ++i)
-        for (std::int64_t j = 0; j < nbk; ++j)
-          wt[std::size_t((g * nbk + j) * nbn + i)] =
-              op.scale_w[std::size_t((g * nbn + i) * nbk + j)];
-    fwd.scale_b = wt;
-  }
+  std::vector<float> wt;  // the transposed 128×128 weight scales (dgrad_as_forward)
+  const GroupedGemmOperands fwd = dgrad_as_forward(op, wt);
   oracle_grouped_gemm_forward(fwd, row_map, model, outside, da);
 }
 
