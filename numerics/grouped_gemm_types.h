@@ -4,6 +4,7 @@
 // operands of the forward and of dgrad, the model choice and the output.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -18,7 +19,12 @@
 namespace fp8ref {
 
 enum class BLayout : std::uint8_t { nk, kn };  // B as (G, N, K) or (G, K, N), row-major
+inline constexpr std::array kAllBLayouts = {BLayout::nk, BLayout::kn};
+constexpr const char* to_string(BLayout l) { return l == BLayout::nk ? "nk" : "kn"; }
 enum class Scaling : std::uint8_t { none, tensorwise, rowwise, blockwise, mx, nvfp4 };
+inline constexpr std::array kAllScalings = {Scaling::none,    Scaling::tensorwise,
+                                            Scaling::rowwise, Scaling::blockwise,
+                                            Scaling::mx,      Scaling::nvfp4};
 constexpr const char* to_string(Scaling s) {
   switch (s) {
     case Scaling::none: return "none";
@@ -31,8 +37,7 @@ constexpr const char* to_string(Scaling s) {
   return "?";
 }
 constexpr std::optional<Scaling> parse_scaling(std::string_view s) {
-  for (Scaling x : {Scaling::none, Scaling::tensorwise, Scaling::rowwise, Scaling::blockwise,
-                    Scaling::mx, Scaling::nvfp4})
+  for (Scaling x : kAllScalings)
     if (std::string_view(to_string(x)) == s) return x;
   return std::nullopt;
 }

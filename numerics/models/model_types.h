@@ -174,6 +174,8 @@ enum class Epilogue : std::uint8_t {
   b_then_a,  // RN(RN(acc·sb)·sa)        cuBLASLt `_scaled_mm` rowwise; hopper_promoted_rowwise
   a_then_b,  // RN(RN(acc·sa)·sb)        CUTLASS grouped rowwise: torch `_scaled_grouped_mm`
 };
+inline constexpr std::array kAllEpilogues = {Epilogue::model, Epilogue::scale_product,
+                                             Epilogue::b_then_a, Epilogue::a_then_b};
 constexpr const char* to_string(Epilogue e) {
   switch (e) {
     case Epilogue::model: return "model";
@@ -184,8 +186,7 @@ constexpr const char* to_string(Epilogue e) {
   return "?";
 }
 inline std::optional<Epilogue> epilogue_from_string(std::string_view s) {
-  for (Epilogue e :
-       {Epilogue::model, Epilogue::scale_product, Epilogue::b_then_a, Epilogue::a_then_b})
+  for (Epilogue e : kAllEpilogues)
     if (s == to_string(e)) return e;
   return std::nullopt;
 }

@@ -168,7 +168,7 @@ void write_lib(char** arg) {
   const auto model = parse_token(arg[2], fp8ref::accumulation_model_from_string(arg[2]));
   const std::string ds = arg[3];
   const OutDtype d = ds == "f32" ? OutDtype::f32 : ds == "bf16" ? OutDtype::bf16 : OutDtype::f16;
-  const auto ep = parse_token(arg[6], fp8ref::epilogue_from_string(arg[6]));
+  const auto ep = parse_token(arg[6], fp8ref::cases::from_token(fp8ref::kAllEpilogues, arg[6]));
   const ref::ModelChoice m{model, std::stoi(arg[4]), std::stoll(arg[5]), ep};
   const RandomCase c = make_random();
   const std::vector<std::uint32_t> bits = forward(c, s, m, d);

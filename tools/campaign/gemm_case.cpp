@@ -81,7 +81,7 @@ std::vector<std::string> gemm_tags(const GemmCase& c) {
   t.push_back(std::string("values:") + gen::to_string(c.va));
   t.push_back(std::string("values_b:") + gen::to_string(c.vb));
   t.push_back("formats:" + std::string(to_string(c.fa)) + "x" + std::string(to_string(c.fb)));
-  t.push_back(std::string("b_layout:") + (c.b_layout == ref::BLayout::nk ? "nk" : "kn"));
+  t.push_back(std::string("b_layout:") + to_string(c.b_layout));
   t.push_back(std::string("out:") + to_string(c.out));
   if (c.moe_shape) t.push_back("shape:moe");
   t.push_back(std::string("model:") + to_string(c.model.model));

@@ -17,8 +17,7 @@ Desc desc_from(const std::string& s) {
 }
 
 ref::BLayout b_layout_from(const std::string& s) {
-  if (s == "nk") return ref::BLayout::nk;
-  if (s == "kn") return ref::BLayout::kn;
+  if (const auto l = from_token(kAllBLayouts, s)) return *l;
   throw std::invalid_argument("case file: unknown B layout '" + s + "'");
 }
 
@@ -108,7 +107,7 @@ TensorFile save_gemm(const GemmCase& c) {
   m["values_a"] = to_string(c.va);
   m["values_b"] = to_string(c.vb);
   m["scaling"] = ref::to_string(c.scaling);
-  m["b_layout"] = c.b_layout == ref::BLayout::nk ? "nk" : "kn";
+  m["b_layout"] = to_string(c.b_layout);
   m["out"] = to_string(c.out);
   save_model(c.model, m);
   return tf;

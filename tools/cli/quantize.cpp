@@ -39,14 +39,6 @@ auto parse_token(const std::string& what, const std::string& s, const List& all)
                    ")");
 }
 
-constexpr std::array kRecipes = {RecipeKind::deepgemm, RecipeKind::torchao,  RecipeKind::te,
-                                 RecipeKind::mx_floor, RecipeKind::mx_rceil, RecipeKind::mx_ceil,
-                                 RecipeKind::mx_even};
-constexpr std::array kBlocks = {ref::BlockGeometry::tensorwise,  ref::BlockGeometry::rowwise,
-                                ref::BlockGeometry::per_channel, ref::BlockGeometry::b1x128,
-                                ref::BlockGeometry::b128x1,      ref::BlockGeometry::b128x128,
-                                ref::BlockGeometry::b1x32,       ref::BlockGeometry::b32x1};
-constexpr std::array kRuntimes = {Runtime::torch_cpu, Runtime::torch_cuda, Runtime::cuda_kernel};
 constexpr std::array kFormats = {Format::e4m3, Format::e5m2};
 
 struct Layout {
@@ -122,12 +114,12 @@ SourceBits source_bits(const Tensor& x) {
 }
 
 Recipe make_recipe(const QuantizeOptions& o, bool* default_runtime) {
-  const RecipeKind kind = parse_token("recipe", o.recipe, kRecipes);
+  const RecipeKind kind = parse_token("recipe", o.recipe, kAllRecipeKinds);
   *default_runtime = o.runtime.empty();
   const Runtime rt = o.runtime.empty() ? (kind == RecipeKind::te || kind == RecipeKind::mx_rceil
                                               ? Runtime::cuda_kernel
                                               : Runtime::torch_cuda)
-                                       : parse_token("runtime", o.runtime, kRuntimes);
+                                       : parse_token("runtime", o.runtime, kAllRuntimes);
   const Recipe r{kind, parse_token("format", o.format, kFormats), rt, o.pow2, o.epsilon};
   try {
     validate(r);
@@ -252,7 +244,7 @@ tensor_io::TensorFile quantize_tensor(const Tensor& x, const QuantizeOptions& o,
   if (is_subbyte_recipe(o.recipe)) return quantize_subbyte_tensor(x, o, source_name);
   bool default_runtime = false;
   const Recipe r = make_recipe(o, &default_runtime);
-  const ref::BlockGeometry g = parse_token("block", o.block, kBlocks);
+  const ref::BlockGeometry g = parse_token("block", o.block, kAllBlockGeometries);
   const Layout layout = parse_layout(o.layout);
   if (o.nan != "propagate" && o.nan != "reject")
     throw UsageError("unknown NaN policy '" + o.nan + "' (one of: propagate, reject)");
