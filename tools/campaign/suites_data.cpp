@@ -10,6 +10,7 @@
 #include "campaign/gen/choices.h"
 #include "campaign/gen/group_sizes.h"
 #include "campaign/gen/values.h"
+#include "cases/quantize_case.h"
 #include "campaign/suite.h"
 #include "reference/pad_permute.h"
 #include "reference/quantize.h"
@@ -177,14 +178,8 @@ TensorFile save_quant(const QuantCase& q) {
   TensorFile tf;
   tf.tensors.push_back({"x_bits", u32_tensor(q.x, {q.gs.total(), q.cols})});
   save_group_sizes(q.gs, tf);
+  cases::save_recipe(q.recipe, q.geometry, tf);
   auto& m = tf.metadata;
-  m["recipe_kind"] = std::to_string(int(q.recipe.kind));
-  m["recipe"] = std::string(to_string(q.recipe.kind));
-  m["elem"] = std::to_string(int(q.recipe.elem));
-  m["runtime"] = std::to_string(int(q.recipe.runtime));
-  m["pow2"] = q.recipe.pow2 ? "1" : "0";
-  m["geometry"] = std::to_string(int(q.geometry));
-  m["geometry_name"] = std::string(to_string(q.geometry));
   m["cols"] = std::to_string(q.cols);
   m["values"] = gen::to_string(q.values);
   return tf;
@@ -193,12 +188,9 @@ TensorFile save_quant(const QuantCase& q) {
 QuantCase load_quant(const TensorFile& tf) {
   QuantCase q;
   q.gs = load_group_sizes(tf);
-  const auto kind = get_meta_int(tf, "recipe_kind"), elem = get_meta_int(tf, "elem"),
-             rt = get_meta_int(tf, "runtime"), geo = get_meta_int(tf, "geometry");
-  if (kind < 0 || kind > 6 || elem < 0 || elem > 1 || rt < 0 || rt > 2 || geo < 0 || geo > 7)
-    throw std::invalid_argument("case file: recipe / geometry out of range");
-  q.recipe = {RecipeKind(kind), Format(elem), Runtime(rt), get_meta(tf, "pow2") == "1", 0.0f};
-  q.geometry = ref::BlockGeometry(geo);
+  const cases::RecipeGeometry rg = cases::load_recipe(tf);
+  q.recipe = rg.recipe;
+  q.geometry = rg.geometry;
   q.cols = get_meta_int(tf, "cols");
   if (const auto v = cases::from_token(gen::kValueClasses, get_meta(tf, "values"))) q.values = *v;
   q.x = get_u32(tf, "x_bits");

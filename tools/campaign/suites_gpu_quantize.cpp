@@ -10,6 +10,7 @@
 #include "campaign/gen/choices.h"
 #include "campaign/gen/group_sizes.h"
 #include "campaign/gen/values.h"
+#include "cases/quantize_case.h"
 #include "campaign/gpu_quantize_case.h"
 #include "campaign/suite.h"
 
@@ -145,15 +146,8 @@ TensorFile save_gpu_quant(const GpuQuantCase& c) {
   TensorFile tf;
   tf.tensors.push_back({"x_bits", u32_tensor(c.x, {std::int64_t(c.x.size())})});
   save_group_sizes(c.gs, tf);
+  cases::save_recipe(c.recipe, c.geometry, tf);
   auto& m = tf.metadata;
-  m["recipe_kind"] = std::to_string(int(c.recipe.kind));
-  m["recipe"] = std::string(to_string(c.recipe.kind));
-  m["elem"] = std::to_string(int(c.recipe.elem));
-  m["runtime"] = std::to_string(int(c.recipe.runtime));
-  m["pow2"] = c.recipe.pow2 ? "1" : "0";
-  m["epsilon_bits"] = std::to_string(std::bit_cast<std::uint32_t>(c.recipe.epsilon));
-  m["geometry"] = std::to_string(int(c.geometry));
-  m["geometry_name"] = std::string(to_string(c.geometry));
   m["src"] = c.src == Source::bf16 ? "bf16" : "f32";
   m["grouped"] = c.grouped ? "1" : "0";
   m["cols"] = std::to_string(c.cols);
@@ -166,13 +160,9 @@ TensorFile save_gpu_quant(const GpuQuantCase& c) {
 GpuQuantCase load_gpu_quant(const TensorFile& tf) {
   GpuQuantCase c;
   c.gs = load_group_sizes(tf);
-  const auto kind = get_meta_int(tf, "recipe_kind"), elem = get_meta_int(tf, "elem"),
-             rt = get_meta_int(tf, "runtime"), geo = get_meta_int(tf, "geometry");
-  if (kind < 0 || kind > 6 || elem < 0 || elem > 1 || rt < 0 || rt > 2 || geo < 0 || geo > 7)
-    throw std::invalid_argument("case file: recipe / geometry out of range");
-  c.recipe = {RecipeKind(kind), Format(elem), Runtime(rt), get_meta(tf, "pow2") == "1",
-              std::bit_cast<float>(std::uint32_t(get_meta_int(tf, "epsilon_bits")))};
-  c.geometry = BlockGeometry(geo);
+  const cases::RecipeGeometry rg = cases::load_recipe(tf);
+  c.recipe = rg.recipe;
+  c.geometry = rg.geometry;
   const std::string src = get_meta(tf, "src");
   if (src != "bf16" && src != "f32") throw std::invalid_argument("case file: src bf16 or f32");
   c.src = src == "bf16" ? Source::bf16 : Source::f32;
