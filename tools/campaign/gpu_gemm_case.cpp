@@ -80,6 +80,19 @@ std::int64_t group_of_row(const GpuGemmCase& c, std::int64_t r) {
   return c.row_map[std::size_t(r)];
 }
 
+// Some non-zero code in the rows of groups of A and in B of an expert with rows.
+bool operands_nonzero(const GpuGemmCase& c) {
+  bool a = false, b = false;
+  for (std::int64_t r = 0; r < c.M && !a; ++r)
+    if (c.row_map[std::size_t(r)] >= 0)
+      for (std::int64_t k = 0; k < c.K && !a; ++k) a = (c.a[std::size_t(r * c.K + k)] & 0x7F) != 0;
+  for (std::int64_t g = 0; g < c.G && !b; ++g)
+    if (c.gs.sizes[std::size_t(g)] > 0)
+      for (std::int64_t i = 0; i < c.N * c.K && !b; ++i)
+        b = (c.b[std::size_t(g * c.N * c.K + i)] & 0x7F) != 0;
+  return a && b;
+}
+
 }  // namespace
 
 GpuGemmCase make_gpu_gemm_case(GemmOp op, const gen::GroupSizes& gs, std::int64_t N, std::int64_t K,
@@ -116,8 +129,10 @@ GpuGemmCase draw_gpu_gemm_case(std::int64_t max_total) {
                                       gen::ValueClass::subnormal_heavy, gen::ValueClass::near_max,
                                       gen::ValueClass::integer);
   const auto va = *value, vb = *value;
-  return make_gpu_gemm_case(op, gs, N, K, fa, fb, scaling, out, va, vb,
-                            *rc::gen::arbitrary<std::uint64_t>());
+  GpuGemmCase c = make_gpu_gemm_case(op, gs, N, K, fa, fb, scaling, out, va, vb,
+                                     *rc::gen::arbitrary<std::uint64_t>());
+  RC_PRE(gs.total() == 0 || operands_nonzero(c));  // a vacuous case proves nothing
+  return c;
 }
 
 ModelChoice declared_gemm_model(Scaling s) {
