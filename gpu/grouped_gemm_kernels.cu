@@ -184,9 +184,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (s < nkb) load_stage(p, c, smem, sa_smem, s, s);
     cp_async_commit();
   }
-  float acc[64], t[64];
+  float acc[64], t[64];  // t: written by the first k32 step of each block (scale-d 0)
 #pragma unroll
-  for (int i = 0; i < 64; ++i) acc[i] = 0.0f, t[i] = 0.0f;
+  for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
   const float* sb_tile = p.scale_b + c.g * p.sb_group + c.tile_n * p.sb_ntile;
   for (int kb = 0; kb < nkb; ++kb) {
     const int stage = kb % kStages;
@@ -196,6 +196,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (kb + kStages - 1 < nkb)  // refills the stage every warp finished reading at kb - 1
       load_stage(p, c, smem, sa_smem, kb + kStages - 1, (kb + kStages - 1) % kStages);
     cp_async_commit();
+    // The B scale is loaded before the tensor cores run, so its latency hides behind them.
+    const float sb = p.mode == GemmScaleMode::blockwise ? sb_tile[kb * p.sb_kblock] : 0.0f;
     const std::uint32_t a_base = smem_u32(smem + stage * kStageBytes) + wg * 64 * 128;
     const std::uint32_t b_base = smem_u32(smem + stage * kStageBytes + kTileBytes);
     fence_regs(t);
@@ -207,7 +209,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     fence_regs(t);
     if (p.mode == GemmScaleMode::blockwise) {
-      const float sb = sb_tile[kb * p.sb_kblock];
       const float s0 = __fmul_rn(sa_smem[stage * kGemmBlockM + local_row], sb);
       const float s1 = __fmul_rn(sa_smem[stage * kGemmBlockM + local_row + 8], sb);
 #pragma unroll
