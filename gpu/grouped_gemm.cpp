@@ -120,6 +120,43 @@ void set_operands(GemmKernelArgs& p, std::int64_t G, Format fa, Format fb, const
   p.a = a, p.b = b, p.scale_a = sa, p.scale_b = sb;
 }
 
+// Rows of block scales of a K-grouped operand: ceil(m_g / 128) per group, plus the tail's.
+std::int64_t wgrad_scale_rows(std::int64_t M, std::span<const std::int64_t> offs,
+                              std::vector<std::int32_t>& blk0) {
+  std::int64_t rows = 0, prev = 0;
+  for (std::int64_t end : offs) {
+    blk0.push_back(std::int32_t(rows));
+    rows += (end - prev + 127) / 128, prev = end;
+  }
+  return rows + (M - prev + 127) / 128;
+}
+
+void check_wgrad(const DeviceWgradOperands& op, std::span<const std::int64_t> offs,
+                 const DeviceGemmOutput& dw) {
+  if (op.M < 0 || op.M >= (std::int64_t(1) << 31) || op.M % 16 != 0)
+    bad("wgrad needs M (tokens) a multiple of 16 below 2^31");
+  if (op.N <= 0 || op.N % 128 != 0)
+    bad("N = " + std::to_string(op.N) + " is not a multiple of 128");
+  if (op.K <= 0 || op.K % 128 != 0)
+    bad("K = " + std::to_string(op.K) + " is not a multiple of 128");
+  if (op.G < 1 || op.G > detail::kGemmMaxGroups) bad("G must be in [1, 256]");
+  if (std::int64_t(offs.size()) != op.G) bad("offs must have G entries");
+  std::int64_t prev = 0;
+  for (std::size_t g = 0; g < offs.size(); ++g) {
+    if (offs[g] < prev) bad("offs out of order at group " + std::to_string(g));
+    if (offs[g] > op.M) bad("offs[" + std::to_string(g) + "] exceeds M");
+    if (offs[g] % 16 != 0) bad("wgrad needs every offs entry a multiple of 16");
+    prev = offs[g];
+  }
+  if (op.scaling != Scaling::blockwise && op.scaling != Scaling::tensorwise)
+    bad(std::string("wgrad scaling ") + to_string(op.scaling) + " is not implemented (blockwise, " +
+        "tensorwise)");
+  if (dw.dtype != OutDtype::f32 && dw.dtype != OutDtype::bf16) bad("output must be f32 or bf16");
+  check_size(dw.size, op.G * op.N * op.K, "dW");
+  check_aligned(dw.y, "dW"), check_aligned(op.c, "C");
+  if (op.M > 0) check_aligned(op.x_t, "X^T"), check_aligned(op.dy_t, "dY^T");
+}
+
 }  // namespace
 
 ModelChoice grouped_gemm_declared_model(Scaling s) {
@@ -169,6 +206,28 @@ void grouped_gemm_dgrad(const DeviceDgradOperands& op, std::span<const std::int6
                op.scale_w, op.scale_w_size, true);
   contiguous_groups(p, op.G, offs);
   detail::launch_grouped_gemm(p, stream);
+}
+
+void grouped_gemm_wgrad(const DeviceWgradOperands& op, std::span<const std::int64_t> offs,
+                        const DeviceGemmOutput& dw, cudaStream_t stream) {
+  check_wgrad(op, offs, dw);
+  detail::WgradKernelArgs p{};
+  std::vector<std::int32_t> blk0;
+  const std::int64_t rows = wgrad_scale_rows(op.M, offs, blk0);
+  const bool blockwise = op.scaling == Scaling::blockwise;
+  check_size(op.scale_dy_size, blockwise ? rows * op.N : 1, "scale_dy");
+  check_size(op.scale_x_size, blockwise ? rows * op.K : 1, "scale_x");
+  if (op.scale_dy == nullptr || op.scale_x == nullptr) bad("a scale tensor is null");
+  p.dy_t = op.dy_t, p.x_t = op.x_t, p.scale_dy = op.scale_dy, p.scale_x = op.scale_x, p.c = op.c;
+  p.dw = dw.y, p.M = op.M, p.N = op.N, p.K = op.K, p.groups = int(op.G);
+  p.blockwise = blockwise, p.out_bf16 = dw.dtype == OutDtype::bf16;
+  p.dy_e5m2 = is_e5m2(op.fdy, "dY"), p.x_e5m2 = is_e5m2(op.fx, "X");
+  std::int64_t prev = 0;
+  for (std::size_t g = 0; g < offs.size(); ++g) {
+    p.start[g] = std::int32_t(prev), p.end[g] = std::int32_t(offs[g]), p.blk0[g] = blk0[g];
+    prev = offs[g];
+  }
+  detail::launch_grouped_wgrad(p, stream);
 }
 
 }  // namespace fp8ref::gpu

@@ -75,6 +75,30 @@ struct DeviceDgradOperands {
 void grouped_gemm_dgrad(const DeviceDgradOperands& op, std::span<const std::int64_t> offs,
                         const DeviceGemmOutput& da, cudaStream_t stream);
 
+// K-grouped wgrad dW[g] (N, K) = C[g] + sum over the tokens t of group g (ascending) of
+// dY[t, n]·X[t, k], as ref::grouped_gemm_wgrad, on the token-contiguous (transposed) copies
+// dYᵀ (N, M) and Xᵀ (K, M) that FP8 wgmma reads (the quantizers' column-wise output). Group g holds
+// tokens [offs[g-1], offs[g]) (host array); M and every offs entry multiples of 16 (16-byte rows
+// of tokens); N and K multiples of 128. Scalings: blockwise, scale_dy (R, N) and scale_x (R, K)
+// with one row per 128-token block restarting at each group start (R as ref::WgradOperands says);
+// tensorwise, scale_dy (1) and scale_x (1). Declared models as the forward's. C and dW (G, N, K);
+// dW f32 or bf16; an empty group's dW is C (bf16: C rounded; a NaN in C becomes the canonical
+// bf16 NaN 0x7FFF there).
+struct DeviceWgradOperands {
+  std::int64_t M, N, K, G;
+  Format fdy, fx;
+  const std::uint8_t* dy_t;  // (N, M)
+  const std::uint8_t* x_t;   // (K, M)
+  Scaling scaling;
+  const float* scale_dy;
+  std::int64_t scale_dy_size;
+  const float* scale_x;
+  std::int64_t scale_x_size;
+  const float* c;  // (G, N, K)
+};
+void grouped_gemm_wgrad(const DeviceWgradOperands& op, std::span<const std::int64_t> offs,
+                        const DeviceGemmOutput& dw, cudaStream_t stream);
+
 // Host-memory conveniences for tests and tools: the operands travel to the device and back in
 // each call; `out` (f32 or u16 span of M·N) keeps what it held in rows of no group.
 void grouped_gemm_forward_host(const GroupedGemmOperands& op, std::span<const std::int64_t> offs,
@@ -84,5 +108,14 @@ void grouped_gemm_forward_masked_host(const GroupedGemmOperands& op, std::int64_
                                       const GemmOutput& out);
 void grouped_gemm_dgrad_host(const DgradOperands& op, std::span<const std::int64_t> offs,
                              const GemmOutput& out);
+struct HostWgradOperands {
+  std::int64_t M, N, K, G;
+  Format fdy, fx;
+  std::span<const std::uint8_t> dy_t, x_t;  // (N, M), (K, M)
+  Scaling scaling;
+  std::span<const float> scale_dy, scale_x, c;
+};
+void grouped_gemm_wgrad_host(const HostWgradOperands& op, std::span<const std::int64_t> offs,
+                             const GemmOutput& dw);
 
 }  // namespace fp8ref::gpu

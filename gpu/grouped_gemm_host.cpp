@@ -117,4 +117,24 @@ void grouped_gemm_dgrad_host(const DgradOperands& op, std::span<const std::int64
   with_output(out, [&](const DeviceGemmOutput& y) { grouped_gemm_dgrad(d, offs, y, nullptr); });
 }
 
+void grouped_gemm_wgrad_host(const HostWgradOperands& op, std::span<const std::int64_t> offs,
+                             const GemmOutput& dw) {
+  DeviceBuffer dy{op.dy_t}, x{op.x_t}, sdy{op.scale_dy}, sx{op.scale_x}, c{op.c};
+  const DeviceWgradOperands d{op.M,
+                              op.N,
+                              op.K,
+                              op.G,
+                              op.fdy,
+                              op.fx,
+                              dy.as<const std::uint8_t>(),
+                              x.as<const std::uint8_t>(),
+                              op.scaling,
+                              sdy.as<const float>(),
+                              std::int64_t(op.scale_dy.size()),
+                              sx.as<const float>(),
+                              std::int64_t(op.scale_x.size()),
+                              c.as<const float>()};
+  with_output(dw, [&](const DeviceGemmOutput& y) { grouped_gemm_wgrad(d, offs, y, nullptr); });
+}
+
 }  // namespace fp8ref::gpu

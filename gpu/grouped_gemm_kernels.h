@@ -47,4 +47,24 @@ struct GemmKernelArgs {
 // Throws CudaError (gpu/device.h) when the launch fails; arguments are assumed valid.
 void launch_grouped_gemm(const GemmKernelArgs& args, cudaStream_t stream);
 
+// K-grouped wgrad dW[g] (N, K) = C[g] + sum over the tokens t of group g of dY[t, n]·X[t, k], on
+// the token-contiguous copies dYᵀ (N, M) and Xᵀ (K, M) (device pointers). Group g = tokens
+// [start[g], end[g]), multiples of 16; its 128-token blocks use scale rows blk0[g] + 0, 1, ...
+// Scales: blockwise scale_dy[row·N + n], scale_x[row·K + k]; tensorwise scale_dy[0], scale_x[0].
+struct WgradKernelArgs {
+  const std::uint8_t* dy_t;
+  const std::uint8_t* x_t;
+  const float* scale_dy;
+  const float* scale_x;
+  const float* c;  // (G, N, K) f32
+  void* dw;        // (G, N, K) f32 or bf16
+  std::int64_t M, N, K;
+  int groups;
+  bool blockwise, out_bf16, dy_e5m2, x_e5m2;
+  std::int32_t start[kGemmMaxGroups];
+  std::int32_t end[kGemmMaxGroups];
+  std::int32_t blk0[kGemmMaxGroups];
+};
+void launch_grouped_wgrad(const WgradKernelArgs& args, cudaStream_t stream);
+
 }  // namespace fp8ref::gpu::detail
