@@ -182,6 +182,40 @@ std::pair<double, std::int64_t> run(const Config& c, const Host& h,
   return {ms, diffs};
 }
 
+// K-grouped wgrad dW[e] (N, K) = C[e] + dY_eᵀ·X_e (f32 C and dW, blockwise 1×128-along-tokens
+// scales) on the expert loads rounded to multiples of 16 tokens; milliseconds. Not checked here
+// (the GPU oracle has no wgrad; fp8ref_gpu_grouped_wgrad_test holds it to the CPU oracle).
+double run_wgrad(std::vector<std::int64_t> offs) {
+  std::int64_t rows = 0, prev = 0;
+  for (auto& o : offs) {
+    o = o / 16 * 16;
+    rows += (o - prev + 127) / 128, prev = o;
+  }
+  offs.back() = kM;
+  rows += (kM - prev + 127) / 128;  // prev < kM only when the last load was rounded down
+  DeviceArray dy(random_codes(std::size_t(kN * kM), 5)), x(random_codes(std::size_t(kK * kM), 6));
+  DeviceArray sdy(random_scales(std::size_t(rows * kN), 7)),
+      sx(random_scales(std::size_t(rows * kK), 8));
+  DeviceArray c(std::size_t(kE * kN * kK) * 4), dw(std::size_t(kE * kN * kK) * 4);
+  FP8REF_CUDA_CHECK(cudaMemset(c.p, 0, std::size_t(kE * kN * kK) * 4));
+  const gpu::DeviceWgradOperands op{kM,
+                                    kN,
+                                    kK,
+                                    kE,
+                                    Format::e4m3,
+                                    Format::e4m3,
+                                    dy.as<std::uint8_t>(),
+                                    x.as<std::uint8_t>(),
+                                    Scaling::blockwise,
+                                    sdy.as<float>(),
+                                    rows * kN,
+                                    sx.as<float>(),
+                                    rows * kK,
+                                    c.as<float>()};
+  const gpu::DeviceGemmOutput out{OutDtype::f32, dw.p, kE * kN * kK};
+  return time_ms([&] { gpu::grouped_gemm_wgrad(op, offs, out, nullptr); });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -228,6 +262,19 @@ int main(int argc, char** argv) {
         std::fprintf(csv, "%s,%s,%s,%s,%.4f,%.2f\n", c.op, to_string(c.scaling), dist, o.c_str(),
                      ms, tf);
       }
+    }
+  }
+  for (const char* dist : {"balanced", "zipf", "two_empty"}) {
+    const double ms = run_wgrad(expert_offs(dist)), tf = flop / (ms * 1e-3) / 1e12;
+    std::printf("%-8s %-11s %-10s %9.3f %9.1f %s\n", "wgrad", "blockwise", dist, ms, tf,
+                check ? "- (f32 C and dW)" : "");
+    if (csv) {
+      std::string o;
+      for (auto x : expert_offs(dist)) {
+        if (!o.empty()) o += ' ';
+        o += std::to_string(x / 16 * 16);
+      }
+      std::fprintf(csv, "wgrad,blockwise,%s,%s,%.4f,%.2f\n", dist, o.c_str(), ms, tf);
     }
   }
   if (csv) std::fclose(csv);

@@ -3,7 +3,8 @@
 (M = 32768, E = 8, N = 2048, K = 7168, each expert load of the bench's CSV, argument 1): FP8
 rowwise torch._scaled_grouped_mm (forward, and dgrad on the (M, N) x (E, N, K) problem), the dense
 cuBLASLt blockwise 1x128 x 128x128 torch._scaled_mm of the whole 32768x2048x7168 product, bf16
-torch._grouped_mm and a per-expert loop of rowwise torch._scaled_mm. Prints each fp8ref kernel's
+torch._grouped_mm (and its K-grouped form for wgrad) and a per-expert loop of rowwise
+torch._scaled_mm. Prints each fp8ref kernel's
 TFLOP/s and its ratios to them (docs/benchmarks.md)."""
 import csv
 import sys
@@ -36,7 +37,7 @@ def fp8(rows, cols, *lead):
 
 
 def peers(offs_list):
-    """TFLOP/s of each torch peer; grouped ones per load (offs as a tuple)."""
+    """TFLOP/s of each torch peer; grouped ones per expert load (offs as a tuple)."""
     bf = torch.bfloat16
     a, b_nk = fp8(M, K), fp8(N, K, E)
     dy, w_kn = fp8(M, N), fp8(K, N, E)
@@ -49,6 +50,8 @@ def peers(offs_list):
     out["dense blockwise _scaled_mm"] = tflops(
         lambda: torch._scaled_mm(a, b_nk[0].t(), scale_a=bsa, scale_b=bsb, out_dtype=bf))
     a16, b16 = a.to(bf), b_nk.to(bf)
+    dyt16 = torch.randn(N, M, device="cuda", dtype=bf)
+    xt16 = torch.randn(K, M, device="cuda", dtype=bf)
     for offs in offs_list:
         o = torch.tensor(offs, dtype=torch.int32, device="cuda")
         out[("_scaled_grouped_mm rowwise", offs)] = tflops(
@@ -57,6 +60,12 @@ def peers(offs_list):
             lambda: torch._scaled_grouped_mm(dy, w_kn.transpose(-2, -1), sa, sw, offs=o, out_dtype=bf))
         out[("bf16 _grouped_mm", offs)] = tflops(
             lambda: torch._grouped_mm(a16, b16.transpose(-2, -1), offs=o, out_dtype=bf))
+        try:  # K-grouped (2d x 2d): dW[g] = dY_g^T X_g, (N, M) x (M, K) with offs along M
+            out[("bf16 _grouped_mm wgrad", offs)] = tflops(
+                lambda: torch._grouped_mm(dyt16, xt16.t(), offs=o, out_dtype=bf))
+        except RuntimeError as e:
+            print(f"bf16 _grouped_mm wgrad on {offs}: {str(e).splitlines()[0]}")
+            out[("bf16 _grouped_mm wgrad", offs)] = float("nan")
         bounds = [0] + list(offs)
         # per-expert scale slices in their own allocations: cuBLASLt needs 16-byte aligned scales
         sa_g = [sa[bounds[g]:bounds[g + 1]].reshape(-1, 1).clone() for g in range(E)]
@@ -79,25 +88,30 @@ def peers(offs_list):
 def main():
     with open(sys.argv[1]) as f:
         rows = list(csv.DictReader(f))
-    loads = {}
     for r in rows:
-        loads[r["load"]] = tuple(int(x) for x in r["offs"].split())
-    p = peers(list(loads.values()))
+        r["offs"] = tuple(int(x) for x in r["offs"].split())
+    p = peers(sorted({r["offs"] for r in rows}))
+    fwd = {r["load"]: float(r["tflops"]) for r in rows
+           if r["op"] == "forward" and r["scaling"] == "blockwise"}
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
     print(f"dense blockwise _scaled_mm {M}x{N}x{K}: {p['dense blockwise _scaled_mm']:.1f} TFLOP/s")
-    print(f"{'fp8ref kernel':32} {'load':10} {'TF/s':>7}  peer TF/s and ratio")
+    print(f"{'fp8ref kernel':24} {'load':10} {'TF/s':>7}  peer TF/s (fp8ref / peer)")
     for r in rows:
-        offs, tf = loads[r["load"]], float(r["tflops"])
+        offs, tf = r["offs"], float(r["tflops"])
         name = f"{r['op']} {r['scaling']}"
         if r["op"] == "dgrad":
             cmp = ["_scaled_grouped_mm rowwise dgrad"]
+        elif r["op"] == "wgrad":
+            cmp = ["bf16 _grouped_mm wgrad"]
         else:
             cmp = ["_scaled_grouped_mm rowwise", "bf16 _grouped_mm", "per-expert _scaled_mm loop"]
         parts = [f"{c}: {p[(c, offs)]:.0f} ({tf / p[(c, offs)]:.2f}x)" for c in cmp]
         if r["op"] == "forward" and r["scaling"] == "blockwise":
             d = p["dense blockwise _scaled_mm"]
             parts.append(f"dense blockwise _scaled_mm: {d:.0f} ({tf / d:.2f}x)")
-        print(f"{name:32} {r['load']:10} {tf:7.1f}  " + "; ".join(parts))
+        if r["op"] == "wgrad" and r["load"] in fwd:
+            parts.append(f"fp8ref forward blockwise: {fwd[r['load']]:.0f} ({tf / fwd[r['load']]:.2f}x)")
+        print(f"{name:24} {r['load']:10} {tf:7.1f}  " + "; ".join(parts))
 
 
 if __name__ == "__main__":
