@@ -29,7 +29,7 @@ grep -E "error|FAILED" "$OUT/build.log" | head -20 | tee -a "$summary"
 
 step "ctest -R GpuGrouped"
 (cd $B && timeout 300 ctest -R GpuGrouped --output-on-failure > "$OUT/ctest_gpu.log" 2>&1)
-grep -E "tests passed|tests failed|\*\*\*|Not Run|Passed|Failed" "$OUT/ctest_gpu.log" | tail -15 |
+grep -E "tests passed|tests failed|\*\*\*|Not Run|Passed|Failed" "$OUT/ctest_gpu.log" | tail -20 |
   tee -a "$summary"
 
 step compute-sanitizer
