@@ -217,7 +217,9 @@ void grouped_gemm_wgrad(const DeviceWgradOperands& op, std::span<const std::int6
   const bool blockwise = op.scaling == Scaling::blockwise;
   check_size(op.scale_dy_size, blockwise ? rows * op.N : 1, "scale_dy");
   check_size(op.scale_x_size, blockwise ? rows * op.K : 1, "scale_x");
-  if (op.scale_dy == nullptr || op.scale_x == nullptr) bad("a scale tensor is null");
+  if ((op.scale_dy_size > 0 && op.scale_dy == nullptr) ||
+      (op.scale_x_size > 0 && op.scale_x == nullptr))
+    bad("a scale tensor is null");
   p.dy_t = op.dy_t, p.x_t = op.x_t, p.scale_dy = op.scale_dy, p.scale_x = op.scale_x, p.c = op.c;
   p.dw = dw.y, p.M = op.M, p.N = op.N, p.K = op.K, p.groups = int(op.G);
   p.blockwise = blockwise, p.out_bf16 = dw.dtype == OutDtype::bf16;
