@@ -18,13 +18,19 @@
 
 namespace fp8ref::fuzz {
 
-enum class GemmOp : std::uint8_t { forward, masked, dgrad };
+enum class GemmOp : std::uint8_t { forward, masked, dgrad, wgrad };
 constexpr const char* to_string(GemmOp o) {
-  return o == GemmOp::forward ? "forward" : o == GemmOp::masked ? "masked" : "dgrad";
+  return o == GemmOp::forward  ? "forward"
+         : o == GemmOp::masked ? "masked"
+         : o == GemmOp::dgrad  ? "dgrad"
+                               : "wgrad";
 }
 
 // Shapes in the kernel's view: Y (M, N) = A (M, K) · B[g] (N, K)ᵀ. For dgrad, A = dY (M, K) and
-// B = W stored (G, N, K) kn, i.e. DgradOperands{M, N = K here, K = N here}.
+// B = W stored (G, N, K) kn, i.e. DgradOperands{M, N = K here, K = N here}. For wgrad (K-grouped),
+// M tokens, A = dY (M, N) and B = X (M, K) row-major (the kernel gets their transposes), C and
+// the output (G, N, K); the drawn group sizes and tail are rounded down to multiples of 16 tokens
+// (the kernel's alignment) and rowwise is drawn as blockwise.
 struct GpuGemmCase {
   GemmOp op = GemmOp::forward;
   gen::GroupSizes gs;
@@ -36,6 +42,7 @@ struct GpuGemmCase {
   std::uint64_t seed = 0;
   std::vector<std::uint8_t> a, b;
   std::vector<float> sa, sb;
+  std::vector<float> c;                      // wgrad: C (G, N, K)
   std::vector<std::int64_t> offs, masked_m;  // offs: forward / dgrad; masked_m: masked
   std::vector<std::int32_t> row_map;         // row -> group, -1 for rows of no group
 };

@@ -1,9 +1,9 @@
 // gpu.grouped_gemm (docs/fuzz.md "The suites", docs/gpu_gemm.md §5): the FP8 grouped GEMM kernel
 // (gpu/grouped_gemm.h) == the CPU oracle under the kernel's declared model, bitwise, over forward,
-// masked forward and dgrad, every scaling, e4m3 / e5m2 pairs, bf16 / f32 output and the generators'
-// group distributions, with poisoned padding rows, scales, empty experts and output; a second
-// launch gives the same bits. The generator rejects all-zero operands; an all-zero output is a
-// failure (a vacuous case).
+// masked forward, dgrad and K-grouped wgrad, every scaling, e4m3 / e5m2 pairs, bf16 / f32 output
+// and the generators' group distributions, with poisoned padding rows, scales, empty experts and
+// output; a second launch gives the same bits. The generator rejects all-zero operands; an all-zero
+// output is a failure (a vacuous case).
 #include <bit>
 #include <cstdint>
 #include <stdexcept>
@@ -51,7 +51,7 @@ GpuGemmCase load_gpu_gemm(const TensorFile& tf) {
   const auto scaling = parse_scaling(get_meta(tf, "scaling"));
   const auto out = parse_out_dtype(get_meta(tf, "out"));
   gen::ValueClass va{}, vb{};
-  if (op < 0 || op > 2 || fa < 0 || fa > 1 || fb < 0 || fb > 1 || !scaling || !out ||
+  if (op < 0 || op > 3 || fa < 0 || fa > 1 || fb < 0 || fb > 1 || !scaling || !out ||
       N % 128 != 0 || K % 128 != 0 || N <= 0 || K <= 0 ||
       !gen::value_class_from_string(get_meta(tf, "va"), va) ||
       !gen::value_class_from_string(get_meta(tf, "vb"), vb))
@@ -82,7 +82,7 @@ void add_gpu_gemm_suites(std::vector<Suite>& out) {
        "FP8 grouped GEMM kernel (wgmma) == CPU oracle under its declared model, bitwise",
        "gpu",
        100,
-       {"op:forward", "op:masked", "op:dgrad", "scaling:blockwise", "scaling:rowwise",
+       {"op:forward", "op:masked", "op:dgrad", "op:wgrad", "scaling:blockwise", "scaling:rowwise",
         "scaling:tensorwise", "out:bf16", "out:f32", "dist:zipf", "dist:interleaved_empty"},
        {}},
       {[] { return draw_gpu_gemm_case(); }, check_gpu_gemm, gpu_gemm_tags, save_gpu_gemm,
