@@ -129,9 +129,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     cp_async_wait<kStages - 2>();
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // cp.async -> wgmma reads
     __syncthreads();
-    if (kb + kStages - 1 < nkb)  // refills the stage every warp finished reading at kb - 1
-      load_stage(p, c, smem, sa_smem, kb + kStages - 1, (kb + kStages - 1) % kStages);
-    cp_async_commit();
     // The B scale is loaded before the tensor cores run, so its latency hides behind them.
     const float sb = p.mode == GemmScaleMode::blockwise ? sb_tile[kb * p.sb_kblock] : 0.0f;
     const std::uint32_t a_base = smem_u32(smem + stage * kStageBytes) + wg * 64 * 128;
@@ -142,11 +139,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int j = 0; j < kGemmBlockK / 32; ++j)  // T_kb: four k32 steps chained from +0
       wgmma_k32<AE5, BE5>(t, smem_desc(a_base + j * 32), smem_desc(b_base + j * 32), j);
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    // While the tensor cores run: refill the stage every warp finished reading at kb - 1 (before
+    // the barrier above), and read this block's A scales.
+    if (kb + kStages - 1 < nkb)
+      load_stage(p, c, smem, sa_smem, kb + kStages - 1, (kb + kStages - 1) % kStages);
+    cp_async_commit();
+    const float sa0 = sa_smem[stage * kGemmBlockM + local_row];
+    const float sa1 = sa_smem[stage * kGemmBlockM + local_row + 8];
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     fence_regs(t);
     if (p.mode == GemmScaleMode::blockwise) {
-      const float s0 = __fmul_rn(sa_smem[stage * kGemmBlockM + local_row], sb);
-      const float s1 = __fmul_rn(sa_smem[stage * kGemmBlockM + local_row + 8], sb);
+      const float s0 = __fmul_rn(sa0, sb), s1 = __fmul_rn(sa1, sb);
 #pragma unroll
       for (int i = 0; i < 64; ++i) acc[i] = __fmaf_rn((i & 2) ? s1 : s0, t[i], acc[i]);
     } else {

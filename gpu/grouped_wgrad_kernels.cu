@@ -134,9 +134,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     cp_async_wait<kStages - 2>();
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
-    if (kb + kStages - 1 < t.nkb)
-      load_wgrad_stage(p, t, smem, scales, kb + kStages - 1, (kb + kStages - 1) % kStages);
-    cp_async_commit();
     const std::uint32_t a_base = smem_u32(smem + stage * kStageBytes) + wg * 64 * 128;
     const std::uint32_t b_base = smem_u32(smem + stage * kStageBytes + kTileBytes);
     fence_regs(d);
@@ -145,6 +142,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int j = 0; j < 4; ++j)
       wgmma_k32<AE5, BE5>(d, smem_desc(a_base + j * 32), smem_desc(b_base + j * 32), j);
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    // While the tensor cores run: refill the stage every warp finished reading at kb - 1.
+    if (kb + kStages - 1 < t.nkb)
+      load_wgrad_stage(p, t, smem, scales, kb + kStages - 1, (kb + kStages - 1) % kStages);
+    cp_async_commit();
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     fence_regs(d);
     if (p.blockwise) {
