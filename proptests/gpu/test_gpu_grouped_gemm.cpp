@@ -2,7 +2,8 @@
 // (docs/gpu_gemm.md §5): drawn cases of every op, scaling, format pair and output over the
 // generators' group distributions with poisoned padding; operands on which the neighbouring models
 // give other bits; repeated and reordered launches; many waves of tiles against the GPU oracle;
-// merged gate/up equal to two forwards; bad input refused before any launch.
+// merged gate/up equal to two forwards; an empty wgrad group gives C; bad input refused before any
+// launch. The drawn and fixed cases include K-grouped wgrad.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -211,6 +212,42 @@ TEST(GpuGroupedGemm, BadInputIsRefusedBeforeAnyLaunch) {
   EXPECT_THROW(
       gpu::grouped_gemm_forward_masked(ok, 100, std::vector<std::int64_t>{10, 20}, y, nullptr),
       std::invalid_argument);  // M != G · m_max
+}
+
+// K-grouped wgrad: an empty group's dW is C, every bit (-0 included), under f32 output.
+TEST(GpuGroupedGemm, WgradEmptyGroupGivesCExactly) {
+  FP8REF_REQUIRE_DEVICE();
+  const GpuGemmCase c = make_case(GemmOp::wgrad, Scaling::blockwise, Format::e4m3, Format::e4m3,
+                                  OutDtype::f32, sizes({0, 64, 0}, 0), 128, 128);
+  const auto got = fuzz::kernel_gemm_bits(c);
+  EXPECT_EQ(fuzz::first_gemm_mismatch(c, got, fuzz::oracle_gemm_bits(c)), "");
+  for (std::int64_t g : {0, 2})
+    for (std::int64_t i = g * c.N * c.K; i < (g + 1) * c.N * c.K; ++i)
+      ASSERT_EQ(got[std::size_t(i)], std::bit_cast<std::uint32_t>(c.c[std::size_t(i)])) << i;
+}
+
+TEST(GpuGroupedGemm, WgradBadInputIsRefusedBeforeAnyLaunch) {
+  const auto* p8 = reinterpret_cast<const std::uint8_t*>(std::uintptr_t(1) << 20);
+  const auto* pf = reinterpret_cast<const float*>(std::uintptr_t(1) << 21);
+  void* py = reinterpret_cast<void*>(std::uintptr_t(1) << 22);
+  // M = 256 tokens in groups of 128 and 128: 2 block-scale rows.
+  const gpu::DeviceWgradOperands ok{
+      256,     128, 256,     2, Format::e4m3, Format::e4m3, p8, p8, Scaling::blockwise, pf,
+      2 * 128, pf,  2 * 256, pf};
+  const gpu::DeviceGemmOutput dw{OutDtype::f32, py, 2 * 128 * 256};
+  const std::vector<std::int64_t> offs = {128, 256};
+  const auto refused = [&](gpu::DeviceWgradOperands op, std::vector<std::int64_t> o,
+                           gpu::DeviceGemmOutput out, const char* what) {
+    EXPECT_THROW(gpu::grouped_gemm_wgrad(op, o, out, nullptr), std::invalid_argument) << what;
+  };
+  auto op = ok;
+  refused(op, {120, 256}, dw, "an offset not a multiple of 16");
+  refused(op, {200, 128}, dw, "offsets out of order");
+  op.scale_x_size = 7, refused(op, offs, dw, "scale_x of the wrong shape");
+  op = ok, op.K = 200, refused(op, offs, dw, "K not a multiple of 128");
+  op = ok, op.M = 250, refused(op, offs, dw, "M not a multiple of 16");
+  op = ok, op.scaling = Scaling::rowwise, refused(op, offs, dw, "rowwise wgrad");
+  refused(ok, offs, {OutDtype::f32, py, 5}, "dW of the wrong size");
 }
 
 }  // namespace

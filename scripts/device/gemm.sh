@@ -21,14 +21,14 @@ cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DFP8REF_PYTHON="$(command 
   { tail -30 "$OUT/configure.log" | tee -a "$summary"; exit 1; }
 
 step build
-targets=(fp8ref_gpu_grouped_gemm_test fp8ref_gpu_grouped_wgrad_test fp8ref_gpu_gemm_bench)
+targets=(fp8ref_gpu_grouped_gemm_test fp8ref_gpu_gemm_bench)
 [[ $fuzz_seconds -gt 0 ]] && targets+=(fp8-check)
 cmake --build $B -j16 --target "${targets[@]}" -- -k 0 > "$OUT/build.log" 2>&1
 say "build exit $?"
 grep -E "error|FAILED" "$OUT/build.log" | head -20 | tee -a "$summary"
 
-step "ctest -R GpuGrouped"
-(cd $B && timeout 300 ctest -R GpuGrouped --output-on-failure > "$OUT/ctest_gpu.log" 2>&1)
+step "ctest -R GpuGroupedGemm"
+(cd $B && timeout 300 ctest -R GpuGroupedGemm --output-on-failure > "$OUT/ctest_gpu.log" 2>&1)
 grep -E "tests passed|tests failed|\*\*\*|Not Run|Passed|Failed" "$OUT/ctest_gpu.log" | tail -20 |
   tee -a "$summary"
 
@@ -40,10 +40,9 @@ sanitize() {  # tool binary filter
   say "$1 $2 [$3]: exit $? $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
   grep -E "FAILED|OK \]" "$log" | head -12 | tee -a "$summary"
 }
-sanitize memcheck fp8ref_gpu_grouped_gemm_test '*Drawn*:*Repeated*:*Merged*:*BadInput*'
-sanitize memcheck fp8ref_gpu_grouped_wgrad_test '*'
+sanitize memcheck fp8ref_gpu_grouped_gemm_test '*Drawn*:*Repeated*:*Merged*:*BadInput*:*Wgrad*'
 sanitize racecheck fp8ref_gpu_grouped_gemm_test '*Repeated*'
-sanitize racecheck fp8ref_gpu_grouped_wgrad_test '*EmptyGroup*'
+sanitize racecheck fp8ref_gpu_grouped_gemm_test '*WgradEmpty*'
 
 step bench
 timeout 200 $B/tools/fp8ref_gpu_gemm_bench --check --csv "$OUT/gemm_bench.csv" 2>&1 |

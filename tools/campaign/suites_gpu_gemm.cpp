@@ -11,6 +11,7 @@
 
 #include "campaign/gpu_gemm_case.h"
 #include "campaign/suite.h"
+#include "cases/enum_tokens.h"
 
 namespace fp8ref::fuzz {
 namespace {
@@ -50,16 +51,15 @@ GpuGemmCase load_gpu_gemm(const TensorFile& tf) {
   const auto N = get_meta_int(tf, "N"), K = get_meta_int(tf, "K");
   const auto scaling = parse_scaling(get_meta(tf, "scaling"));
   const auto out = parse_out_dtype(get_meta(tf, "out"));
-  gen::ValueClass va{}, vb{};
+  const auto va = cases::from_token(gen::kValueClasses, get_meta(tf, "va"));
+  const auto vb = cases::from_token(gen::kValueClasses, get_meta(tf, "vb"));
   if (op < 0 || op > 3 || fa < 0 || fa > 1 || fb < 0 || fb > 1 || !scaling || !out ||
-      N % 128 != 0 || K % 128 != 0 || N <= 0 || K <= 0 ||
-      !gen::value_class_from_string(get_meta(tf, "va"), va) ||
-      !gen::value_class_from_string(get_meta(tf, "vb"), vb))
+      N % 128 != 0 || K % 128 != 0 || N <= 0 || K <= 0 || !va || !vb)
     throw std::invalid_argument("case file: a gpu.grouped_gemm parameter is out of range");
   const gen::GroupSizes gs = load_group_sizes(tf);
   if (gs.sizes.empty() || gs.sizes.size() > 256)
     throw std::invalid_argument("case file: gpu.grouped_gemm needs 1..256 groups");
-  return make_gpu_gemm_case(GemmOp(op), gs, N, K, Format(fa), Format(fb), *scaling, *out, va, vb,
+  return make_gpu_gemm_case(GemmOp(op), gs, N, K, Format(fa), Format(fb), *scaling, *out, *va, *vb,
                             std::stoull(get_meta(tf, "seed")));
 }
 
