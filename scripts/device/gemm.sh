@@ -44,12 +44,6 @@ sanitize memcheck fp8ref_gpu_grouped_gemm_test '*Drawn*:*Repeated*:*Merged*:*Bad
 sanitize racecheck fp8ref_gpu_grouped_gemm_test '*Repeated*'
 sanitize racecheck fp8ref_gpu_grouped_gemm_test '*WgradEmpty*'
 
-step bench
-timeout 200 $B/tools/fp8ref_gpu_gemm_bench --check --csv "$OUT/gemm_bench.csv" 2>&1 |
-  tee "$OUT/bench.log" | tee -a "$summary"
-timeout 150 python3 tools/bench/gpu_gemm_torch.py "$OUT/gemm_bench.csv" 2>&1 |
-  tee "$OUT/bench_torch.log" | tee -a "$summary"
-
 if [[ $fuzz_seconds -gt 0 ]]; then
   step "fuzz gpu.grouped_gemm, $fuzz_seconds s"
   timeout $((fuzz_seconds + 60)) $B/tools/fp8-check fuzz --suite gpu.grouped_gemm \
@@ -57,3 +51,9 @@ if [[ $fuzz_seconds -gt 0 ]]; then
   say "fuzz exit $?"
   tail -8 "$OUT/fuzz.log" | tee -a "$summary"
 fi
+
+step bench
+timeout 200 $B/tools/fp8ref_gpu_gemm_bench --check --csv "$OUT/gemm_bench.csv" 2>&1 |
+  tee "$OUT/bench.log" | tee -a "$summary"
+timeout 150 python3 tools/bench/gpu_gemm_torch.py "$OUT/gemm_bench.csv" 2>&1 |
+  tee "$OUT/bench_torch.log" | tee -a "$summary"
