@@ -17,10 +17,13 @@ namespace {
 using namespace sm90;
 
 constexpr int kStages = 5;
-constexpr int kThreads = 256;                          // two consumer warpgroups
-constexpr int kTileBytes = kGemmBlockM * kGemmBlockK;  // one e4m3/e5m2 operand tile, 16 KiB
-constexpr int kStageBytes = 2 * kTileBytes;            // A tile then B tile
-constexpr int kSmemBytes = kStages * kStageBytes + kStages * kGemmBlockM * 4 + 1024;
+constexpr int kThreads = 256;                           // two consumer warpgroups
+constexpr int kTileBytes = kGemmBlockM * kGemmBlockK;   // one e4m3/e5m2 operand tile, 16 KiB
+constexpr int kStageBytes = 2 * kTileBytes;             // A tile then B tile
+constexpr int kScaleBytes = kStages * kGemmBlockM * 4;  // the A scales of each stage
+// Per stage two mbarriers: `full` (every thread's copies landed), `empty` (every thread's
+// warpgroup finished reading the stage).
+constexpr int kSmemBytes = kStages * kStageBytes + kScaleBytes + 2 * kStages * 8 + 1024;
 static_assert(kGemmBlockM == kGemmBlockN, "A and B tiles share one load loop");
 static_assert(kGemmBlockK == 128, "one 128-byte swizzle row is one K block of FP8 codes");
 
@@ -103,34 +106,54 @@ __device__ __forceinline__ void store_tile(const GemmKernelArgs& p, const TileCo
   }
 }
 
+// The pipeline of one CTA: stage kb % kStages holds K block kb. Every thread copies its part of
+// a stage and the stage's `full` barrier completes when all copies landed; every thread arrives
+// on `empty` once its warpgroup's wgmma on the stage finished, and a stage is refilled only after
+// that. The two warpgroups therefore drift apart by up to a block instead of meeting at a barrier.
+struct Pipeline {
+  std::uint8_t* smem;
+  float* sa_smem;
+  std::uint32_t bars;  // full[kStages] then empty[kStages]
+  __device__ std::uint32_t full(int s) const { return bars + 8 * s; }
+  __device__ std::uint32_t empty(int s) const { return bars + 8 * (kStages + s); }
+  // Copies block kb into its stage once the block kStages earlier in it was consumed.
+  __device__ __forceinline__ void produce(const GemmKernelArgs& p, const TileCoord& c,
+                                          int kb) const {
+    const int s = kb % kStages;
+    if (kb >= kStages) mbar_wait(empty(s), std::uint32_t(kb / kStages - 1) & 1);
+    load_stage(p, c, smem, sa_smem, kb, s);
+    cp_async_arrive_noinc(full(s));
+  }
+};
+
 template <bool AE5, bool BE5>
 __global__ void __launch_bounds__(kThreads, 1)
     grouped_gemm_kernel(const __grid_constant__ GemmKernelArgs p) {
   extern __shared__ std::uint8_t smem_raw[];
   std::uint8_t* smem = reinterpret_cast<std::uint8_t*>(
       (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t(1023));
-  float* sa_smem = reinterpret_cast<float*>(smem + kStages * kStageBytes);
+  const Pipeline pipe{smem, reinterpret_cast<float*>(smem + kStages * kStageBytes),
+                      smem_u32(smem + kStages * kStageBytes + kScaleBytes)};
   TileCoord c;
   if (!find_tile(p.groups, p.N / kGemmBlockN, c)) return;
   const int nkb = int(p.K / kGemmBlockK);
   const int wg = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
   const int local_row = wg * 64 + warp * 16 + lane / 4;  // and local_row + 8 (wgmma D layout)
-
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < nkb) load_stage(p, c, smem, sa_smem, s, s);
-    cp_async_commit();
-  }
+  if (threadIdx.x == 0)
+    for (int s = 0; s < kStages; ++s)
+      mbar_init(pipe.full(s), kThreads), mbar_init(pipe.empty(s), kThreads);
+  __syncthreads();
+  for (int kb = 0; kb < kStages - 1 && kb < nkb; ++kb) pipe.produce(p, c, kb);
   float acc[64], t[64];  // t: written by the first k32 step of each block (scale-d 0)
 #pragma unroll
   for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
   const float* sb_tile = p.scale_b + c.g * p.sb_group + c.tile_n * p.sb_ntile;
   for (int kb = 0; kb < nkb; ++kb) {
     const int stage = kb % kStages;
-    cp_async_wait<kStages - 2>();
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // cp.async -> wgmma reads
-    __syncthreads();
     // The B scale is loaded before the tensor cores run, so its latency hides behind them.
     const float sb = p.mode == GemmScaleMode::blockwise ? sb_tile[kb * p.sb_kblock] : 0.0f;
+    mbar_wait(pipe.full(stage), std::uint32_t(kb / kStages) & 1);
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // cp.async -> wgmma reads
     const std::uint32_t a_base = smem_u32(smem + stage * kStageBytes) + wg * 64 * 128;
     const std::uint32_t b_base = smem_u32(smem + stage * kStageBytes + kTileBytes);
     fence_regs(t);
@@ -139,15 +162,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int j = 0; j < kGemmBlockK / 32; ++j)  // T_kb: four k32 steps chained from +0
       wgmma_k32<AE5, BE5>(t, smem_desc(a_base + j * 32), smem_desc(b_base + j * 32), j);
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    // While the tensor cores run: refill the stage every warp finished reading at kb - 1 (before
-    // the barrier above), and read this block's A scales.
-    if (kb + kStages - 1 < nkb)
-      load_stage(p, c, smem, sa_smem, kb + kStages - 1, (kb + kStages - 1) % kStages);
-    cp_async_commit();
-    const float sa0 = sa_smem[stage * kGemmBlockM + local_row];
-    const float sa1 = sa_smem[stage * kGemmBlockM + local_row + 8];
+    // While the tensor cores run: refill the stage of block kb - 1 and read this block's A scales.
+    if (kb + kStages - 1 < nkb) pipe.produce(p, c, kb + kStages - 1);
+    const float sa0 = pipe.sa_smem[stage * kGemmBlockM + local_row];
+    const float sa1 = pipe.sa_smem[stage * kGemmBlockM + local_row + 8];
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     fence_regs(t);
+    mbar_arrive(pipe.empty(stage));
     if (p.mode == GemmScaleMode::blockwise) {
       const float s0 = __fmul_rn(sa0, sb), s1 = __fmul_rn(sa1, sb);
 #pragma unroll

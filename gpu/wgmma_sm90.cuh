@@ -28,6 +28,27 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+// mbarrier (PTX ISA "Parallel Synchronization and Communication Instructions: mbarrier"): init
+// with an arrival count, arrive, wait for the phase of a given parity, and the arrival a thread's
+// earlier cp.async copies make when they land (.noinc: counted in the init count).
+__device__ __forceinline__ void mbar_init(std::uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(std::uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred done;\nWAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ void cp_async_arrive_noinc(std::uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+
 // wgmma shared-memory descriptor, K-major, 128-byte swizzle: 8-row atoms 1024 bytes apart (SBO);
 // the leading byte offset is unused for this layout (PTX ISA "Matrix Descriptor Format").
 __device__ __forceinline__ std::uint64_t smem_desc(std::uint32_t addr) {
