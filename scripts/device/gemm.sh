@@ -29,6 +29,7 @@ grep -E "error|FAILED" "$OUT/build.log" | head -20 | tee -a "$summary"
 
 step "ctest -R GpuGroupedGemm"
 (cd $B && timeout 300 ctest -R GpuGroupedGemm --output-on-failure > "$OUT/ctest_gpu.log" 2>&1)
+ctest_rc=$?
 grep -E "tests passed|tests failed|\*\*\*|Not Run|Passed|Failed" "$OUT/ctest_gpu.log" | tail -20 |
   tee -a "$summary"
 
@@ -43,6 +44,11 @@ sanitize() {  # tool binary filter
 sanitize memcheck fp8ref_gpu_grouped_gemm_test '*Drawn*:*Repeated*:*Merged*:*BadInput*:*Wgrad*'
 sanitize racecheck fp8ref_gpu_grouped_gemm_test '*Repeated*'
 sanitize racecheck fp8ref_gpu_grouped_gemm_test '*WgradEmpty*'
+
+if [[ $ctest_rc -ne 0 ]]; then
+  say "ctest failed: no fuzz campaign, no benchmark"
+  exit 1
+fi
 
 if [[ $fuzz_seconds -gt 0 ]]; then
   step "fuzz gpu.grouped_gemm, $fuzz_seconds s"
