@@ -113,6 +113,14 @@ detail::QuantizeLaunch launch_of(const DeviceMatrix& x, const Recipe& r, BlockGe
           .stream = stream};
 }
 
+// The scale layout's padding entries (1.0 for cuBLAS K-major pad4, else zero bytes).
+void fill_scale_padding(const detail::QuantizeLaunch& q, std::size_t bytes) {
+  if (q.scales.layout == 3)
+    detail::launch_fill_words(q.scales.data, 0x3F800000u, std::int64_t(bytes / 4), q.stream);
+  else
+    FP8REF_CUDA_CHECK(cudaMemsetAsync(q.scales.data, 0, bytes, q.stream));
+}
+
 }  // namespace
 
 ScaleGridShape scale_grid_shape(BlockGeometry g, std::int64_t rows, std::int64_t cols,
@@ -159,11 +167,7 @@ void quantize(const DeviceMatrix& x, const Recipe& r, BlockGeometry g,
   check_arguments(x, r, g, out, scale_bytes(r, g, x.rows, x.cols, group_ends, out));
   if (x.rows == 0 || x.cols == 0) return;
   detail::QuantizeLaunch q = launch_of(x, r, g, block_rows, out, stream, opt);
-  const std::size_t sb = scale_bytes(r, g, x.rows, x.cols, group_ends, out);
-  if (q.scales.layout == 3)
-    detail::launch_fill_words(out.scales, 0x3F800000u, std::int64_t(sb / 4), stream);
-  else
-    FP8REF_CUDA_CHECK(cudaMemsetAsync(out.scales, 0, sb, stream));
+  fill_scale_padding(q, scale_bytes(r, g, x.rows, x.cols, group_ends, out));
   void* ws = nullptr;
   const std::size_t ws_bytes = grouped ? starts.size() * sizeof(std::int64_t) : 4;
   const bool need_ws = grouped || g == BlockGeometry::tensorwise;
@@ -187,6 +191,32 @@ void quantize(const DeviceMatrix& x, const Recipe& r, BlockGeometry g,
   if (need_ws) {
     FP8REF_CUDA_CHECK(cudaFreeAsync(ws, stream));
   }
+}
+
+void quantize_dual(const DeviceMatrix& x, const Recipe& r, const QuantizeOutput& rowwise,
+                   const QuantizeOutput& columnwise, cudaStream_t stream, LaunchOptions opt) {
+  validate(r);
+  const bool mx = is_mx(r.kind);
+  const BlockGeometry gr = mx ? BlockGeometry::b1x32 : BlockGeometry::b1x128;
+  const BlockGeometry gc = mx ? BlockGeometry::b32x1 : BlockGeometry::b128x1;
+  const auto addr = reinterpret_cast<std::uintptr_t>(x.data) |
+                    reinterpret_cast<std::uintptr_t>(rowwise.codes) |
+                    reinterpret_cast<std::uintptr_t>(columnwise.codes);
+  if (x.src != Source::bf16 || x.rows <= 0 || x.cols <= 0 || x.cols % 128 != 0 || addr % 16 != 0) {
+    quantize(x, r, gr, {}, rowwise, stream, opt);  // two reads, the same bits
+    quantize(x, r, gc, {}, columnwise, stream, opt);
+    return;
+  }
+  const std::size_t row_sb = scale_bytes(r, gr, x.rows, x.cols, {}, rowwise);
+  const std::size_t col_sb = scale_bytes(r, gc, x.rows, x.cols, {}, columnwise);
+  check_arguments(x, r, gr, rowwise, row_sb);
+  check_arguments(x, r, gc, columnwise, col_sb);
+  const std::int64_t w = mx ? 32 : 128;
+  const detail::DualLaunch dl{launch_of(x, r, gr, x.rows, rowwise, stream, opt),
+                              launch_of(x, r, gc, (x.rows + w - 1) / w, columnwise, stream, opt)};
+  fill_scale_padding(dl.row, row_sb);
+  fill_scale_padding(dl.col, col_sb);
+  detail::launch_dual_bf16(dl);
 }
 
 }  // namespace fp8ref::gpu

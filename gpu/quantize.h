@@ -70,6 +70,14 @@ void quantize(const DeviceMatrix& x, const Recipe& r, BlockGeometry g,
               std::span<const std::int64_t> group_ends, const QuantizeOutput& out,
               cudaStream_t stream, LaunchOptions opt = {});
 
+// Both orientations of x in one call (the dgrad and wgrad operands of one tensor): `rowwise` gets
+// exactly what quantize(x, r, 1x128) writes and `columnwise` what quantize(x, r, 128x1) writes
+// (1x32 / 32x1 for the MX recipes), scales in each output's layout. A bf16 source with
+// cols % 128 == 0 and 16-byte aligned buffers is read once; any other call runs the two
+// quantizes. Throws as quantize does, before any launch.
+void quantize_dual(const DeviceMatrix& x, const Recipe& r, const QuantizeOutput& rowwise,
+                   const QuantizeOutput& columnwise, cudaStream_t stream, LaunchOptions opt = {});
+
 }  // namespace fp8ref::gpu
 
 namespace fp8ref::gpu {

@@ -51,10 +51,22 @@ struct QuantizeLaunch {
   cudaStream_t stream;
 };
 
+// Both orientations of one tensor: `row` 1xW blocks, `col` Wx1 blocks (W = row.block_w, 128 or
+// 32) of the same source and recipe; bf16, 16-byte access, cols % 128 == 0.
+struct DualLaunch {
+  QuantizeLaunch row, col;
+};
+void launch_dual_bf16(const DualLaunch& dl);
+
 void launch_small_blocks(const QuantizeLaunch& q);   // block_h == 1, block_w 32 or 128
 void launch_tile_blocks(const QuantizeLaunch& q);    // one CTA per block (rowwise, 128x128, ...)
 void launch_column_blocks(const QuantizeLaunch& q);  // block_w == 1
 void launch_tensorwise(const QuantizeLaunch& q);     // amax pass, then the cast pass
+// Single-pass bf16 kernels (gpu/quantize_tile_kernels.cu), taken when the source is bf16 with
+// 16-byte access; each launches nothing and returns false when the call does not fit it.
+bool launch_row_blocks_bf16(const QuantizeLaunch& q);     // 1x32 / 1x128, cols % W == 0
+bool launch_tile_blocks_bf16(const QuantizeLaunch& q);    // blocks of <= 2048 16-byte chunks
+bool launch_column_blocks_bf16(const QuantizeLaunch& q);  // block_w 1, block_h <= 128
 void launch_fill_words(void* data, std::uint32_t word, std::int64_t n, cudaStream_t stream);
 
 }  // namespace fp8ref::gpu::detail

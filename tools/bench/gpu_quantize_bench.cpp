@@ -110,29 +110,46 @@ void quantize_rows(const Buffers& b, std::vector<Row>& rows) {
     const double ms = time_ms([&] { gpu::quantize(x, q.r, q.g, {}, out, nullptr); });
     rows.push_back({q.name, ms, in + codes + q.scale_bytes});
   }
+  // Both orientations from one read: codes twice, 1x128 and 128x1 scales.
+  const Recipe te{RecipeKind::te, Format::e4m3, Runtime::cuda_kernel, false, 0};
+  const gpu::QuantizeOutput row{static_cast<std::uint8_t*>(b.codes), std::size_t(kM * kK), b.scales,
+                                std::size_t(kM * kK)};
+  const gpu::QuantizeOutput col{static_cast<std::uint8_t*>(b.codes_pad), std::size_t(kM * kK),
+                                b.out, std::size_t(kM * kK)};
+  double ms = time_ms([&] { gpu::quantize_dual(x, te, row, col, nullptr); });
+  rows.push_back({"dual 1x128 + 128x1 te", ms, in + 2 * codes + 2 * kM * kK / 128 * 4.0});
+  const Recipe mx{RecipeKind::mx_rceil, Format::e4m3, Runtime::cuda_kernel, false, 0};
+  ms = time_ms([&] { gpu::quantize_dual(x, mx, row, col, nullptr); });
+  rows.push_back({"dual 1x32 + 32x1 mx_rceil", ms, in + 2 * codes + 2 * kM * kK / 32.0});
 }
 
+// Plans (host index maps, uploaded once) are built outside the timed loop: a MoE layer plans once
+// per routing and reuses the plan for codes, scales and the combine.
 void movement_rows(const Buffers& b, std::vector<Row>& rows) {
   // pad: 256 experts of 128 tokens +- jitter, align 128, FP8 rows of K bytes.
   std::vector<std::int64_t> sizes(256, kM / 256);
   for (std::size_t g = 0; g < sizes.size(); g += 2) sizes[g] += 17, sizes[g + 1] -= 17;
-  const gpu::PadLayout pl = gpu::pad_layout(sizes, 128, gpu::EmptyGroups::keep_empty);
+  const gpu::PadPlan pad = gpu::plan_pad(sizes, 128, gpu::EmptyGroups::keep_empty);
+  const std::int64_t cap = pad.layout.capacity;
   double ms = time_ms([&] {
-    gpu::pad_rows({b.codes, kM, kK}, sizes, 128, gpu::EmptyGroups::keep_empty,
-                  {b.codes_pad, pl.capacity, kK}, nullptr);
+    gpu::pad_rows({b.codes, kM, kK}, pad, {b.codes_pad, cap, kK}, nullptr);
   });
-  rows.push_back({"pad fp8 rows to 128", ms, double(kM * kK + pl.capacity * kK)});
-  // permute: 4096 tokens, top-8 of 256 experts, FP8 rows.
-  const std::int64_t T = kM / 8, k = 8, E = 256;
+  rows.push_back({"pad fp8 rows to 128", ms, double(kM * kK + cap * kK)});
+  // permute: 4096 tokens, top-8 of 256 experts, FP8 rows and their TE compact 1x128 scale rows.
+  const std::int64_t T = kM / 8, k = 8, E = 256, SB = kK / 128 * 4;
   std::vector<std::int32_t> expert;
-  std::mt19937 rng(7);
   for (std::int64_t t = 0; t < T; ++t)
     for (std::int64_t j = 0; j < k; ++j) expert.push_back(std::int32_t((t * 37 + j * 32) % E));
-  const gpu::HostRouting routing{T, k, E, expert};
-  ms = time_ms([&] { gpu::permute_rows({b.x, T, kK}, routing, {b.codes_pad, kM, kK}, nullptr); });
+  const gpu::PermutePlan perm = gpu::plan_permute({T, k, E, expert});
+  ms = time_ms([&] { gpu::permute_rows({b.x, T, kK}, perm, {b.codes_pad, kM, kK}, nullptr); });
   rows.push_back({"permute fp8 rows top-8", ms, double(2 * kM * kK)});
   ms = time_ms([&] {
-    gpu::unpermute_combine(static_cast<const float*>(b.y), kK, routing, b.prob,
+    gpu::permute_rows({b.x, T, kK}, perm, {b.codes_pad, kM, kK}, nullptr);
+    gpu::permute_rows({b.scales, T, SB}, perm, {b.y, kM, SB}, nullptr);
+  });
+  rows.push_back({"permute fp8 + 1x128 scales top-8", ms, double(2 * kM * (kK + SB))});
+  ms = time_ms([&] {
+    gpu::unpermute_combine(static_cast<const float*>(b.y), kK, perm, b.prob,
                            gpu::Combine::mul_then_add, static_cast<float*>(b.out),
                            std::size_t(T * kK), nullptr);
   });

@@ -1,0 +1,230 @@
+// Single-pass quantize kernels for bf16 sources with 16-byte access (device code; the launcher
+// gpu/quantize.cpp checks the arguments): every block is read once into registers, its amax
+// reduced by warp shuffles (and shared memory across warps, an integer max of |x| patterns, so the
+// order never matters), the scale derived as gpu/quantize_device.cuh defines it per recipe kind
+// (a template parameter, no switch per block) and the codes cast from the same registers.
+// docs/recipes.md "GPU kernels" lists which calls take these kernels.
+#include <cstdint>
+
+#include "gpu/device.h"
+#include "gpu/quantize_device.cuh"
+#include "gpu/quantize_kernels.h"
+
+namespace fp8ref::gpu::detail {
+namespace {
+
+constexpr int kTileChunks = 8;  // eight-element chunks a thread holds in the tile kernel
+
+__device__ __forceinline__ uint4 load_chunk(const void* x, std::int64_t i) {
+  return __ldcs(reinterpret_cast<const uint4*>(static_cast<const std::uint16_t*>(x) + i));
+}
+
+// Eight bf16 of a 16-byte chunk as f32 patterns (element k of the chunk in f[k]).
+__device__ __forceinline__ void unpack_bf16(const uint4& u, std::uint32_t (&f)[8]) {
+  const std::uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int k = 0; k < 4; ++k) f[2 * k] = w[k] << 16, f[2 * k + 1] = w[k] & 0xFFFF0000u;
+}
+
+__device__ __forceinline__ std::int32_t chunk_amax(const uint4& u, bool ignore_nan) {
+  std::uint32_t f[8];
+  unpack_bf16(u, f);
+  std::int32_t m = 0;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) m = max(m, abs_bits(f[k], ignore_nan));
+  return m;
+}
+
+__device__ __forceinline__ void store_codes(std::uint8_t* codes, std::int64_t i, const uint4& u,
+                                            const RecipeParams& p, const DevScale& d) {
+  std::uint32_t f[8];
+  unpack_bf16(u, f);
+  __stcs(reinterpret_cast<uint2*>(codes + i), cast8(p, d, f));
+}
+
+// Scale of flat block index b (row-major over the grid): the row-major layouts need no division.
+__device__ __forceinline__ void store_flat_scale(const ScaleSink& s, std::int64_t b,
+                                                 const DevScale& d) {
+  if (s.layout == 0 || s.layout == 10)
+    store_scale(s, 0, b, d);
+  else
+    store_scale(s, b / s.cols, b % s.cols, d);
+}
+
+// 1xW blocks with cols % W == 0, so block b is the flat elements [b * W, b * W + W): W / 8 lanes
+// per block, one 16-byte chunk a lane per step, kSteps steps loaded before any is cast (64 bytes
+// a lane in flight); the warp's chunk of the tensor is contiguous.
+template <int W, ScaleKind K>
+__global__ void __launch_bounds__(kThreads) row_blocks_bf16_kernel(QuantizeLaunch q) {
+  static_assert(W == 32 || W == 128, "1x32 or 1x128 blocks");
+  constexpr int kLanes = W / 8, kSteps = 4;
+  constexpr std::int64_t kStep = 32 * 8, kWarpElems = kStep * kSteps;
+  const std::int64_t n = q.rows * q.cols;
+  const int lane = threadIdx.x & 31;
+  const std::int64_t warp = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const std::int64_t nwarps = (std::int64_t(gridDim.x) * blockDim.x) >> 5;
+  for (std::int64_t base = warp * kWarpElems; base < n; base += nwarps * kWarpElems) {
+    uint4 v[kSteps];
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) {
+      const std::int64_t e = base + s * kStep + lane * 8;
+      v[s] = e < n ? load_chunk(q.x, e) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) {
+      const std::int64_t e = base + s * kStep + lane * 8;
+      std::int32_t m = chunk_amax(v[s], q.recipe.ignore_nan);
+#pragma unroll
+      for (int off = kLanes / 2; off > 0; off >>= 1)
+        m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
+      if (e >= n) continue;  // whole blocks are live or not: n % W == 0
+      const DevScale d = block_scale_of<K>(q.recipe, m);
+      if (lane % kLanes == 0) store_flat_scale(q.scales, e / W, d);
+      store_codes(q.codes, e, v[s], q.recipe, d);
+    }
+  }
+}
+
+// One CTA per block of at most kThreads * kTileChunks chunks (rowwise up to 16384 columns,
+// 128x128, per-group row blocks), held in registers between the amax and the cast.
+template <ScaleKind K>
+__global__ void __launch_bounds__(kThreads) tile_blocks_bf16_kernel(QuantizeLaunch q) {
+  __shared__ std::int32_t red[kThreads / 32];
+  const std::int64_t nbc = (q.cols + q.block_w - 1) / q.block_w, nblocks = q.block_rows * nbc;
+  for (std::int64_t blk = blockIdx.x; blk < nblocks; blk += gridDim.x) {
+    const std::int64_t br = blk / nbc, bc = blk % nbc;
+    const std::int64_t r0 = row_start(q, br), r1 = row_end(q, br);
+    const std::int64_t c0 = bc * q.block_w, c1 = min(q.cols, c0 + q.block_w);
+    const int chunks = int((c1 - c0) / 8), items = int(r1 - r0) * chunks;
+    uint4 v[kTileChunks];
+    std::int64_t at[kTileChunks];
+#pragma unroll
+    for (int k = 0; k < kTileChunks; ++k) {
+      const int t = int(threadIdx.x) + k * kThreads;
+      at[k] = t < items ? (r0 + t / chunks) * q.cols + c0 + (t % chunks) * 8 : -1;
+      v[k] = at[k] >= 0 ? load_chunk(q.x, at[k]) : make_uint4(0, 0, 0, 0);
+    }
+    std::int32_t m = 0;
+#pragma unroll
+    for (int k = 0; k < kTileChunks; ++k) m = max(m, chunk_amax(v[k], q.recipe.ignore_nan));
+    m = cta_max(m, red);
+    const DevScale d = block_scale_of<K>(q.recipe, m);
+    if (threadIdx.x == 0) store_scale(q.scales, br, bc, d);
+#pragma unroll
+    for (int k = 0; k < kTileChunks; ++k)
+      if (at[k] >= 0) store_codes(q.codes, at[k], v[k], q.recipe, d);
+  }
+}
+
+// Column blocks of at most 128 rows (128x1, 32x1, per-group column blocks): a CTA per block row
+// x 64 columns; thread (cg = tid % 8, rg = tid / 8) holds the chunk of columns [8 cg, 8 cg + 8)
+// in rows rg, rg + 32, rg + 64, rg + 96 of the block. Column maxima: shuffles over the warp's
+// four row lanes, then shared memory over the eight warps.
+template <ScaleKind K>
+__global__ void __launch_bounds__(kThreads) column_blocks_bf16_kernel(QuantizeLaunch q) {
+  static_assert(kThreads == 256, "8 column chunks x 32 row lanes");
+  __shared__ std::int32_t colmax[kThreads / 32][64];
+  __shared__ DevScale scale[64];
+  const int cg = int(threadIdx.x % 8), rg = int(threadIdx.x / 8), warp = int(threadIdx.x / 32);
+  const std::int64_t ncc = (q.cols + 63) / 64, n = q.block_rows * ncc;
+  for (std::int64_t it = blockIdx.x; it < n; it += gridDim.x) {
+    const std::int64_t br = it / ncc, c = (it % ncc) * 64 + cg * 8;
+    const std::int64_t r0 = row_start(q, br), r1 = row_end(q, br);
+    uint4 v[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const std::int64_t r = r0 + rg + 32 * k;
+      v[k] = r < r1 && c < q.cols ? load_chunk(q.x, r * q.cols + c) : make_uint4(0, 0, 0, 0);
+    }
+    std::int32_t m[8] = {};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      std::uint32_t f[8];
+      unpack_bf16(v[k], f);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) m[e] = max(m[e], abs_bits(f[e], q.recipe.ignore_nan));
+    }
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      m[e] = max(m[e], __shfl_xor_sync(0xFFFFFFFFu, m[e], 8));
+      m[e] = max(m[e], __shfl_xor_sync(0xFFFFFFFFu, m[e], 16));
+      if (threadIdx.x % 32 < 8) colmax[warp][cg * 8 + e] = m[e];
+    }
+    __syncthreads();
+    if (threadIdx.x < 64) {
+      std::int32_t mm = 0;
+#pragma unroll
+      for (int w = 0; w < kThreads / 32; ++w) mm = max(mm, colmax[w][threadIdx.x]);
+      const DevScale d = block_scale_of<K>(q.recipe, mm);
+      scale[threadIdx.x] = d;
+      const std::int64_t col = (it % ncc) * 64 + threadIdx.x;
+      if (col < q.cols) store_scale(q.scales, br, col, d);
+    }
+    __syncthreads();
+    DevScale d[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) d[e] = scale[cg * 8 + e];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const std::int64_t r = r0 + rg + 32 * k;
+      if (r >= r1 || c >= q.cols) continue;
+      std::uint32_t f[8], w[2] = {0, 0};
+      unpack_bf16(v[k], f);
+#pragma unroll
+      for (int e = 0; e < 8; e += 2) {
+        const float lo = scaled(__uint_as_float(f[e]), d[e]);
+        const float hi = scaled(__uint_as_float(f[e + 1]), d[e + 1]);
+        std::uint32_t code = cvt2(q.recipe.e4m3, hi, lo);
+        if (q.recipe.nonsat) code = nonsat_fix(code & 0xFF, lo) | (nonsat_fix(code >> 8, hi) << 8);
+        w[e / 4] |= code << (8 * (e % 4));
+      }
+      __stcs(reinterpret_cast<uint2*>(q.codes + r * q.cols + c), make_uint2(w[0], w[1]));
+    }
+    __syncthreads();  // colmax and scale are reused by the next block row
+  }
+}
+
+bool bf16_vec(const QuantizeLaunch& q) { return q.bf16 && q.vec && q.cols % 8 == 0; }
+
+}  // namespace
+
+bool launch_row_blocks_bf16(const QuantizeLaunch& q) {
+  const std::int64_t w = q.block_w;
+  if (!bf16_vec(q) || q.block_h != 1 || (w != 32 && w != 128) || q.cols % w != 0 || q.starts)
+    return false;
+  const std::int64_t per_cta = (kThreads / 32) * 32 * 8 * 4;  // elements a CTA takes per step
+  const unsigned grid = grid_of((q.rows * q.cols + per_cta - 1) / per_cta, q.max_blocks);
+  with_scale_kind(q.recipe.kind, [&](auto kind) {
+    if (w == 32)
+      row_blocks_bf16_kernel<32, decltype(kind)::value><<<grid, kThreads, 0, q.stream>>>(q);
+    else
+      row_blocks_bf16_kernel<128, decltype(kind)::value><<<grid, kThreads, 0, q.stream>>>(q);
+  });
+  FP8REF_CUDA_CHECK(cudaGetLastError());
+  return true;
+}
+
+bool launch_tile_blocks_bf16(const QuantizeLaunch& q) {
+  if (!bf16_vec(q) || q.block_w % 8 != 0 || q.block_h * (q.block_w / 8) > kThreads * kTileChunks)
+    return false;
+  const std::int64_t nblocks = q.block_rows * ((q.cols + q.block_w - 1) / q.block_w);
+  with_scale_kind(q.recipe.kind, [&](auto kind) {
+    tile_blocks_bf16_kernel<decltype(kind)::value>
+        <<<grid_of(nblocks, q.max_blocks), kThreads, 0, q.stream>>>(q);
+  });
+  FP8REF_CUDA_CHECK(cudaGetLastError());
+  return true;
+}
+
+bool launch_column_blocks_bf16(const QuantizeLaunch& q) {
+  if (!bf16_vec(q) || q.block_w != 1 || q.block_h > 128) return false;
+  const std::int64_t n = q.block_rows * ((q.cols + 63) / 64);
+  with_scale_kind(q.recipe.kind, [&](auto kind) {
+    column_blocks_bf16_kernel<decltype(kind)::value>
+        <<<grid_of(n, q.max_blocks), kThreads, 0, q.stream>>>(q);
+  });
+  FP8REF_CUDA_CHECK(cudaGetLastError());
+  return true;
+}
+
+}  // namespace fp8ref::gpu::detail
