@@ -113,8 +113,10 @@ detail::QuantizeLaunch launch_of(const DeviceMatrix& x, const Recipe& r, BlockGe
           .stream = stream};
 }
 
-// The scale layout's padding entries (1.0 for cuBLAS K-major pad4, else zero bytes).
+// The scale layout's padding entries (1.0 for cuBLAS K-major pad4, else zero bytes); the dense
+// layouts (row-major, column-major, E8M0 row-major) have none, the kernels write every entry.
 void fill_scale_padding(const detail::QuantizeLaunch& q, std::size_t bytes) {
+  if (q.scales.layout == 0 || q.scales.layout == 1 || q.scales.layout == 10) return;
   if (q.scales.layout == 3)
     detail::launch_fill_words(q.scales.data, 0x3F800000u, std::int64_t(bytes / 4), q.stream);
   else
