@@ -21,6 +21,7 @@ struct DevScale {
   float factor;  // y = x * factor, or x / factor when divide
   bool divide;
   std::uint8_t e8m0;
+  bool may_overflow;  // nonsat recipes (deepgemm, which sets it): some |y| may pass 464
 };
 
 __device__ __forceinline__ float amax_value(std::int32_t m) {
@@ -38,7 +39,10 @@ __device__ DevScale deepgemm_scale(const RecipeParams& p, float amax) {
     e = e < 1 ? 1 : (e > 254 ? 254 : e);
     sf = __uint_as_float(std::uint32_t(e) << 23);
   }
-  return {sf, __fdiv_rn(1.0f, sf), false, 0};
+  const float factor = __fdiv_rn(1.0f, sf);
+  // |y| = RN(|x| * factor) <= RN(amax * factor) (RN is monotone): when that is <= 464 no element
+  // of the block needs the non-saturating fix (a NaN or Inf amax fails the test).
+  return {sf, factor, false, 0, !(__fmul_rn(amax, factor) <= 464.0f)};
 }
 
 // torchao amax_to_scale: f32(max_pos * (1 / clamp(f64 amax, 1e-12))) in f64; s = 1 / scale.
@@ -58,7 +62,10 @@ __device__ DevScale te_scale(const RecipeParams& p, float amax) {
     if (isinf(scale)) scale = p.source_max;
     if (p.pow2) scale = __uint_as_float(__float_as_uint(scale) & 0xFF800000u);
   }
-  return {__double2float_rn(__ddiv_rn(1.0, double(scale))), scale, false, 0};
+  // f32(1.0 / f64 scale) == RN_f32(1 / scale): double rounding through 53 bits is innocuous for a
+  // quotient of 24-bit operands (53 >= 2 * 24 + 2, Figueroa 1995), and a subnormal quotient
+  // (scale > 2^126) lies at least 2^-174 from any f32 midpoint, beyond f64's half ulp 2^-181.
+  return {__fdiv_rn(1.0f, scale), scale, false, 0};
 }
 
 // torchao to_mx FLOOR / CEIL / EVEN: the E8M0 exponent read off the amax pattern.
@@ -74,7 +81,10 @@ __device__ DevScale mx_torchao_scale(const RecipeParams& p, float amax) {
   const std::uint32_t biased = nan ? 255u : std::uint32_t(unbiased + 127);
   float scale = __uint_as_float(biased << 23);
   if (scale < __uint_as_float(0x00800000u)) scale = __uint_as_float(0x00800000u);
-  return {scale, scale, true, std::uint8_t(biased)};
+  // x / 2^k == x * 2^-k bit for bit: 2^-k is exact for every scale here (2^-126 .. 2^127, or +Inf
+  // for a NaN amax, whose reciprocal 0 gives the same signed zeros and NaNs as x / Inf), and both
+  // round the same real number once.
+  return {scale, __fdiv_rn(1.0f, scale), false, std::uint8_t(biased)};
 }
 
 // TE MXFP8 (RCEIL): e = ceil to a power of two of amax * max_norm_rcp, saturating (the
@@ -185,7 +195,7 @@ __device__ __forceinline__ uint2 cast8(const RecipeParams& p, const DevScale& d,
   for (int k = 0; k < 8; k += 2) {
     const float lo = scaled(__uint_as_float(v[k]), d), hi = scaled(__uint_as_float(v[k + 1]), d);
     std::uint32_t c = cvt2(p.e4m3, hi, lo);
-    if (p.nonsat) c = nonsat_fix(c & 0xFF, lo) | (nonsat_fix(c >> 8, hi) << 8);
+    if (p.nonsat && d.may_overflow) c = nonsat_fix(c & 0xFF, lo) | (nonsat_fix(c >> 8, hi) << 8);
     w[k / 4] |= c << (8 * (k % 4));
   }
   return make_uint2(w[0], w[1]);
@@ -228,6 +238,15 @@ __device__ inline std::int32_t cta_max(std::int32_t m, std::int32_t* red) {
   __syncthreads();  // red is reused by the next block
   return m;
 }
+
+// cp.async of one 16-byte chunk into shared memory (a row past the tensor, live false, fills 0),
+// and the group commit that closes a stage's copies.
+__device__ __forceinline__ void copy_chunk(uint4* dst, const std::uint16_t* src, bool live) {
+  const unsigned d = unsigned(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
+               "r"(live ? 16 : 0));
+}
+__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
 
 // The block scale of a recipe kind known at compile time (the kernels that hold a block in
 // registers are instantiated per kind, so no switch runs per block).

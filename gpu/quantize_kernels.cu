@@ -98,22 +98,30 @@ __global__ void __launch_bounds__(kThreads) column_blocks_kernel(QuantizeLaunch 
   }
 }
 
-// Tensorwise passes: a thread takes kFlatSteps chunks of eight elements per iteration, chunk
-// t + j * stride, all loaded before any is used.
+// Tensorwise passes: a warp takes kFlatSteps * 32 consecutive chunks of eight elements per
+// iteration (lane l chunk base + 32 s + l), all loaded before any is used.
 constexpr int kFlatSteps = 4;
+
+struct FlatCursor {
+  std::int64_t first, step;  // this lane's first chunk; chunks between a warp's iterations
+};
+__device__ __forceinline__ FlatCursor flat_cursor() {
+  const std::int64_t warp = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const std::int64_t nwarps = (std::int64_t(gridDim.x) * blockDim.x) >> 5;
+  return {warp * kFlatSteps * 32 + (threadIdx.x & 31), nwarps * kFlatSteps * 32};
+}
 
 // Tensorwise, pass 1: the amax of the whole tensor into *amax_ws (an integer max of |x|
 // patterns: order-independent, so any grid gives the same word).
 __global__ void __launch_bounds__(kThreads) tensor_amax_kernel(QuantizeLaunch q) {
   const std::int64_t n = q.rows * q.cols, chunks = (n + 7) / 8;
-  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+  const FlatCursor f = flat_cursor();
   std::int32_t m = 0;
-  for (std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < chunks;
-       t += kFlatSteps * stride) {
+  for (std::int64_t t = f.first; t - (threadIdx.x & 31) < chunks; t += f.step) {
     std::uint32_t v[kFlatSteps][8];
 #pragma unroll
     for (int j = 0; j < kFlatSteps; ++j) {
-      const std::int64_t c = t + j * stride;
+      const std::int64_t c = t + 32 * j;
       load8(q.x, q.bf16, q.vec && c < chunks, c * 8, c < chunks ? n : 0, v[j]);
     }
 #pragma unroll
@@ -129,20 +137,19 @@ __global__ void __launch_bounds__(kThreads) tensor_amax_kernel(QuantizeLaunch q)
 // Tensorwise, pass 2: every thread derives the one scale from the amax and casts.
 __global__ void __launch_bounds__(kThreads) tensor_cast_kernel(QuantizeLaunch q) {
   const std::int64_t n = q.rows * q.cols, chunks = (n + 7) / 8;
-  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+  const FlatCursor f = flat_cursor();
   const DevScale d = block_scale(q.recipe, std::int32_t(*q.amax_ws));
   if (blockIdx.x == 0 && threadIdx.x == 0) store_scale(q.scales, 0, 0, d);
-  for (std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < chunks;
-       t += kFlatSteps * stride) {
+  for (std::int64_t t = f.first; t - (threadIdx.x & 31) < chunks; t += f.step) {
     std::uint32_t v[kFlatSteps][8];
 #pragma unroll
     for (int j = 0; j < kFlatSteps; ++j) {
-      const std::int64_t c = t + j * stride;
+      const std::int64_t c = t + 32 * j;
       load8(q.x, q.bf16, q.vec && c < chunks, c * 8, c < chunks ? n : 0, v[j]);
     }
 #pragma unroll
     for (int j = 0; j < kFlatSteps; ++j) {
-      const std::int64_t c = t + j * stride;
+      const std::int64_t c = t + 32 * j;
       if (c < chunks) store8(q.codes, q.vec, c * 8, n, cast8(q.recipe, d, v[j]));
     }
   }

@@ -4,6 +4,7 @@
 // order never matters), the scale derived as gpu/quantize_device.cuh defines it per recipe kind
 // (a template parameter, no switch per block) and the codes cast from the same registers.
 // docs/recipes.md "GPU kernels" lists which calls take these kernels.
+#include <algorithm>
 #include <cstdint>
 
 #include "gpu/device.h"
@@ -13,7 +14,7 @@
 namespace fp8ref::gpu::detail {
 namespace {
 
-constexpr int kTileChunks = 8;  // eight-element chunks a thread holds in the tile kernel
+constexpr int kTileChunks = 8;  // the largest staged block: kThreads * kTileChunks chunks (32 KiB)
 
 __device__ __forceinline__ uint4 load_chunk(const void* x, std::int64_t i) {
   return __ldcs(reinterpret_cast<const uint4*>(static_cast<const std::uint16_t*>(x) + i));
@@ -85,34 +86,58 @@ __global__ void __launch_bounds__(kThreads) row_blocks_bf16_kernel(QuantizeLaunc
   }
 }
 
-// One CTA per block of at most kThreads * kTileChunks chunks (rowwise up to 16384 columns,
-// 128x128, per-group row blocks), held in registers between the amax and the cast.
+// Where block blk lies: rows [r0, r1) x columns [c0, c0 + 8 chunks); items = rows x chunks.
+struct BlockSpan {
+  std::int64_t br, bc, r0, c0;
+  int chunks, items;
+};
+__device__ __forceinline__ BlockSpan block_span(const QuantizeLaunch& q, std::int64_t nbc,
+                                                std::int64_t blk) {
+  const std::int64_t br = blk / nbc, bc = blk % nbc;
+  const std::int64_t r0 = row_start(q, br), r1 = row_end(q, br), c0 = bc * q.block_w;
+  const int chunks = int((min(q.cols, c0 + q.block_w) - c0) / 8);
+  return {br, bc, r0, c0, chunks, int(r1 - r0) * chunks};
+}
+
+// Block blk's chunks into buf (chunk t = row t / chunks, column chunk t % chunks), one group.
+__device__ __forceinline__ void stage_block(const QuantizeLaunch& q, std::int64_t nbc,
+                                            std::int64_t blk, uint4* buf) {
+  const BlockSpan b = block_span(q, nbc, blk);
+  const auto* x = static_cast<const std::uint16_t*>(q.x);
+  for (int t = int(threadIdx.x); t < b.items; t += kThreads)
+    copy_chunk(buf + t, x + (b.r0 + t / b.chunks) * q.cols + b.c0 + (t % b.chunks) * 8, true);
+  commit_copies();
+}
+
+// Persistent CTAs over blocks of at most `cap` chunks (rowwise, 128x128, per-group row blocks),
+// two blocks in shared memory (cp.async): the CTA's next block loads while this one is reduced and
+// cast from shared memory.
 template <ScaleKind K>
-__global__ void __launch_bounds__(kThreads) tile_blocks_bf16_kernel(QuantizeLaunch q) {
+__global__ void __launch_bounds__(kThreads) tile_blocks_staged_kernel(QuantizeLaunch q, int cap) {
+  extern __shared__ uint4 stages[];  // 2 x cap chunks
   __shared__ std::int32_t red[kThreads / 32];
   const std::int64_t nbc = (q.cols + q.block_w - 1) / q.block_w, nblocks = q.block_rows * nbc;
-  for (std::int64_t blk = blockIdx.x; blk < nblocks; blk += gridDim.x) {
-    const std::int64_t br = blk / nbc, bc = blk % nbc;
-    const std::int64_t r0 = row_start(q, br), r1 = row_end(q, br);
-    const std::int64_t c0 = bc * q.block_w, c1 = min(q.cols, c0 + q.block_w);
-    const int chunks = int((c1 - c0) / 8), items = int(r1 - r0) * chunks;
-    uint4 v[kTileChunks];
-    std::int64_t at[kTileChunks];
-#pragma unroll
-    for (int k = 0; k < kTileChunks; ++k) {
-      const int t = int(threadIdx.x) + k * kThreads;
-      at[k] = t < items ? (r0 + t / chunks) * q.cols + c0 + (t % chunks) * 8 : -1;
-      v[k] = at[k] >= 0 ? load_chunk(q.x, at[k]) : make_uint4(0, 0, 0, 0);
-    }
+  if (blockIdx.x < nblocks) stage_block(q, nbc, blockIdx.x, stages);
+  int k = 0;
+  for (std::int64_t blk = blockIdx.x; blk < nblocks; blk += gridDim.x, ++k) {
+    const uint4* buf = stages + (k % 2) * cap;
+    if (blk + gridDim.x < nblocks)
+      stage_block(q, nbc, blk + gridDim.x, stages + ((k + 1) % 2) * cap);
+    else
+      commit_copies();                            // an empty group keeps the count uniform
+    asm volatile("cp.async.wait_group 1;\n" ::);  // block blk has landed
+    __syncthreads();
+    const BlockSpan b = block_span(q, nbc, blk);
     std::int32_t m = 0;
-#pragma unroll
-    for (int k = 0; k < kTileChunks; ++k) m = max(m, chunk_amax(v[k], q.recipe.ignore_nan));
+    for (int t = int(threadIdx.x); t < b.items; t += kThreads)
+      m = max(m, chunk_amax(buf[t], q.recipe.ignore_nan));
     m = cta_max(m, red);
     const DevScale d = block_scale_of<K>(q.recipe, m);
-    if (threadIdx.x == 0) store_scale(q.scales, br, bc, d);
-#pragma unroll
-    for (int k = 0; k < kTileChunks; ++k)
-      if (at[k] >= 0) store_codes(q.codes, at[k], v[k], q.recipe, d);
+    if (threadIdx.x == 0) store_scale(q.scales, b.br, b.bc, d);
+    for (int t = int(threadIdx.x); t < b.items; t += kThreads)
+      store_codes(q.codes, (b.r0 + t / b.chunks) * q.cols + b.c0 + (t % b.chunks) * 8, buf[t],
+                  q.recipe, d);
+    __syncthreads();  // buf is rewritten two blocks on
   }
 }
 
@@ -204,14 +229,28 @@ bool launch_row_blocks_bf16(const QuantizeLaunch& q) {
   return true;
 }
 
+template <ScaleKind K>
+void launch_staged(const QuantizeLaunch& q, int cap) {
+  const auto kernel = tile_blocks_staged_kernel<K>;
+  const int smem = 2 * cap * int(sizeof(uint4));
+  FP8REF_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  int device = 0, sms = 0, per_sm = 0;
+  FP8REF_CUDA_CHECK(cudaGetDevice(&device));
+  FP8REF_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  FP8REF_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
+  const std::int64_t nblocks = q.block_rows * ((q.cols + q.block_w - 1) / q.block_w);
+  const std::int64_t resident = std::int64_t(sms) * (per_sm > 0 ? per_sm : 1);
+  kernel<<<grid_of(nblocks < resident ? nblocks : resident, q.max_blocks), kThreads, smem,
+           q.stream>>>(q, cap);
+}
+
 bool launch_tile_blocks_bf16(const QuantizeLaunch& q) {
   if (!bf16_vec(q) || q.block_w % 8 != 0 || q.block_h * (q.block_w / 8) > kThreads * kTileChunks)
     return false;
-  const std::int64_t nblocks = q.block_rows * ((q.cols + q.block_w - 1) / q.block_w);
-  with_scale_kind(q.recipe.kind, [&](auto kind) {
-    tile_blocks_bf16_kernel<decltype(kind)::value>
-        <<<grid_of(nblocks, q.max_blocks), kThreads, 0, q.stream>>>(q);
-  });
+  // Staged through shared memory: the largest block's chunks (block_h rows of the block width).
+  const int cap = int(q.block_h * ((std::min(q.cols, q.block_w) + 7) / 8));
+  with_scale_kind(q.recipe.kind, [&](auto kind) { launch_staged<decltype(kind)::value>(q, cap); });
   FP8REF_CUDA_CHECK(cudaGetLastError());
   return true;
 }
