@@ -39,11 +39,13 @@ std::vector<std::int64_t> row_starts(BlockGeometry g, std::int64_t rows, std::in
 
 detail::RecipeParams params_of(const Recipe& r, Source src) {
   detail::RecipeParams p{};
-  p.kind = r.kind == RecipeKind::deepgemm   ? detail::ScaleKind::deepgemm
-           : r.kind == RecipeKind::torchao  ? detail::ScaleKind::torchao
-           : r.kind == RecipeKind::te       ? detail::ScaleKind::te
-           : r.kind == RecipeKind::mx_rceil ? detail::ScaleKind::mx_rceil_kernel
-                                            : detail::ScaleKind::mx_torchao;
+  p.kind = r.kind == RecipeKind::deepgemm  ? detail::ScaleKind::deepgemm
+           : r.kind == RecipeKind::torchao ? detail::ScaleKind::torchao
+           : r.kind == RecipeKind::te      ? detail::ScaleKind::te
+           : r.kind == RecipeKind::mx_rceil
+               ? (r.runtime == Runtime::cuda_kernel ? detail::ScaleKind::mx_rceil_kernel
+                                                    : detail::ScaleKind::mx_rceil_torch)
+               : detail::ScaleKind::mx_torchao;
   p.e4m3 = r.elem == Format::e4m3;
   p.pow2 = r.pow2;
   p.mx_ceil = r.kind == RecipeKind::mx_ceil;
@@ -145,11 +147,6 @@ const char* unsupported_reason(const Recipe& r) {
   if (r.runtime == Runtime::torch_cpu)
     return "runtime torch_cpu is torch on the CPU; the GPU kernels reproduce torch_cuda and "
            "cuda_kernel";
-  if (r.kind == RecipeKind::torchao && r.pow2)
-    return "torchao power-of-two scales need torch's f32 log2, not implemented on the GPU";
-  if (r.kind == RecipeKind::mx_rceil && r.runtime != Runtime::cuda_kernel)
-    return "torch's RCEIL exponent needs torch's f32 log2, not implemented on the GPU (use "
-           "mx_rceil under cuda_kernel)";
   return nullptr;
 }
 

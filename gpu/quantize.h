@@ -57,9 +57,9 @@ std::size_t scale_bytes(const Recipe& r, BlockGeometry g, std::int64_t rows, std
                         std::span<const std::int64_t> group_ends, const QuantizeOutput& out);
 
 // Empty when the GPU kernels implement recipe r, else one line saying why not. Implemented:
-// te and mx_rceil under cuda_kernel, and deepgemm (with or without ue8m0 scales), torchao
-// (without power-of-two scales), mx_floor, mx_ceil and mx_even under torch_cuda. torch_cpu is a
-// CPU runtime; torchao's power-of-two scales and torch's RCEIL need torch's f32 log2.
+// te and mx_rceil under cuda_kernel, and deepgemm (with or without ue8m0 scales), torchao (with
+// or without power-of-two scales), mx_floor, mx_ceil, mx_even and mx_rceil under torch_cuda
+// (torch's f32 log2 is CUDA's log2f). torch_cpu is a CPU runtime and is refused.
 const char* unsupported_reason(const Recipe& r);
 
 // Quantizes x into out on `stream`. Throws std::invalid_argument (one line, before any launch)

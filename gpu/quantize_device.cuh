@@ -49,7 +49,10 @@ __device__ DevScale deepgemm_scale(const RecipeParams& p, float amax) {
 __device__ DevScale torchao_scale(const RecipeParams& p, float amax) {
   double a = amax;
   if (!isnan(a) && a < 1e-12) a = 1e-12;
-  const float scale = __double2float_rn(__dmul_rn(__ddiv_rn(1.0, a), double(p.elem_max)));
+  float scale = __double2float_rn(__dmul_rn(__ddiv_rn(1.0, a), double(p.elem_max)));
+  // round_scales_to_power_of_2: exp2(floor(log2(scale))) with CUDA's log2f, the function torch's
+  // CUDA log2 calls; exp2 of an integer is exact, as ldexpf.
+  if (p.pow2 && isfinite(scale) && scale > 0.0f) scale = ldexpf(1.0f, int(floorf(log2f(scale))));
   return {__fdiv_rn(1.0f, scale), scale, false, 0};
 }
 
@@ -105,6 +108,24 @@ __device__ DevScale mx_rceil_kernel_scale(const RecipeParams& p, float amax) {
   return {0.0f, factor, false, std::uint8_t(e)};
 }
 
+// torchao _to_mx_rceil under torch_cuda: descale = amax * f32(1 / max_pos) (tensor / python
+// scalar), e = clamp(ceil(log2f(descale)), +-127) + 127 with CUDA's log2f (what torch's CUDA log2
+// calls), NaN -> 0xFF, Inf -> 0xFE, 0 -> 0; factor = descale (NaN), 1 (e = 0) or 2^(127 - e).
+__device__ DevScale mx_rceil_torch_scale(const RecipeParams& p, float amax) {
+  const float descale = __fmul_rn(amax, p.max_rcp);
+  int e;
+  if (isnan(descale))
+    e = 0xFF;
+  else if (isinf(descale))
+    e = 0xFE;
+  else if (descale == 0.0f)
+    e = 0;
+  else
+    e = int(fminf(fmaxf(ceilf(log2f(descale)), -127.0f), 127.0f)) + 127;
+  const float factor = e == 0xFF ? descale : e == 0 ? 1.0f : ldexpf(1.0f, 127 - e);
+  return {0.0f, factor, false, std::uint8_t(e)};
+}
+
 __device__ DevScale block_scale(const RecipeParams& p, std::int32_t amax_bits) {
   const float amax = amax_value(amax_bits);
   switch (p.kind) {
@@ -112,7 +133,8 @@ __device__ DevScale block_scale(const RecipeParams& p, std::int32_t amax_bits) {
     case ScaleKind::torchao: return torchao_scale(p, amax);
     case ScaleKind::te: return te_scale(p, amax);
     case ScaleKind::mx_torchao: return mx_torchao_scale(p, amax);
-    default: return mx_rceil_kernel_scale(p, amax);
+    case ScaleKind::mx_rceil_kernel: return mx_rceil_kernel_scale(p, amax);
+    default: return mx_rceil_torch_scale(p, amax);
   }
 }
 
@@ -258,6 +280,7 @@ __device__ __forceinline__ DevScale block_scale_of(const RecipeParams& p, std::i
   if constexpr (K == ScaleKind::te) return te_scale(p, amax);
   if constexpr (K == ScaleKind::mx_torchao) return mx_torchao_scale(p, amax);
   if constexpr (K == ScaleKind::mx_rceil_kernel) return mx_rceil_kernel_scale(p, amax);
+  if constexpr (K == ScaleKind::mx_rceil_torch) return mx_rceil_torch_scale(p, amax);
 }
 
 // Calls f(std::integral_constant<ScaleKind, k>{}) for the runtime kind k (host side).
@@ -269,7 +292,9 @@ void with_scale_kind(ScaleKind k, F&& f) {
     case ScaleKind::te: return f(std::integral_constant<ScaleKind, ScaleKind::te>{});
     case ScaleKind::mx_torchao:
       return f(std::integral_constant<ScaleKind, ScaleKind::mx_torchao>{});
-    default: return f(std::integral_constant<ScaleKind, ScaleKind::mx_rceil_kernel>{});
+    case ScaleKind::mx_rceil_kernel:
+      return f(std::integral_constant<ScaleKind, ScaleKind::mx_rceil_kernel>{});
+    default: return f(std::integral_constant<ScaleKind, ScaleKind::mx_rceil_torch>{});
   }
 }
 

@@ -9,12 +9,19 @@
 
 namespace fp8ref::gpu::detail {
 
-enum class ScaleKind : std::uint8_t { deepgemm, torchao, te, mx_torchao, mx_rceil_kernel };
+enum class ScaleKind : std::uint8_t {
+  deepgemm,
+  torchao,
+  te,
+  mx_torchao,
+  mx_rceil_kernel,
+  mx_rceil_torch,
+};
 
 struct RecipeParams {
   ScaleKind kind;
   bool e4m3;         // else e5m2
-  bool pow2;         // deepgemm ue8m0, te force_pow_2_scales
+  bool pow2;         // deepgemm ue8m0, torchao round_scales_to_power_of_2, te force_pow_2_scales
   bool mx_ceil;      // mx_torchao: CEIL
   bool mx_even;      // mx_torchao: EVEN
   bool nonsat;       // deepgemm: torch's non-saturating e4m3fn cast
