@@ -218,4 +218,25 @@ void quantize_dual(const DeviceMatrix& x, const Recipe& r, const QuantizeOutput&
   detail::launch_dual_bf16(dl);
 }
 
+void swiglu_quantize(const DeviceMatrix& gate_up, const Recipe& r, const QuantizeOutput& out,
+                     cudaStream_t stream, LaunchOptions opt) {
+  validate(r);
+  const bool mx = is_mx(r.kind);
+  const BlockGeometry g = mx ? BlockGeometry::b1x32 : BlockGeometry::b1x128;
+  const std::int64_t w = mx ? 32 : 128;
+  if (gate_up.src != Source::bf16) fail("swiglu: the merged gate/up must be bf16");
+  if (gate_up.rows < 0 || gate_up.cols < 0 || gate_up.cols % (2 * w) != 0)
+    fail("swiglu: the merged gate/up needs 2H columns with H % " + std::to_string(w) + " == 0");
+  const DeviceMatrix h{gate_up.data, Source::f32, gate_up.rows, gate_up.cols / 2};
+  const std::size_t sb = scale_bytes(r, g, h.rows, h.cols, {}, out);
+  check_arguments(h, r, g, out, sb);
+  if (reinterpret_cast<std::uintptr_t>(gate_up.data) % 16 != 0 ||
+      reinterpret_cast<std::uintptr_t>(out.codes) % 8 != 0)
+    fail("swiglu: the gate/up buffer must be 16-byte aligned and the codes 8-byte aligned");
+  if (h.rows == 0 || h.cols == 0) return;
+  const detail::QuantizeLaunch q = launch_of(h, r, g, h.rows, out, stream, opt);
+  fill_scale_padding(q, sb);
+  detail::launch_swiglu_bf16(q);
+}
+
 }  // namespace fp8ref::gpu

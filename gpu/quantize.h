@@ -78,6 +78,14 @@ void quantize(const DeviceMatrix& x, const Recipe& r, BlockGeometry g,
 void quantize_dual(const DeviceMatrix& x, const Recipe& r, const QuantizeOutput& rowwise,
                    const QuantizeOutput& columnwise, cudaStream_t stream, LaunchOptions opt = {});
 
+// SwiGLU then quantize (docs/recipes.md "SwiGLU"): h = silu(gate) * up of a merged (rows, 2H)
+// bf16 tensor (gate = columns [0, H), up = [H, 2H), the merged gate/up GEMM's output), quantized
+// as quantize() quantizes an f32 (rows, H) tensor holding h over 1x128 blocks (1x32 for the MX
+// recipes): bitwise ref::swiglu_merged_bf16 then ref::quantize. Needs H % 128 (32) == 0, a
+// 16-byte aligned input and 8-byte aligned codes; throws as quantize does, before any launch.
+void swiglu_quantize(const DeviceMatrix& gate_up, const Recipe& r, const QuantizeOutput& out,
+                     cudaStream_t stream, LaunchOptions opt = {});
+
 }  // namespace fp8ref::gpu
 
 namespace fp8ref::gpu {

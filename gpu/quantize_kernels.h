@@ -65,6 +65,10 @@ struct DualLaunch {
 };
 void launch_dual_bf16(const DualLaunch& dl);
 
+// SwiGLU then 1xW quantize (W = block_w, 32 or 128): the launch describes the (rows, H) f32 result,
+// x is the merged (rows, 2H) bf16 gate/up, 16-byte aligned, H % W == 0.
+void launch_swiglu_bf16(const QuantizeLaunch& q);
+
 void launch_small_blocks(const QuantizeLaunch& q);   // block_h == 1, block_w 32 or 128
 void launch_tile_blocks(const QuantizeLaunch& q);    // one CTA per block (rowwise, 128x128, ...)
 void launch_column_blocks(const QuantizeLaunch& q);  // block_w == 1

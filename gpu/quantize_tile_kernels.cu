@@ -86,6 +86,62 @@ __global__ void __launch_bounds__(kThreads) row_blocks_bf16_kernel(QuantizeLaunc
   }
 }
 
+// SwiGLU of eight gate / up elements (bf16 chunks) as f32 patterns, docs/recipes.md "SwiGLU":
+// silu(g) = RN(g / RN(1 + exp(-g))) with exp(-g) = RN_f32(f64 exp), which is the correctly rounded
+// f32 exp for every bf16 g (CUDA's f64 exp is within 1 ulp, and reference/swiglu.h checks that no
+// bf16 input's f64 exp comes within 2 ulps of an f32 rounding boundary); h = RN(silu(g) * up).
+__device__ __forceinline__ void swiglu8(const uint4& gate, const uint4& up, std::uint32_t (&h)[8]) {
+  std::uint32_t g[8], u[8];
+  unpack_bf16(gate, g);
+  unpack_bf16(up, u);
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    const float gv = __uint_as_float(g[k]);
+    const float ex = __double2float_rn(exp(-double(gv)));
+    const float silu = __fdiv_rn(gv, __fadd_rn(1.0f, ex));
+    h[k] = __float_as_uint(__fmul_rn(silu, __uint_as_float(u[k])));
+  }
+}
+
+// SwiGLU then 1xW quantize: q describes the (rows, H = q.cols) f32 result; q.x is the merged
+// (rows, 2H) bf16 gate/up (H % W == 0). The row_blocks_bf16_kernel mapping over output elements,
+// each lane reading its gate chunk and the up chunk H columns further.
+template <int W, ScaleKind K>
+__global__ void __launch_bounds__(kThreads) swiglu_blocks_kernel(QuantizeLaunch q) {
+  constexpr int kLanes = W / 8, kSteps = 2;
+  constexpr std::int64_t kStep = 32 * 8, kWarpElems = kStep * kSteps;
+  const std::int64_t n = q.rows * q.cols;
+  const int lane = threadIdx.x & 31;
+  const std::int64_t warp = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const std::int64_t nwarps = (std::int64_t(gridDim.x) * blockDim.x) >> 5;
+  for (std::int64_t base = warp * kWarpElems; base < n; base += nwarps * kWarpElems) {
+    uint4 g[kSteps], u[kSteps];
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) {
+      const std::int64_t e = base + s * kStep + lane * 8, r = e / q.cols;
+      const std::int64_t i = r * 2 * q.cols + (e - r * q.cols);
+      g[s] = e < n ? load_chunk(q.x, i) : make_uint4(0, 0, 0, 0);
+      u[s] = e < n ? load_chunk(q.x, i + q.cols) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) {
+      const std::int64_t e = base + s * kStep + lane * 8;
+      std::uint32_t h[8];
+      swiglu8(g[s], u[s], h);
+      std::int32_t m = 0;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) m = max(m, abs_bits(h[k], q.recipe.ignore_nan));
+#pragma unroll
+      for (int off = kLanes / 2; off > 0; off >>= 1)
+        m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
+      if (e >= n) continue;  // whole blocks are live or not: n % W == 0
+      const DevScale d = block_scale_of<K>(q.recipe, m);
+      if (lane % kLanes == 0) store_flat_scale(q.scales, e / W, d);
+      __stcs(reinterpret_cast<uint2*>(q.codes + e), cast8(q.recipe, d, h));
+    }
+  }
+}
+
 // Where block blk lies: rows [r0, r1) x columns [c0, c0 + 8 chunks); items = rows x chunks.
 struct BlockSpan {
   std::int64_t br, bc, r0, c0;
@@ -264,6 +320,19 @@ bool launch_column_blocks_bf16(const QuantizeLaunch& q) {
   });
   FP8REF_CUDA_CHECK(cudaGetLastError());
   return true;
+}
+
+void launch_swiglu_bf16(const QuantizeLaunch& q) {
+  const std::int64_t w = q.block_w;
+  const std::int64_t per_cta = (kThreads / 32) * 32 * 8 * 2;  // elements a CTA takes per step
+  const unsigned grid = grid_of((q.rows * q.cols + per_cta - 1) / per_cta, q.max_blocks);
+  with_scale_kind(q.recipe.kind, [&](auto kind) {
+    if (w == 32)
+      swiglu_blocks_kernel<32, decltype(kind)::value><<<grid, kThreads, 0, q.stream>>>(q);
+    else
+      swiglu_blocks_kernel<128, decltype(kind)::value><<<grid, kThreads, 0, q.stream>>>(q);
+  });
+  FP8REF_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace fp8ref::gpu::detail

@@ -121,6 +121,11 @@ void quantize_rows(const Buffers& b, std::vector<Row>& rows) {
   const Recipe mx{RecipeKind::mx_rceil, Format::e4m3, Runtime::cuda_kernel, false, 0};
   ms = time_ms([&] { gpu::quantize_dual(x, mx, row, col, nullptr); });
   rows.push_back({"dual 1x32 + 32x1 mx_rceil", ms, in + 2 * codes + 2 * kM * kK / 32.0});
+  // SwiGLU of the tensor read as a merged (M, 2H) gate/up, H = K / 2, then 1x128 quantize.
+  const gpu::QuantizeOutput h{static_cast<std::uint8_t*>(b.codes), std::size_t(kM * kK), b.scales,
+                              std::size_t(kM * kK)};
+  ms = time_ms([&] { gpu::swiglu_quantize(x, te, h, nullptr); });
+  rows.push_back({"swiglu + 1x128 te (H = K/2)", ms, in + codes / 2 + kM * kK / 256 * 4.0});
 }
 
 // Plans (host index maps, uploaded once) are built outside the timed loop: a MoE layer plans once
