@@ -112,6 +112,7 @@ detail::QuantizeLaunch launch_of(const DeviceMatrix& x, const Recipe& r, BlockGe
           .vec = aligned && x.cols % 8 == 0,
           .amax_ws = nullptr,
           .max_blocks = opt.max_blocks,
+          .chunks_per_lane = opt.chunks_per_lane,
           .stream = stream};
 }
 

@@ -39,10 +39,12 @@ struct QuantizeOutput {
   ScaleLayoutE8m0 e8m0_layout = ScaleLayoutE8m0::row_major;
 };
 
-// Launch knobs that never change a bit (tests vary them to prove it): a cap on the grid size
-// (0 = the launcher's choice).
+// Launch knobs that never change a bit (tests vary them to prove it): a cap on the grid size, and
+// the 16-byte chunks a lane loads before casting in the bf16 1x32 / 1x128 kernel (2, 4 or 8);
+// 0 = the launcher's choice.
 struct LaunchOptions {
   int max_blocks = 0;
+  int chunks_per_lane = 0;
 };
 
 struct ScaleGridShape {

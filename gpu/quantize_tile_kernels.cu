@@ -53,12 +53,12 @@ __device__ __forceinline__ void store_flat_scale(const ScaleSink& s, std::int64_
 }
 
 // 1xW blocks with cols % W == 0, so block b is the flat elements [b * W, b * W + W): W / 8 lanes
-// per block, one 16-byte chunk a lane per step, kSteps steps loaded before any is cast (64 bytes
-// a lane in flight); the warp's chunk of the tensor is contiguous.
-template <int W, ScaleKind K>
+// per block, one 16-byte chunk a lane per step, kSteps steps loaded before any is cast (16 kSteps
+// bytes a lane in flight); the warp's chunk of the tensor is contiguous.
+template <int W, ScaleKind K, int kSteps>
 __global__ void __launch_bounds__(kThreads) row_blocks_bf16_kernel(QuantizeLaunch q) {
   static_assert(W == 32 || W == 128, "1x32 or 1x128 blocks");
-  constexpr int kLanes = W / 8, kSteps = 4;
+  constexpr int kLanes = W / 8;
   constexpr std::int64_t kStep = 32 * 8, kWarpElems = kStep * kSteps;
   const std::int64_t n = q.rows * q.cols;
   const int lane = threadIdx.x & 31;
@@ -269,17 +269,32 @@ bool bf16_vec(const QuantizeLaunch& q) { return q.bf16 && q.vec && q.cols % 8 ==
 
 }  // namespace
 
+template <int W, ScaleKind K, int kSteps>
+void launch_rows(const QuantizeLaunch& q) {
+  const std::int64_t per_cta = (kThreads / 32) * 32 * 8 * kSteps;  // elements a CTA takes a step
+  const unsigned grid = grid_of((q.rows * q.cols + per_cta - 1) / per_cta, q.max_blocks);
+  row_blocks_bf16_kernel<W, K, kSteps><<<grid, kThreads, 0, q.stream>>>(q);
+}
+
+template <int W, ScaleKind K>
+void launch_rows_steps(const QuantizeLaunch& q) {
+  if (q.chunks_per_lane == 2)
+    launch_rows<W, K, 2>(q);
+  else if (q.chunks_per_lane == 8)
+    launch_rows<W, K, 8>(q);
+  else
+    launch_rows<W, K, 4>(q);
+}
+
 bool launch_row_blocks_bf16(const QuantizeLaunch& q) {
   const std::int64_t w = q.block_w;
   if (!bf16_vec(q) || q.block_h != 1 || (w != 32 && w != 128) || q.cols % w != 0 || q.starts)
     return false;
-  const std::int64_t per_cta = (kThreads / 32) * 32 * 8 * 4;  // elements a CTA takes per step
-  const unsigned grid = grid_of((q.rows * q.cols + per_cta - 1) / per_cta, q.max_blocks);
   with_scale_kind(q.recipe.kind, [&](auto kind) {
     if (w == 32)
-      row_blocks_bf16_kernel<32, decltype(kind)::value><<<grid, kThreads, 0, q.stream>>>(q);
+      launch_rows_steps<32, decltype(kind)::value>(q);
     else
-      row_blocks_bf16_kernel<128, decltype(kind)::value><<<grid, kThreads, 0, q.stream>>>(q);
+      launch_rows_steps<128, decltype(kind)::value>(q);
   });
   FP8REF_CUDA_CHECK(cudaGetLastError());
   return true;

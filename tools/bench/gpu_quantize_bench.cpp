@@ -110,6 +110,16 @@ void quantize_rows(const Buffers& b, std::vector<Row>& rows) {
     const double ms = time_ms([&] { gpu::quantize(x, q.r, q.g, {}, out, nullptr); });
     rows.push_back({q.name, ms, in + codes + q.scale_bytes});
   }
+  // The 1x128 kernel with 2 and 8 chunks a lane in flight (the default is 4).
+  for (int chunks : {2, 8}) {
+    const gpu::QuantizeOutput out{static_cast<std::uint8_t*>(b.codes), std::size_t(kM * kK),
+                                  b.scales, std::size_t(kM * kK)};
+    const double ms = time_ms([&] {
+      gpu::quantize(x, qs[0].r, qs[0].g, {}, out, nullptr, {0, chunks});
+    });
+    rows.push_back({std::string(qs[0].name) + " (" + std::to_string(chunks) + " chunks)", ms,
+                    in + codes + qs[0].scale_bytes});
+  }
   // Both orientations from one read: codes twice, 1x128 and 128x1 scales.
   const Recipe te{RecipeKind::te, Format::e4m3, Runtime::cuda_kernel, false, 0};
   const gpu::QuantizeOutput row{static_cast<std::uint8_t*>(b.codes), std::size_t(kM * kK), b.scales,
