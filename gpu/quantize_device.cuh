@@ -223,6 +223,22 @@ __device__ __forceinline__ uint2 cast8(const RecipeParams& p, const DevScale& d,
   return make_uint2(w[0], w[1]);
 }
 
+// Eight codes of eight f32 patterns, element k scaled by its own d[k] (column blocks), byte k of
+// the result = code of v[k].
+__device__ __forceinline__ uint2 cast8_each(const RecipeParams& p, const DevScale (&d)[8],
+                                            const std::uint32_t (&v)[8]) {
+  std::uint32_t w[2] = {0, 0};
+#pragma unroll
+  for (int k = 0; k < 8; k += 2) {
+    const float lo = scaled(__uint_as_float(v[k]), d[k]);
+    const float hi = scaled(__uint_as_float(v[k + 1]), d[k + 1]);
+    std::uint32_t c = cvt2(p.e4m3, hi, lo);
+    if (p.nonsat) c = nonsat_fix(c & 0xFF, lo) | (nonsat_fix(c >> 8, hi) << 8);
+    w[k / 4] |= c << (8 * (k % 4));
+  }
+  return make_uint2(w[0], w[1]);
+}
+
 __device__ __forceinline__ void store8(std::uint8_t* codes, bool vec, std::int64_t i,
                                        std::int64_t end, uint2 c) {
   if (vec) {

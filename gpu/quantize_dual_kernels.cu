@@ -79,17 +79,9 @@ __device__ __forceinline__ void column_cast(const QuantizeLaunch& q, std::int64_
   for (int i = 0; i < W / 16; ++i) {
     const std::int64_t r = r0 + rg + 16 * i;
     if (r >= q.rows) continue;
-    std::uint32_t f[8], w[2] = {0, 0};
+    std::uint32_t f[8];
     unpack(buf[(rg + 16 * i) * 16 + cg], f);
-#pragma unroll
-    for (int e = 0; e < 8; e += 2) {
-      const float lo = scaled(__uint_as_float(f[e]), d[e]);
-      const float hi = scaled(__uint_as_float(f[e + 1]), d[e + 1]);
-      std::uint32_t code = cvt2(q.recipe.e4m3, hi, lo);
-      if (q.recipe.nonsat) code = nonsat_fix(code & 0xFF, lo) | (nonsat_fix(code >> 8, hi) << 8);
-      w[e / 4] |= code << (8 * (e % 4));
-    }
-    __stcs(reinterpret_cast<uint2*>(q.codes + r * q.cols + c), make_uint2(w[0], w[1]));
+    __stcs(reinterpret_cast<uint2*>(q.codes + r * q.cols + c), cast8_each(q.recipe, d, f));
   }
 }
 

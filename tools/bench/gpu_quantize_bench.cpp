@@ -110,20 +110,24 @@ void quantize_rows(const Buffers& b, std::vector<Row>& rows) {
     const double ms = time_ms([&] { gpu::quantize(x, q.r, q.g, {}, out, nullptr); });
     rows.push_back({q.name, ms, in + codes + q.scale_bytes});
   }
-  // The 1x128 kernel with 2 and 8 chunks a lane in flight (the default is 4).
-  for (int chunks : {2, 8}) {
-    const gpu::QuantizeOutput out{static_cast<std::uint8_t*>(b.codes), std::size_t(kM * kK),
-                                  b.scales, std::size_t(kM * kK)};
-    const double ms = time_ms([&] {
-      gpu::quantize(x, qs[0].r, qs[0].g, {}, out, nullptr, {0, chunks});
-    });
-    rows.push_back({std::string(qs[0].name) + " (" + std::to_string(chunks) + " chunks)", ms,
-                    in + codes + qs[0].scale_bytes});
-  }
-  // Both orientations from one read: codes twice, 1x128 and 128x1 scales.
+}
+
+// The fused calls: the 1x128 kernel with 2 and 8 chunks a lane in flight (default 4), both
+// orientations from one read, SwiGLU then quantize.
+void fused_rows(const Buffers& b, std::vector<Row>& rows) {
+  const gpu::DeviceMatrix x{b.x, Source::bf16, kM, kK};
+  const double in = double(kM * kK * 2), codes = double(kM * kK);
   const Recipe te{RecipeKind::te, Format::e4m3, Runtime::cuda_kernel, false, 0};
   const gpu::QuantizeOutput row{static_cast<std::uint8_t*>(b.codes), std::size_t(kM * kK), b.scales,
                                 std::size_t(kM * kK)};
+  for (int chunks : {2, 8}) {
+    const double ms = time_ms([&] {
+      gpu::quantize(x, te, BlockGeometry::b1x128, {}, row, nullptr, {0, chunks});
+    });
+    rows.push_back({"1x128 te e4m3 (" + std::to_string(chunks) + " chunks)", ms,
+                    in + codes + kM * kK / 128 * 4.0});
+  }
+  // Both orientations from one read: codes twice, 1x128 and 128x1 scales.
   const gpu::QuantizeOutput col{static_cast<std::uint8_t*>(b.codes_pad), std::size_t(kM * kK),
                                 b.out, std::size_t(kM * kK)};
   double ms = time_ms([&] { gpu::quantize_dual(x, te, row, col, nullptr); });
@@ -205,6 +209,7 @@ int main(int argc, char** argv) {
   const double copy_gbs = 2.0 * kM * kK * 2 / copy_ms / 1e6;
   std::vector<Row> rows;
   quantize_rows(b, rows);
+  fused_rows(b, rows);
   movement_rows(b, rows);
   std::printf("%-30s %9s %9s %9s\n", "kernel", "ms", "GB/s", "% copy");
   std::printf("%-30s %9.4f %9.1f %9.1f\n", "D2D copy (same run)", copy_ms, copy_gbs, 100.0);
