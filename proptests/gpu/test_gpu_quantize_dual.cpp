@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "campaign/gen/values.h"
 #include "campaign/gpu_quantize_case.h"
+#include "cases/value_class.h"
 #include "gpu/device.h"
 #include "gpu/quantize.h"
 
@@ -51,9 +51,9 @@ struct Case {
 
 // "" when both orientations equal the oracle, else the first difference.
 std::string compare_dual(const Case& c, gpu::LaunchOptions opt = {}) {
-  const auto vc = gen::kValueClasses[std::size_t(c.variant) % gen::kValueClasses.size()];
+  const auto vc = cases::kValueClasses[std::size_t(c.variant) % cases::kValueClasses.size()];
   const std::vector<std::uint32_t> f32 =
-      gen::fill_f32(vc, c.rows * c.cols, c.variant % 11 - 5, 4321 + c.variant);
+      cases::fill_f32(vc, c.rows * c.cols, c.variant % 11 - 5, 4321 + c.variant);
   std::vector<std::uint16_t> bf16;
   for (auto b : f32) bf16.push_back(std::uint16_t(b >> 16));
   const void* host = c.src == Source::f32 ? static_cast<const void*>(f32.data()) : bf16.data();

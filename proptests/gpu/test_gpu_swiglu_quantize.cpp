@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "campaign/gen/values.h"
 #include "campaign/gpu_quantize_case.h"
+#include "cases/value_class.h"
 #include "gpu/device.h"
 #include "gpu/quantize.h"
 #include "reference/swiglu.h"
@@ -48,8 +48,8 @@ std::vector<std::uint8_t> host_of(const DeviceBuffer& d, std::size_t n) {
 // A merged (rows, 2H) bf16 gate/up: generator values, non-finite ones replaced, and every 7th
 // gate an exp edge (exp(-g) past f32 max, below the smallest subnormal, subnormal, near 1).
 std::vector<std::uint16_t> make_gate_up(std::int64_t rows, std::int64_t H, int variant) {
-  const auto vc = gen::kValueClasses[std::size_t(variant) % gen::kValueClasses.size()];
-  const auto f32 = gen::fill_f32(vc, rows * 2 * H, variant % 7 - 3, 99 + variant);
+  const auto vc = cases::kValueClasses[std::size_t(variant) % cases::kValueClasses.size()];
+  const auto f32 = cases::fill_f32(vc, rows * 2 * H, variant % 7 - 3, 99 + variant);
   const float edges[] = {-89.0f, -88.5f, 104.0f, 88.0f, 95.0f, -1e-30f, 1e-30f, 3e38f, -3e38f};
   std::vector<std::uint16_t> gu;
   for (std::size_t i = 0; i < f32.size(); ++i) {
