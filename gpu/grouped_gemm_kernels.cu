@@ -1,7 +1,7 @@
 // The FP8 grouped GEMM kernel on Hopper tensor cores (sm_90a): cp.async into 128-byte-swizzled
-// shared memory, a 5-stage pipeline, two warpgroups of wgmma.mma_async m64n128k32 (f32 accumulate)
-// per 128×128 tile, and promotion into an f32 accumulator after every 128 of K in the order of
-// the declared models (docs/gpu_gemm.md §3, docs/models.md): blockwise
+// shared memory, a 5-stage pipeline with per-stage mbarriers, two warpgroups of wgmma.mma_async
+// m64n128k32 (f32 accumulate) per 128×128 tile, and promotion into an f32 accumulator after every
+// 128 of K in the order of the declared models (docs/gpu_gemm.md §3, docs/models.md): blockwise
 //   acc = fmaf(RN(sa·sb), T_kb, acc)   (hopper_promoted_blockwise),
 // rowwise / tensorwise acc = acc + T_kb, scales in the epilogue (hopper_promoted_rowwise a_then_b,
 // hopper_promoted_tensorwise). T_kb = four chained wgmma k32 steps from +0. No atomics, no split-K.
