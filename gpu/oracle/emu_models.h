@@ -155,21 +155,32 @@ FP8REF_HD float sliced(const std::uint8_t* a, const std::uint8_t* b, std::int64_
 }
 
 // The model's f32 accumulator before any scalar scale (scales constant over K), or the whole
-// result of a per-block model.
-FP8REF_HD float accumulate(const ForwardView& v, const std::uint8_t* a, const std::uint8_t* b,
-                           const Scales& sc) {
+// result of a per-block model; formats as template arguments, so that the inlined steps decode
+// with constants.
+template <Format kFa, Format kFb>
+FP8REF_HD float accumulate_formats(const ForwardView& v, const std::uint8_t* a,
+                                   const std::uint8_t* b, const Scales& sc) {
   const Split sp{v.split_slices, v.split_blocks};
   switch (v.model) {
     case AccumulationModel::hopper_unpromoted:
-      return sliced<false>(a, b, v.K, v.fa, v.fb, Promote::none, 128, sc, sp);
+      return sliced<false>(a, b, v.K, kFa, kFb, Promote::none, 128, sc, sp);
     case AccumulationModel::hopper_promoted_blockwise:
-      return sliced<false>(a, b, v.K, v.fa, v.fb, Promote::fma_scaled, sc.promotion_k(), sc, sp);
+      return sliced<false>(a, b, v.K, kFa, kFb, Promote::fma_scaled, sc.promotion_k(), sc, sp);
     case AccumulationModel::hopper_mma_sync:
       if (sc.per_block)
-        return sliced<true>(a, b, v.K, v.fa, v.fb, Promote::fma_scaled, sc.promotion_k(), sc, sp);
-      return sliced<true>(a, b, v.K, v.fa, v.fb, Promote::none, 128, sc, sp);
-    default: return sliced<false>(a, b, v.K, v.fa, v.fb, Promote::f32_sum, 128, sc, sp);
+        return sliced<true>(a, b, v.K, kFa, kFb, Promote::fma_scaled, sc.promotion_k(), sc, sp);
+      return sliced<true>(a, b, v.K, kFa, kFb, Promote::none, 128, sc, sp);
+    default: return sliced<false>(a, b, v.K, kFa, kFb, Promote::f32_sum, 128, sc, sp);
   }
+}
+
+FP8REF_HD float accumulate(const ForwardView& v, const std::uint8_t* a, const std::uint8_t* b,
+                           const Scales& sc) {
+  if (v.fa == Format::e4m3)
+    return v.fb == Format::e4m3 ? accumulate_formats<Format::e4m3, Format::e4m3>(v, a, b, sc)
+                                : accumulate_formats<Format::e4m3, Format::e5m2>(v, a, b, sc);
+  return v.fb == Format::e4m3 ? accumulate_formats<Format::e5m2, Format::e4m3>(v, a, b, sc)
+                              : accumulate_formats<Format::e5m2, Format::e5m2>(v, a, b, sc);
 }
 
 // The scalar scales applied to acc in the order `ep`.

@@ -72,8 +72,9 @@ void check_forward(const GroupedGemmOperands& op, std::span<const std::int32_t> 
   if (!y.bound.empty()) fail("the GPU oracle computes no error bound (use the CPU oracle)");
 }
 
-__global__ void forward_kernel(emu::ForwardView v, bool zero_outside, std::uint32_t* out32,
-                               std::uint16_t* out16) {
+__global__ void __launch_bounds__(kOracleBlockThreads, 4)
+    forward_kernel(emu::ForwardView v, bool zero_outside, std::uint32_t* out32,
+                   std::uint16_t* out16) {
   const std::int64_t n = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (n >= v.N) return;
   for (std::int64_t r = std::int64_t(blockIdx.y) * blockDim.y + threadIdx.y; r < v.M;
@@ -123,7 +124,7 @@ void run_forward(const GroupedGemmOperands& op, std::span<const std::int32_t> ro
   }
   const emu::ForwardView v =
       make_forward_view(op, model, y.dtype, da.p, db.p, dmap.p, dsa.p, dsb.p);
-  const dim3 block(64, 2);
+  const dim3 block(64, kOracleBlockThreads / 64);
   const dim3 grid(unsigned(ceil_div(op.N, block.x)),
                   unsigned(std::min<std::int64_t>(ceil_div(op.M, block.y), 32768)));
   timed_launch(

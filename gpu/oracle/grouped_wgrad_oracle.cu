@@ -79,7 +79,8 @@ WgradGroups check_wgrad(const WgradOperands& op, std::span<const std::int64_t> o
 }
 
 // Thread (x: k, y: n, z: g); n and g in grid-stride loops.
-__global__ void wgrad_kernel(emu::WgradView v, std::uint32_t* out32, std::uint16_t* out16) {
+__global__ void __launch_bounds__(kOracleBlockThreads, 4)
+    wgrad_kernel(emu::WgradView v, std::uint32_t* out32, std::uint16_t* out16) {
   const std::int64_t k = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (k >= v.K) return;
   for (std::int64_t g = blockIdx.z; g < v.G; g += gridDim.z)
@@ -110,7 +111,7 @@ void run_wgrad(const WgradOperands& op, const WgradGroups& gr, ModelChoice m,
   DeviceBuffer<std::uint16_t> out16(f32 ? 0 : count);
   const emu::WgradView v =
       make_wgrad_view(op, gr, m, dw.dtype, {dyt.p, xt.p, rows.p, first.p, sdy.p, sx.p, c.p});
-  const dim3 block(64, 2);
+  const dim3 block(64, kOracleBlockThreads / 64);
   const dim3 grid(unsigned(ceil_div(op.K, block.x)),
                   unsigned(std::min<std::int64_t>(ceil_div(op.N, block.y), 32768)),
                   unsigned(std::min<std::int64_t>(op.G, 65535)));

@@ -17,6 +17,11 @@
 
 namespace fp8ref::gpu::launch {
 
+// Threads of one oracle block (64 × 2). The kernels are built for 4 such blocks per SM
+// (__launch_bounds__): at most 128 registers a thread, 16 warps an SM. Without the bound the
+// forward takes 130 registers and only 12 warps fit.
+inline constexpr int kOracleBlockThreads = 128;
+
 [[noreturn]] inline void fail(const std::string& what) {
   throw std::invalid_argument("fp8ref: " + what);
 }
