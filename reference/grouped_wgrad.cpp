@@ -4,7 +4,6 @@
 // f32 / bf16 / f16. Argument checks, the group's columns gathered contiguous, then one model
 // evaluation per element. See grouped_gemm.h for the shapes and docs/models.md ("wgrad").
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -117,7 +116,7 @@ TokenBlocks check_wgrad(const WgradOperands& op, std::span<const std::int64_t> o
 // RN_out(c + sum_kb sa_kb·sb_kb·sum_{k in kb} dy_k·x_k): the exact value rounded once, blocks of
 // sc.promotion_k() from the group's first row. NaN / Inf codes give the IEEE f64 evaluation.
 double exact_wgrad_element(const DotRun& x, std::int64_t m, ElementScales sc, float c, OutDtype d) {
-  if (std::isnan(c)) return double(c);  // a NaN C wins over a NaN sum (see quiet_c_or_sum)
+  if (std::isnan(c)) return double(c);  // a NaN C wins over a NaN sum, as add_f32(c, acc)
   if (dot_has_nonfinite(x.a, x.b, m, x.fa, x.fb))
     return double(c) + exact_dot(x.a, x.b, m, x.fa, x.fb, sc, OutDtype::f32);  // NaN or ±Inf
   if (!std::isfinite(c)) return double(c);  // ±Inf or NaN plus a finite sum
@@ -132,14 +131,6 @@ double exact_wgrad_element(const DotRun& x, std::int64_t m, ElementScales sc, fl
     acc.add(p * i128(sa.sig * sb.sig), unit + sa.exp + sb.exp);  // |.| < 2^71 · 2^48
   }
   return acc.round_to(d);
-}
-
-// RN_f32(C + acc) with one NaN result whatever order the compiler gives the operands: a NaN C
-// (quieted) wins over a NaN acc (x86 returns the first NaN operand of the instruction, and the
-// compiler may swap the operands of a commutative add), so the GPU oracle can match it.
-float quiet_c_or_sum(float c, float acc) {
-  if (std::isnan(c)) return std::bit_cast<float>(std::bit_cast<std::uint32_t>(c) | 0x00400000u);
-  return c + acc;
 }
 
 // One group's operands with the group's rows contiguous: dY's columns (N, m), X's columns
@@ -217,7 +208,7 @@ void wgrad_group(const WgradOperands& op, std::int64_t g, const GroupColumns& gc
       continue;
     }
     const Bounded z = model_dot(model.model, x, m, sc, model.split(), model.epilogue);
-    const float zf = quiet_c_or_sum(c, z.z);  // RN_f32(C + acc)
+    const float zf = add_f32(c, z.z);  // RN_f32(C + acc); a NaN C wins over a NaN acc
     store_model(dw, i, {zf, (z.bound + f32_rounding_bound(zf)) * kBoundSlack});
   }
 }
