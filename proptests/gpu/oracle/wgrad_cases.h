@@ -19,7 +19,10 @@ namespace fp8ref::test {
 
 inline std::string describe(const fuzz::WgradCase& w) {
   std::string sizes;
-  for (auto s : w.gs.sizes) sizes += (sizes.empty() ? "" : ",") + std::to_string(s);
+  for (auto s : w.gs.sizes) {
+    if (!sizes.empty()) sizes += ',';
+    sizes += std::to_string(s);
+  }
   return std::string(to_string(w.model.model)) + " " + to_string(w.scaling) + " " +
          std::string(to_string(w.fdy)) + "x" + std::string(to_string(w.fx)) + " -> " +
          to_string(w.out) + " split " + w.model.split().str() + " epilogue " +
