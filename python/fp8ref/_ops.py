@@ -113,11 +113,6 @@ def _gemm_options(tensors, model, scaling, b_layout, split_k, split_k_blocks, ep
     if kernel is not None:
         raise NotImplementedError("grouped_gemm: kernel= presets are not in fp8ref yet; name "
                                   "the accumulation model with model=")
-    if device != "cpu":
-        raise NotImplementedError("grouped_gemm: only device='cpu' is exposed to Python; the GPU "
-                                  "oracle is fp8-check's --device cuda (docs/gpu_oracle.md)")
-    if grouping != "m":
-        raise NotImplementedError("grouped_gemm: only grouping='m' (the forward) is exposed")
     o = _core.GemmOptions()
     o.in_ = "<arrays>"
     o.a, o.b = "a", "b"
@@ -132,15 +127,26 @@ def _gemm_options(tensors, model, scaling, b_layout, split_k, split_k_blocks, ep
     return o
 
 
+def _run_oracle(tensors, o, bound, device, grouping):
+    """The CPU forward, or the oracle on `device` (cpu | cuda: the GPU oracle, same bits, no
+    bound) with `grouping` (m | k: torch's 2d x 2d K-grouped product, out (G, M, N))."""
+    if device == "cpu" and grouping == "m":
+        return _core.grouped_gemm(tensors, o, bound)
+    return _core.grouped_gemm_on(tensors, o, bound, device, grouping)
+
+
 def grouped_gemm(a, b, scale_a=None, scale_b=None, offs=None, *, model, scaling=None,
                  b_layout="nk", split_k=1, split_k_blocks=0, epilogue="model", out_dtype="f32",
                  bound=False, kernel=None, device="cpu", grouping="m"):
     """`fp8-check oracle grouped-gemm`: Y[r] = A[r]·B[g(r)]^T under accumulation `model`; rows
-    past offs[-1] are +0. Returns Y (M, N) (and the per-element bound with bound=True)."""
+    past offs[-1] are +0. Returns Y (M, N) (and the per-element bound with bound=True).
+    device='cuda': the GPU oracle (the same bits; no bound; RuntimeError without a device).
+    grouping='k': torch's 2d x 2d product, A (M, K), B (N, K) or (K, N), offs the K ends: out
+    (G, M, N), an empty group +0 (fp8-check --grouping k)."""
     tensors, like = _gemm_inputs(a, b, scale_a, scale_b, offs)
     o = _gemm_options(tensors, model, scaling, b_layout, split_k, split_k_blocks, epilogue,
                       out_dtype, kernel, device, grouping)
-    y, bnd, _ = _core.grouped_gemm(tensors, o, bound)
+    y, bnd, _ = _run_oracle(tensors, o, bound, device, grouping)
     y = give_back(from_triple(*y), like)
     return (y, bnd) if bound else y
 
@@ -234,8 +240,10 @@ def verify_grouped_gemm(got, a, b, scale_a=None, scale_b=None, offs=None, *, mod
     o = _gemm_options(tensors, model, scaling, b_layout, split_k, split_k_blocks, epilogue,
                       out_dtype, kernel, device, grouping)
     g_arr = as_array(got, what="got")[0]
-    ref, bnd, config = _core.grouped_gemm(tensors, o, True)
+    ref, bnd, config = _run_oracle(tensors, o, device == "cpu" or within_bound, device, grouping)
     ref_arr = from_triple(*ref)
+    if bnd is None:  # the GPU oracle computes no bound
+        bnd = np.full(ref_arr.shape, np.nan)
     if g_arr.dtype != ref_arr.dtype:
         raise ValueError(f"--got: 'got' is {g_arr.dtype} but --out-dtype is {out_dtype}")
     if g_arr.shape != ref_arr.shape:
@@ -245,7 +253,15 @@ def verify_grouped_gemm(got, a, b, scale_a=None, scale_b=None, offs=None, *, mod
     if within_bound:
         o_exact = _gemm_options(tensors, "exact", o.scaling, b_layout, 1, 0, "model", "f32",
                                 None, "cpu", "m")
-        exact = from_triple(*_core.grouped_gemm(tensors, o_exact, False)[0]).astype(np.float64)
+        exact = from_triple(*_run_oracle(tensors, o_exact, False, "cpu", grouping)[0])
+        exact = exact.astype(np.float64)
+    if grouping == "k":  # (G, M, N) compared as the (G·M, N) stacking: group g = rows g·M..
+        g_count, m = int(config["G"]), int(config["M"])
+        stacked = np.arange(1, g_count + 1, dtype=np.int64) * m
+        tensors = {"offs": triple(stacked, "offs")}
+        config = dict(config, M=str(g_count * m))
+        g_arr, ref_arr, bnd = (x.reshape(g_count * m, -1) for x in (g_arr, ref_arr, bnd))
+        exact = None if exact is None else exact.reshape(g_count * m, -1)
     return _report(g_arr, ref_arr, bnd, exact, tensors, config, out_dtype, within_bound,
                    max_report)
 

@@ -164,8 +164,6 @@ def test_diff_equals_cli_diff_json(fp8_check, tmp_path, rng):
      ValueError, "--offs"),
     (lambda t: fp8ref.grouped_gemm(t["a"], t["b"], offs=t["offs"], model="exact",
                                    kernel="deepgemm"), NotImplementedError, "kernel="),
-    (lambda t: fp8ref.grouped_gemm(t["a"], t["b"], offs=t["offs"], model="exact",
-                                   device="cuda"), NotImplementedError, "device"),
     (lambda t: fp8ref.explain(), NotImplementedError, "explain"),
 ])
 def test_gemm_bad_input_errors(rng, call, error, message):

@@ -192,6 +192,7 @@ void add_gpu_suites(std::vector<Suite>& out) {
   add_gpu_quantize_suites(out);
   add_gpu_gemm_suites(out);
   add_gpu_data_suites(out);
+  add_gpu_oracle_suites(out);
 }
 
 }  // namespace fp8ref::fuzz

@@ -228,7 +228,10 @@ GemmCase KGroupedCase::stacked() const {
 }
 
 KGroupedCase load_kgrouped_case(const GemmOptions& o) {
-  const TensorFile tf = load_file(o.in);
+  return load_kgrouped_case(load_file(o.in), o);
+}
+
+KGroupedCase load_kgrouped_case(const TensorFile& tf, const GemmOptions& o) {
   const Tensor& a = find_tensor(tf, o.in, o.a, "--a");
   const Tensor& b = find_tensor(tf, o.in, o.b, "--b");
   fp8_format(a, "--a"), fp8_format(b, "--b");

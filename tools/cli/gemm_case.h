@@ -50,6 +50,8 @@ struct KGroupedCase {
   GemmCase stacked() const;
 };
 KGroupedCase load_kgrouped_case(const GemmOptions& o);
+// The same on tensors already in memory (the Python module's arrays).
+KGroupedCase load_kgrouped_case(const tensor_io::TensorFile& tf, const GemmOptions& o);
 
 [[noreturn]] void usage(const std::string& what);
 
