@@ -29,6 +29,8 @@ struct GemmOptions {
   std::string device = "cpu";  // cpu | cuda | auto: where the oracle runs (docs/gpu_oracle.md)
   bool bound = false, within_bound = false;
   std::size_t max_report = 10;
+  std::string kernel;  // a kernel preset (reference/kernel_preset.h), with fast_accum
+  bool fast_accum = false, strength = false, json = false;
 };
 
 // The case as the reference op takes it (owning storage).
