@@ -127,7 +127,9 @@ ResolvedKernel resolve_kernel(GemmOptions& o, const GivenOptions& given) {
   std::vector<ref::ModelChoice> members;
   for (ref::ModelChoice m : ref::preset_members(*row, k)) {
     if (given.model || given.split || given.epilogue) {
-      const ref::ModelChoice x = parse_model(o);
+      GemmOptions t = o;
+      if (!given.model) t.model = to_string(m.model);
+      const ref::ModelChoice x = parse_model(t);
       if (given.model) m.model = x.model;
       if (given.split) m.split_k = x.split_k, m.split_blocks = x.split_blocks;
       if (given.epilogue) m.epilogue = x.epilogue;
@@ -243,11 +245,12 @@ std::vector<std::string> vacuity_warnings(const LoadedCase& lc, const Tensor& go
 
 Selection select_configuration(const LoadedCase& lc, const Tensor& got,
                                const std::vector<ref::ModelChoice>& members, OutDtype d,
-                               bool on_gpu, bool strength) {
+                               bool on_gpu, bool strength, bool preset) {
   Selection s;
   s.chosen = members.front();
   s.strength = strength;
-  if (members.size() > 1 || strength) s.scores = score_members(lc, got, members, d, on_gpu, true);
+  if (members.size() > 1 || strength || preset)
+    s.scores = score_members(lc, got, members, d, on_gpu, true);
   const MemberScore* best = nullptr;
   for (const MemberScore& m : s.scores) {
     if (m.error) continue;

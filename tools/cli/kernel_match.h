@@ -52,7 +52,8 @@ std::vector<MemberScore> score_members(const LoadedCase& lc, const tensor_io::Te
                                        bool on_gpu, bool filter);
 
 // The configuration verify compares with: the first member that reproduces every compared
-// element, else the one with the fewest mismatches. With --strength, every member and every wide
+// element, else the one with the fewest mismatches (members are scored when there are several,
+// with `preset`, or with `strength`). With --strength, every member and every wide
 // candidate is scored, and `also` lists the other configurations that reproduce the data;
 // `warnings` names vacuous data (all-zero operands or outputs, outputs the exact model gets).
 struct Selection {
@@ -65,7 +66,7 @@ struct Selection {
 };
 Selection select_configuration(const LoadedCase& lc, const tensor_io::Tensor& got,
                                const std::vector<ref::ModelChoice>& members, OutDtype d,
-                               bool on_gpu, bool strength);
+                               bool on_gpu, bool strength, bool preset);
 
 // Elements of the output that verify compares (rows inside a group), as a mask.
 std::vector<bool> compared_rows(const LoadedCase& lc);

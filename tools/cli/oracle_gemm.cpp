@@ -242,7 +242,8 @@ void run_verify_command(GemmOptions o, const GivenOptions& given) {
   const std::string got_path = o.got_file.empty() ? o.in : o.got_file;
   const TensorFile gf = load_file(got_path);
   const Tensor& got = load_got(o, gf, got_path, d, lc.shape);
-  const Selection sel = select_configuration(lc, got, configs, d, on_gpu, o.strength);
+  const Selection sel =
+      select_configuration(lc, got, configs, d, on_gpu, o.strength, rk.has_value());
   const ref::ModelChoice m = sel.chosen;
   const OracleRun r = run_loaded(lc, m, d, on_gpu);
   const OracleRun ex = o.within_bound
