@@ -272,18 +272,7 @@ void run_verify_command(GemmOptions o, const GivenOptions& given) {
   if (v.failures) throw ExitCode{1};
 }
 
-// The options a --kernel preset fills when they are not given.
-struct GemmFlags {
-  CLI::Option *scaling, *b_layout, *out_dtype, *model, *split_k, *split_blocks, *epilogue;
-  GivenOptions given() const {
-    return {scaling->count() > 0,
-            b_layout->count() > 0,
-            out_dtype->count() > 0,
-            model->count() > 0,
-            split_k->count() + split_blocks->count() > 0,
-            epilogue->count() > 0};
-  }
-};
+}  // namespace
 
 GemmFlags add_gemm_options(CLI::App* c, GemmOptions& o) {
   GemmFlags f{};
@@ -347,8 +336,6 @@ GemmFlags add_gemm_options(CLI::App* c, GemmOptions& o) {
       ->capture_default_str();
   return f;
 }
-
-}  // namespace
 
 void add_oracle_command(CLI::App& app) {
   CLI::App* oracle =
