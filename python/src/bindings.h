@@ -41,5 +41,6 @@ inline std::vector<std::size_t> shape_of(const AnyArray& a) {
 
 void register_codec(nb::module_& m);
 void register_tensors(nb::module_& m);
+void register_presets(nb::module_& m);  // preset_bindings.cpp
 
 }  // namespace fp8ref::py
