@@ -19,7 +19,7 @@ import numpy as np
 from kernel_cases import OPERANDS, block_codes, plant, run, save_safetensors, scales
 
 M, N = 64, 48
-MS = 32  # rows of the non-grouped cases (kept small: explain scores about 50 configurations)
+MS = 16  # rows of the non-grouped cases (kept small: explain scores about 50 configurations)
 
 
 def rewrite_got(path, fn):

@@ -36,11 +36,11 @@ std::int64_t scale_block_k(Scaling s) {
 GemmCase element_case(const GemmCase& c, std::int64_t row, std::int64_t col, std::int64_t g) {
   GemmCase e;
   e.M = 1, e.N = 1, e.K = c.K, e.G = 1, e.fa = c.fa, e.fb = c.fb, e.scaling = c.scaling;
-  e.layout = ref::BLayout::nk, e.offs = {1};
+  e.b_layout = ref::BLayout::nk, e.offs = {1};
   e.a.assign(c.a.begin() + row * c.K, c.a.begin() + (row + 1) * c.K);
   for (std::int64_t k = 0; k < c.K; ++k)
-    e.b.push_back(c.layout == ref::BLayout::nk ? c.b[std::size_t((g * c.N + col) * c.K + k)]
-                                               : c.b[std::size_t((g * c.K + k) * c.N + col)]);
+    e.b.push_back(c.b_layout == ref::BLayout::nk ? c.b[std::size_t((g * c.N + col) * c.K + k)]
+                                                 : c.b[std::size_t((g * c.K + k) * c.N + col)]);
   const std::int64_t bk = scale_block_k(c.scaling);
   if (c.scaling == Scaling::tensorwise) e.sa = c.sa, e.sb = {c.sb[std::size_t(g)]};
   if (c.scaling == Scaling::rowwise)
@@ -167,7 +167,48 @@ void classify(ElementStory& s, const Located& at, const LoadedCase& lc,
   }
 }
 
+std::string hex(std::uint32_t bits, OutDtype d) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, d == OutDtype::f32 ? "0x%08x" : "0x%04x", bits);
+  return buf;
+}
+
+nlohmann::json story_json(const ElementStory& s, OutDtype d) {
+  nlohmann::json chain = nlohmann::json::array();
+  for (const ChunkSum& c : s.chain)
+    chain.push_back({{"k_end", c.k_end},
+                     {"exact", c.exact},
+                     {"best", c.best},
+                     {"explaining", std::isnan(c.explaining) ? nlohmann::json(nullptr)
+                                                             : nlohmann::json(c.explaining)}});
+  return {{"row", s.row},
+          {"col", s.col},
+          {"group", s.group},
+          {"got", hex(s.got, d)},
+          {"best", hex(s.ref_z, d)},
+          {"ulps", s.ulps},
+          {"kind", s.kind},
+          {"because", s.because},
+          {"reproduced_by", s.reproduced_by},
+          {"wrong_group", s.wrong_group ? nlohmann::json(*s.wrong_group) : nlohmann::json(nullptr)},
+          {"diverged_chunk",
+           s.diverged_chunk ? nlohmann::json(*s.diverged_chunk) : nlohmann::json(nullptr)},
+          {"chain", chain}};
+}
+
 }  // namespace
+
+nlohmann::json explain_json(const ExplainReport& r, OutDtype d, std::size_t top) {
+  nlohmann::json j{{"schema", "fp8ref.explain_grouped_gemm/1"},
+                   {"summary", r.summary},
+                   {"exact_match", r.exact_match},
+                   {"compared", r.compared}};
+  for (std::size_t i = 0; i < r.ranked.size() && i < top; ++i)
+    j["ranking"].push_back({{"configuration", ref::describe_member(r.ranked[i].m)},
+                            {"mismatches", r.ranked[i].mismatches}});
+  j["first"] = r.first ? story_json(*r.first, d) : nlohmann::json(nullptr);
+  return j;
+}
 
 ExplainReport explain(const LoadedCase& lc, const Tensor& got,
                       const std::vector<ref::ModelChoice>& candidates, std::size_t members,

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +52,9 @@ struct ExplainReport {
 ExplainReport explain(const LoadedCase& lc, const tensor_io::Tensor& got,
                       const std::vector<ref::ModelChoice>& candidates, std::size_t members,
                       OutDtype d);
+
+// The report as JSON (schema fp8ref.explain_grouped_gemm/1), ranking cut to `top` entries.
+nlohmann::json explain_json(const ExplainReport& r, OutDtype d, std::size_t top);
 
 void add_explain_command(CLI::App& app);
 

@@ -68,39 +68,9 @@ void print_story(const ElementStory& s, OutDtype d) {
   }
 }
 
-nlohmann::json story_json(const ElementStory& s, OutDtype d) {
-  nlohmann::json chain = nlohmann::json::array();
-  for (const ChunkSum& c : s.chain)
-    chain.push_back({{"k_end", c.k_end},
-                     {"exact", c.exact},
-                     {"best", c.best},
-                     {"explaining", std::isnan(c.explaining) ? nlohmann::json(nullptr)
-                                                             : nlohmann::json(c.explaining)}});
-  return {{"row", s.row},
-          {"col", s.col},
-          {"group", s.group},
-          {"got", hex(s.got, d)},
-          {"best", hex(s.ref_z, d)},
-          {"ulps", s.ulps},
-          {"kind", s.kind},
-          {"because", s.because},
-          {"reproduced_by", s.reproduced_by},
-          {"wrong_group", s.wrong_group ? nlohmann::json(*s.wrong_group) : nlohmann::json(nullptr)},
-          {"diverged_chunk",
-           s.diverged_chunk ? nlohmann::json(*s.diverged_chunk) : nlohmann::json(nullptr)},
-          {"chain", chain}};
-}
-
 void print_report(const ExplainReport& r, const ExplainOptions& o, OutDtype d) {
   if (o.g.json) {
-    nlohmann::json j{{"schema", "fp8ref.explain_grouped_gemm/1"},
-                     {"summary", r.summary},
-                     {"exact_match", r.exact_match},
-                     {"compared", r.compared}};
-    for (std::size_t i = 0; i < r.ranked.size() && i < o.top; ++i)
-      j["ranking"].push_back({{"configuration", ref::describe_member(r.ranked[i].m)},
-                              {"mismatches", r.ranked[i].mismatches}});
-    j["first"] = r.first ? story_json(*r.first, d) : nlohmann::json(nullptr);
+    const nlohmann::json j = explain_json(r, d, o.top);
     std::printf("%s\n", j.dump(2).c_str());
     return;
   }

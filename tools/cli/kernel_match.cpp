@@ -109,12 +109,15 @@ std::string preset_names() {
 }  // namespace
 
 ResolvedKernel resolve_kernel(GemmOptions& o, const GivenOptions& given) {
+  return resolve_kernel(o, given, load_file(o.in));
+}
+
+ResolvedKernel resolve_kernel(GemmOptions& o, const GivenOptions& given, const TensorFile& tf) {
   const ref::KernelPreset* p = ref::find_kernel_preset(o.kernel);
   if (p == nullptr)
     usage("--kernel: unknown kernel '" + o.kernel + "'; presets: " + preset_names());
   if (o.grouping == "k" && p->grouping == ref::PresetGrouping::m)
     usage("--kernel " + std::string(p->alias) + " is M-grouped only; --grouping k is refused");
-  const TensorFile tf = load_file(o.in);
   if (!given.b_layout) infer_b_layout(tf, o, *p);
   if (!given.scaling) infer_scaling(tf, o, *p);
   if (!given.out_dtype && !o.got.empty()) infer_out_dtype(tf, o);

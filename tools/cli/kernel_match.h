@@ -31,6 +31,9 @@ struct ResolvedKernel {
   std::vector<ref::ModelChoice> members;
 };
 ResolvedKernel resolve_kernel(GemmOptions& o, const GivenOptions& given);
+// The same on tensors already in memory (the Python module's arrays; --got in `tf` by name).
+ResolvedKernel resolve_kernel(GemmOptions& o, const GivenOptions& given,
+                              const tensor_io::TensorFile& tf);
 
 // The configurations --strength and explain compare when no preset narrows them: every model the
 // reference accepts for the case's scaling, every epilogue order for scalar scales, and split-K

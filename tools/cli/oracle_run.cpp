@@ -69,6 +69,13 @@ bool use_gpu(const GemmOptions& o) {
   return true;
 }
 
+LoadedCase load_for_run(const tensor_io::TensorFile& tf, const GemmOptions& o) {
+  if (o.grouping != "m") usage("--grouping " + o.grouping + ": only m from tensors in memory");
+  GemmCase c = load_case(tf, o);
+  std::vector<std::int64_t> shape{c.M, c.N};
+  return {std::move(c), std::nullopt, std::move(shape), ""};
+}
+
 LoadedCase load_for_run(const GemmOptions& o) {
   if (o.grouping == "m") {
     GemmCase c = load_case(o);
