@@ -239,6 +239,9 @@ ExplainReport explain(const LoadedCase& lc, const Tensor& got,
     r.summary = "MATCH: " + cfg + " reproduces all " + all + " compared elements";
     return r;
   }
+  if (lc.k && lc.k->block_scaling != ref::Scaling::none)
+    usage("explain: K-grouped blockwise / mx outputs have no element story yet (ranking: " + cfg +
+          ", " + std::to_string(best.mismatches) + " mismatches)");
   const OracleRun run = run_loaded(lc, best.m, d, false);
   std::size_t i = 0;
   while (!(rows[i / n] && run.bits[i] != std::uint32_t(raw_bits(got, i)))) ++i;

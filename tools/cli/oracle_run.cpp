@@ -48,6 +48,27 @@ GemmCase head_rows(const GemmCase& c, std::int64_t rows) {
   return h;
 }
 
+// K-grouped with blockwise / mx scales along K: the wgrad of reference/grouped_gemm.h with K as
+// its tokens (gemm_case.h); out (G, M, N) = dW. C = -0 gives RN(C + acc) = acc for every acc;
+// an empty group is then RN(-0) and is written +0, as the other K-grouped paths write it.
+OracleRun run_wgrad_form(const KGroupedCase& k, ref::ModelChoice m, OutDtype d) {
+  const auto n = std::size_t(k.G * k.M * k.N);
+  std::vector<float> c(n, -0.0f), f(d == OutDtype::f32 ? n : 0);
+  std::vector<std::uint16_t> h(d == OutDtype::f32 ? 0 : n);
+  OracleRun r{std::vector<std::uint32_t>(n), std::vector<double>(n)};
+  const ref::WgradOperands op{k.K,   k.M,  k.N, k.G, k.fa, k.fb, k.dy, k.x, k.block_scaling,
+                              k.sdy, k.sx, c};
+  ref::grouped_gemm_wgrad(op, k.offs, m, {d, f, h, r.bound});
+  std::int64_t s = 0;
+  for (std::int64_t g = 0; g < k.G; ++g) {
+    const bool empty = k.offs[std::size_t(g)] == s;
+    s = k.offs[std::size_t(g)];
+    for (std::size_t i = std::size_t(g * k.M * k.N); i < std::size_t((g + 1) * k.M * k.N); ++i)
+      r.bits[i] = empty ? 0u : d == OutDtype::f32 ? std::bit_cast<std::uint32_t>(f[i]) : h[i];
+  }
+  return r;
+}
+
 }  // namespace
 
 bool use_gpu(const GemmOptions& o) {
@@ -85,6 +106,7 @@ LoadedCase load_for_run(const GemmOptions& o) {
   if (o.grouping != "k") usage("--grouping: expected m or k, got '" + o.grouping + "'");
   KGroupedCase k = load_kgrouped_case(o);
   GemmCase c = k.stacked();
+  if (k.block_scaling != ref::Scaling::none) c.scaling = k.block_scaling;  // for the candidates
   std::vector<std::int64_t> shape{k.G, k.M, k.N};
   std::string what = "K-grouped M=" + std::to_string(k.M) + " N=" + std::to_string(k.N) +
                      " K=" + std::to_string(k.K) + " G=" + std::to_string(k.G);
@@ -96,6 +118,10 @@ LoadedCase load_for_run(const GemmOptions& o) {
 OracleRun run_loaded(const LoadedCase& lc, ref::ModelChoice m, OutDtype d, bool on_gpu) {
   if (!lc.k) return run_oracle(lc.c, m, d, on_gpu);
   const KGroupedCase& k = *lc.k;
+  if (k.block_scaling != ref::Scaling::none) {
+    if (on_gpu) usage("--device cuda: the GPU oracle has no K-grouped blockwise / mx path");
+    return run_wgrad_form(k, m, d);
+  }
   const auto mn = std::size_t(k.M * k.N);
   OracleRun r{std::vector<std::uint32_t>(std::size_t(k.G) * mn),
               std::vector<double>(std::size_t(k.G) * mn)};
@@ -117,6 +143,11 @@ OracleRun run_loaded_head(const LoadedCase& lc, ref::ModelChoice m, OutDtype d, 
     return run_oracle(h, m, d, on_gpu);
   }
   const KGroupedCase& k = *lc.k;
+  if (k.block_scaling != ref::Scaling::none) {  // evaluated whole
+    const OracleRun r = run_loaded(lc, m, d, on_gpu);
+    for (std::size_t i = 0; i < r.bits.size(); ++i) index.push_back(i);
+    return r;
+  }
   OracleRun r;
   for (std::size_t g = 0; g < k.groups.size(); ++g) {
     if (k.groups[g].K == 0) continue;
