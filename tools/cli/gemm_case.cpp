@@ -259,6 +259,26 @@ void load_kgrouped_blocks(const TensorFile& tf, const GemmOptions& o, const Tens
   k.sx = transposed(sb, k.N, rb);
 }
 
+// Each group of a K-grouped case as a one-group forward case with its scalar scales (block
+// scalings keep theirs in the wgrad form).
+void add_kgroups(KGroupedCase& k, const Tensor& a, const Tensor& b, BLayout layout, Scaling sc,
+                 const std::vector<float>& sa, const std::vector<float>& sb) {
+  std::int64_t s = 0;
+  for (std::int64_t g = 0; g < k.G; ++g) {
+    const std::int64_t e = k.offs[std::size_t(g)];
+    k.groups.push_back(kgroup_case(k, a, b, layout, s, e));
+    GemmCase& c = k.groups.back();
+    s = e;
+    if (k.block_scaling != Scaling::none) continue;
+    c.scaling = sc;
+    if (sc == Scaling::tensorwise) c.sa = sa, c.sb = sb;
+    if (sc == Scaling::rowwise) {
+      c.sa.assign(sa.begin() + g * k.M, sa.begin() + (g + 1) * k.M);
+      c.sb.assign(sb.begin() + g * k.N, sb.begin() + (g + 1) * k.N);
+    }
+  }
+}
+
 }  // namespace
 
 KGroupedCase load_kgrouped_case(const GemmOptions& o) {
@@ -305,23 +325,7 @@ KGroupedCase load_kgrouped_case(const GemmOptions& o) {
   }
   if (sc == Scaling::blockwise || sc == Scaling::mx)
     load_kgrouped_blocks(tf, o, a, b, layout, k, sc);
-  std::int64_t s = 0;
-  for (std::int64_t g = 0; g < k.G; ++g) {
-    const std::int64_t e = k.offs[std::size_t(g)];
-    k.groups.push_back(kgroup_case(k, a, b, layout, s, e));
-    if (k.block_scaling != Scaling::none) {
-      s = e;
-      continue;
-    }
-    GemmCase& c = k.groups.back();
-    c.scaling = sc;
-    if (sc == Scaling::tensorwise) c.sa = sa, c.sb = sb;
-    if (sc == Scaling::rowwise) {
-      c.sa.assign(sa.begin() + g * k.M, sa.begin() + (g + 1) * k.M);
-      c.sb.assign(sb.begin() + g * k.N, sb.begin() + (g + 1) * k.N);
-    }
-    s = e;
-  }
+  add_kgroups(k, a, b, layout, sc, sa, sb);
   return k;
 }
 

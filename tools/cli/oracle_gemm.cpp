@@ -274,6 +274,13 @@ void run_verify_command(GemmOptions o, const GivenOptions& given) {
 
 }  // namespace
 
+void add_kernel_options(CLI::App* c, GemmOptions& o) {
+  c->add_option("--kernel", o.kernel,
+                "A kernel preset (docs/presets.md): torch._scaled_mm, torch._scaled_grouped_mm, "
+                "deep_gemm.fp8_gemm_nt, ...; fixes model, epilogue and split-K family");
+  c->add_flag("--fast-accum", o.fast_accum, "--kernel: the kernel's fast-accumulation mode");
+}
+
 GemmFlags add_gemm_options(CLI::App* c, GemmOptions& o) {
   GemmFlags f{};
   c->add_option("--in", o.in, "Tensor file holding the operands (safetensors, npz, torch zip)")
@@ -306,10 +313,7 @@ GemmFlags add_gemm_options(CLI::App* c, GemmOptions& o) {
                             "none | tensorwise | rowwise | blockwise | mx | nvfp4 (--kernel: read "
                             "from the scale sizes)")
                   ->capture_default_str();
-  c->add_option("--kernel", o.kernel,
-                "A kernel preset (docs/presets.md): torch._scaled_mm, torch._scaled_grouped_mm, "
-                "deep_gemm.fp8_gemm_nt, ...; fixes model, epilogue and split-K family");
-  c->add_flag("--fast-accum", o.fast_accum, "--kernel: the kernel's fast-accumulation mode");
+  add_kernel_options(c, o);
   f.model =
       c->add_option("--model", o.model,
                     "Accumulation model (docs/models.md), e.g. exact, hopper_promoted_blockwise, "
