@@ -135,14 +135,32 @@ def _run_oracle(tensors, o, bound, device, grouping):
     return _core.grouped_gemm_on(tensors, o, bound, device, grouping)
 
 
-def grouped_gemm(a, b, scale_a=None, scale_b=None, offs=None, *, model, scaling=None,
+def _presets_are_m_grouped(grouping):
+    if grouping != "m":
+        raise ValueError("kernel= presets are M-grouped (grouping='m'); name the model with "
+                         "model= for grouping='k'")
+
+
+def grouped_gemm(a, b, scale_a=None, scale_b=None, offs=None, *, model=None, scaling=None,
                  b_layout="nk", split_k=1, split_k_blocks=0, epilogue="model", out_dtype="f32",
-                 bound=False, kernel=None, device="cpu", grouping="m"):
-    """`fp8-check oracle grouped-gemm`: Y[r] = A[r]·B[g(r)]^T under accumulation `model`; rows
-    past offs[-1] are +0. Returns Y (M, N) (and the per-element bound with bound=True).
+                 bound=False, kernel=None, device="cpu", grouping="m", fast_accum=False):
+    """`fp8-check oracle grouped-gemm`: Y[r] = A[r]·B[g(r)]^T under accumulation `model`, or
+    kernel= a preset (docs/presets.md: its first member); rows past offs[-1] are +0. Returns
+    Y (M, N) (and the per-element bound with bound=True).
     device='cuda': the GPU oracle (the same bits; no bound; RuntimeError without a device).
     grouping='k': torch's 2d x 2d product, A (M, K), B (N, K) or (K, N), offs the K ends: out
     (G, M, N), an empty group +0 (fp8-check --grouping k)."""
+    if kernel is not None:
+        _presets_are_m_grouped(grouping)
+        from ._presets import grouped_gemm_kernel
+
+        return grouped_gemm_kernel(a, b, scale_a, scale_b, offs, kernel=kernel,
+                                   fast_accum=fast_accum, bound=bound, model=model,
+                                   scaling=scaling, b_layout=b_layout, split_k=split_k,
+                                   split_k_blocks=split_k_blocks, epilogue=epilogue,
+                                   out_dtype=out_dtype)
+    if model is None:
+        raise ValueError("grouped_gemm: model= or kernel= is required")
     tensors, like = _gemm_inputs(a, b, scale_a, scale_b, offs)
     o = _gemm_options(tensors, model, scaling, b_layout, split_k, split_k_blocks, epilogue,
                       out_dtype, kernel, device, grouping)
@@ -230,12 +248,24 @@ def _failing(got_bits, ref_bits, bound, exact, out_dtype, within):
     return fail & ~np.where(finite, near, other)
 
 
-def verify_grouped_gemm(got, a, b, scale_a=None, scale_b=None, offs=None, *, model,
+def verify_grouped_gemm(got, a, b, scale_a=None, scale_b=None, offs=None, *, model=None,
                         scaling=None, b_layout="nk", split_k=1, split_k_blocks=0,
                         epilogue="model", out_dtype="f32", within_bound=False, max_report=10,
-                        kernel=None, device="cpu", grouping="m"):
-    """`fp8-check verify grouped-gemm`: compares `got` (M, N) with the oracle per group. Rows
-    past offs[-1] are not compared. Returns a VerifyReport."""
+                        kernel=None, device="cpu", grouping="m", fast_accum=False):
+    """`fp8-check verify grouped-gemm`: compares `got` (M, N) with the oracle per group, under
+    `model` or each member of kernel= (docs/presets.md; the report's `matched` names the member).
+    Rows past offs[-1] are not compared. Returns a VerifyReport."""
+    if kernel is not None:
+        _presets_are_m_grouped(grouping)
+        from ._presets import verify_kernel
+
+        return verify_kernel(got, a, b, scale_a, scale_b, offs, kernel=kernel,
+                             fast_accum=fast_accum, within_bound=within_bound,
+                             max_report=max_report, model=model, scaling=scaling,
+                             b_layout=b_layout, split_k=split_k, split_k_blocks=split_k_blocks,
+                             epilogue=epilogue, out_dtype=out_dtype)
+    if model is None:
+        raise ValueError("verify_grouped_gemm: model= or kernel= is required")
     tensors, _ = _gemm_inputs(a, b, scale_a, scale_b, offs)
     o = _gemm_options(tensors, model, scaling, b_layout, split_k, split_k_blocks, epilogue,
                       out_dtype, kernel, device, grouping)
@@ -342,7 +372,3 @@ def save(path, tensors, metadata=None):
     items = [(name, triple(as_array(x, what=name)[0], name)) for name, x in tensors.items()]
     _core.write_tensor_file(str(path), items, dict(metadata or {}))
 
-
-def explain(*args, **kwargs):
-    """Not in fp8ref yet (the CLI has no explain either)."""
-    raise NotImplementedError("explain: not in fp8ref yet")

@@ -53,5 +53,6 @@ OutTensor from_tensor(tensor_io::Tensor&& t);
 void register_codec(nb::module_& m);
 void register_tensors(nb::module_& m);
 void register_oracle(nb::module_& m);  // oracle_bindings.cpp
+void register_presets(nb::module_& m);  // preset_bindings.cpp
 
 }  // namespace fp8ref::py
