@@ -211,12 +211,19 @@ void check_step(std::mt19937_64& rng) {
   }
 }
 
+void check_dot(std::int64_t v, std::mt19937_64& rng);
+
+// A step variant checks 16 steps, a model variant three dot products.
 void check_model(std::int64_t v, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   if (v == 0) {
     for (int i = 0; i < 16; ++i) check_step(rng);
     return;
   }
+  for (int i = 0; i < 3; ++i) check_dot(v, rng);
+}
+
+void check_dot(std::int64_t v, std::mt19937_64& rng) {
   const bool per_block = v == 4;
   const DotCase d = draw_dot(rng, per_block);
   const DotRun x{d.a.data(), d.b.data(), d.fa, d.fb};

@@ -40,8 +40,10 @@ Suite seed_suite(SuiteInfo info, std::int64_t variants,
                  std::function<std::string(std::int64_t)> tag,
                  std::function<void(std::int64_t, std::uint64_t)> check) {
   CaseSuite<SeedCase> cs;
+  // At RapidCheck's nominal size, so that every variant is equally likely from the first case on
+  // (inRange narrows its range with the size, which starts at 0).
   cs.draw = [variants] {
-    return SeedCase{*rc::gen::inRange<std::int64_t>(0, variants),
+    return SeedCase{*rc::gen::resize(rc::kNominalSize, rc::gen::inRange<std::int64_t>(0, variants)),
                     *rc::gen::arbitrary<std::uint64_t>()};
   };
   cs.check = [check](const SeedCase& c) { check(c.variant, c.seed); };
