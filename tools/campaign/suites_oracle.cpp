@@ -2,8 +2,7 @@
 //   codec.profiles    every profile's e4m3 / e5m2 cast (each rounding it has) against the rational
 //                     oracle, on exact ties, the saturation boundary ± one ulp, the subnormal
 //                     boundaries, NaN / Inf and random patterns;
-//   quantize.recipes  each recipe's block scale against the formula of docs/recipes.md written
-//                     out here with plain arithmetic (tiny, zero, ordinary and spike amaxes);
+//   quantize.recipes  (suites_recipes.cpp) each recipe's scales and codes against its formula;
 //   layout.offsets    every position of every scale layout against its closed-form offset.
 // A case is a variant and a seed (the inputs follow from them), so its file is two numbers.
 #include <bit>
@@ -17,7 +16,6 @@
 #include "numerics/oracle/rational_oracle.h"
 #include "numerics/profile.h"
 #include "numerics/scale_layout.h"
-#include "numerics/scale_recipe.h"
 
 namespace fp8ref::fuzz {
 
@@ -174,100 +172,6 @@ void check_codec(std::int64_t variant, std::uint64_t seed) {
   }
 }
 
-// --- quantize.recipes ---------------------------------------------------------------------------
-
-struct RecipeVariant {
-  const char* name;
-  Recipe recipe;
-};
-
-const std::vector<RecipeVariant>& recipe_variants() {
-  static const std::vector<RecipeVariant> v = {
-      {"deepgemm", {RecipeKind::deepgemm, Format::e4m3, Runtime::torch_cpu, false, 0.0f}},
-      {"deepgemm_ue8m0", {RecipeKind::deepgemm, Format::e4m3, Runtime::torch_cpu, true, 0.0f}},
-      {"te", {RecipeKind::te, Format::e4m3, Runtime::cuda_kernel, false, 0.0f}},
-      {"te_eps", {RecipeKind::te, Format::e4m3, Runtime::cuda_kernel, false, 1e-5f}},
-      {"te_eps_pow2", {RecipeKind::te, Format::e5m2, Runtime::cuda_kernel, true, 1e-5f}},
-      {"mx_rceil_e4m3", {RecipeKind::mx_rceil, Format::e4m3, Runtime::cuda_kernel, false, 0.0f}},
-      {"mx_rceil_e5m2", {RecipeKind::mx_rceil, Format::e5m2, Runtime::cuda_kernel, false, 0.0f}},
-  };
-  return v;
-}
-
-// 2^k as an f32 (k in [-126, 127]).
-float pow2f(int k) { return std::ldexp(1.0f, k); }
-// floor(log2 x) for a positive normal f32.
-int floor_log2(float x) {
-  int e = 0;
-  (void)std::frexp(x, &e);
-  return e - 1;
-}
-bool is_pow2(float x) {
-  int e = 0;
-  return std::frexp(x, &e) == 0.5f;
-}
-
-// The scale of docs/recipes.md, written out: DeepGEMM sf = clamp(amax, 1e-4) / 448, ue8m0: sf
-// rounded up to a power of two; TE scale = max / max(amax, eps), pow2: rounded down, s = 1/scale;
-// MX RCEIL (CUDA kernels): e = ceil(log2(amax · RN(1/max))) + 127.
-BlockScale recipe_formula(const Recipe& r, float amax) {
-  const float max = r.elem == Format::e4m3 ? 448.0f : 57344.0f;
-  if (r.kind == RecipeKind::deepgemm) {
-    float sf = (amax < 1e-4f ? 1e-4f : amax) / 448.0f;
-    if (r.pow2) {
-      int k = floor_log2(sf) + (is_pow2(sf) ? 0 : 1);
-      k = k < -126 ? -126 : (k > 127 ? 127 : k);
-      sf = pow2f(k);
-    }
-    return {sf, 1.0f / sf, false, 0};
-  }
-  if (r.kind == RecipeKind::te) {
-    const float a = amax < r.epsilon ? r.epsilon : amax;
-    float scale = a == 0.0f ? 1.0f : max / a;
-    if (r.pow2 && a != 0.0f) scale = pow2f(floor_log2(scale));
-    return {float(1.0 / double(scale)), scale, false, 0};
-  }
-  const float d = amax * float(1.0 / double(max));
-  int e = d == 0.0f ? 0 : floor_log2(d) + (is_pow2(d) ? 0 : 1) + 127;
-  e = e < 0 ? 0 : (e > 254 ? 254 : e);
-  return {std::ldexp(1.0f, e - 127), e == 0 ? 1.0f : std::ldexp(1.0f, 127 - e), false,
-          std::uint8_t(e)};
-}
-
-// Tiny (1e-6 .. 1e-4), zero, ordinary, spike, and max·2^k (an exact power-of-two descale).
-float draw_amax(std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> u(0, 1);
-  switch (rng() % 6) {
-    case 0:
-    case 1: return float(std::pow(10.0, -6 + 2 * u(rng)));
-    case 2: return 0.0f;
-    case 3: return float(std::pow(10.0, -3 + 6 * u(rng)));
-    case 4: return float(1e4 * (1 + u(rng)));
-    default: return std::ldexp(rng() & 1 ? 448.0f : 57344.0f, int(rng() % 40) - 30);
-  }
-}
-
-void check_recipe(std::int64_t variant, std::uint64_t seed) {
-  const RecipeVariant& v = recipe_variants()[std::size_t(variant)];
-  std::mt19937_64 rng(seed);
-  for (int i = 0; i < 32; ++i) {
-    const float amax = draw_amax(rng);
-    const BlockScale got = block_scale(v.recipe, amax, Source::bf16);
-    const BlockScale want = recipe_formula(v.recipe, amax);
-    fold_result(&got.s, sizeof got.s);
-    const bool mx = v.recipe.kind == RecipeKind::mx_rceil;
-    if (std::bit_cast<std::uint32_t>(got.s) != std::bit_cast<std::uint32_t>(want.s) ||
-        std::bit_cast<std::uint32_t>(got.factor) != std::bit_cast<std::uint32_t>(want.factor) ||
-        (mx && got.e8m0 != want.e8m0))
-      throw Violation(std::string("recipe ") + v.name + ": amax " + std::to_string(amax) + " (" +
-                      hex(std::bit_cast<std::uint32_t>(amax)) + ") gives s " +
-                      hex(std::bit_cast<std::uint32_t>(got.s)) + " factor " +
-                      hex(std::bit_cast<std::uint32_t>(got.factor)) + " e8m0 " + hex(got.e8m0) +
-                      ", the formula " + hex(std::bit_cast<std::uint32_t>(want.s)) + " / " +
-                      hex(std::bit_cast<std::uint32_t>(want.factor)) + " / " + hex(want.e8m0));
-  }
-}
-
 // --- layout.offsets -----------------------------------------------------------------------------
 
 constexpr const char* kLayoutNames[] = {
@@ -378,22 +282,7 @@ void add_oracle_suites(std::vector<Suite>& out) {
                std::string(to_string(codec_variants()[std::size_t(v)].format));
       },
       check_codec));
-  {
-    std::vector<std::string> classes;
-    for (const auto& v : recipe_variants()) classes.push_back(std::string("recipe:") + v.name);
-    out.push_back(seed_suite(
-        {"quantize.recipes",
-         "each recipe's block scale == the docs/recipes.md formula (tiny, zero, spike amax)",
-         "cpu",
-         300,
-         classes,
-         {}},
-        std::int64_t(recipe_variants().size()),
-        [](std::int64_t v) {
-          return std::string("recipe:") + recipe_variants()[std::size_t(v)].name;
-        },
-        check_recipe));
-  }
+  add_recipe_suite(out);  // suites_recipes.cpp
   out.push_back(seed_suite(
       {"layout.offsets",
        "every position of every scale layout == its closed-form offset; padding defined",
