@@ -4,9 +4,9 @@
 // significands aligned to the largest exponent and truncated to 13 fraction bits, then to 14
 // significant bits; the mma.sync step as two HMMAs over f16 operands truncating to 25 fraction
 // bits, then C added in RN; chains of 32-product steps; promotion exactly at 128-K boundaries;
-// split-K slices (S equal ones or slices of L 128-blocks) added in slice order; the epilogues. The generator makes order matter: 128-blocks
-// of very different magnitudes, blocks that cancel earlier ones, three or more slices, and
-// scales with full significands.
+// split-K slices (S equal ones or slices of L 128-blocks) added in slice order; the epilogues. The
+// generator makes order matter: 128-blocks of very different magnitudes, blocks that cancel earlier
+// ones, three or more slices, and scales with full significands.
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -100,11 +100,12 @@ float hmma(const std::uint8_t* a, const std::uint8_t* b, int n, Format fa, Forma
   const int cexp = (field ? field : 1) - 127;
   if (xs.empty() && csig == 0) return 0.0f;
   int E = csig != 0 ? cexp : f16_exponent(xs[0]) + f16_exponent(ys[0]);
-  for (std::size_t i = 0; i < xs.size(); ++i) E = std::max(E, f16_exponent(xs[i]) + f16_exponent(ys[i]));
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    E = std::max(E, f16_exponent(xs[i]) + f16_exponent(ys[i]));
   std::int64_t S = (cu >> 31 ? -1 : 1) * shifted(csig, cexp - 23 - (E - 25));  // units 2^(E-25)
   for (std::size_t i = 0; i < xs.size(); ++i) {
-    const std::int64_t m = shifted(xs[i].sig * ys[i].sig,
-                                   xs[i].exp - xs[i].man + ys[i].exp - ys[i].man - (E - 25));
+    const std::int64_t m =
+        shifted(xs[i].sig * ys[i].sig, xs[i].exp - xs[i].man + ys[i].exp - ys[i].man - (E - 25));
     S += xs[i].neg != ys[i].neg ? -m : m;
   }
   if (S == 0) return 0.0f;
@@ -141,7 +142,7 @@ struct DotCase {
   std::int64_t K = 0;
   int slices = 1;
   std::int64_t slice_len = 0;  // > 0: slices of this many 128-blocks (SplitK::of_length)
-  std::vector<float> sa, sb;  // per 128-block (blockwise) or one each
+  std::vector<float> sa, sb;   // per 128-block (blockwise) or one each
 };
 
 // Slices of ceil(nb / S) 128-blocks (or of slice_len blocks, as many as cover K) in slice order,
@@ -243,11 +244,11 @@ constexpr const char* kVariants[] = {"step",
 constexpr std::int64_t kNumVariants = 8;
 
 void mismatch(std::int64_t v, const DotCase& d, float got, float want) {
-  throw Violation(std::string("model ") + kVariants[v] + " (K=" + std::to_string(d.K) + ", " +
-                  (d.slice_len > 0 ? "L=" + std::to_string(d.slice_len)
-                                   : "S=" + std::to_string(d.slices)) +
-                  "): " + hex(std::bit_cast<std::uint32_t>(got)) +
-                  ", the second implementation gives " + hex(std::bit_cast<std::uint32_t>(want)));
+  throw Violation(
+      std::string("model ") + kVariants[v] + " (K=" + std::to_string(d.K) + ", " +
+      (d.slice_len > 0 ? "L=" + std::to_string(d.slice_len) : "S=" + std::to_string(d.slices)) +
+      "): " + hex(std::bit_cast<std::uint32_t>(got)) + ", the second implementation gives " +
+      hex(std::bit_cast<std::uint32_t>(want)));
 }
 
 void check_step(std::mt19937_64& rng) {

@@ -161,7 +161,8 @@ std::uint64_t f16_bits(double v) {
   int e = 0;
   (void)std::frexp(a, &e);
   if (e - 1 < -14) return sign | std::uint64_t(std::ldexp(a, 24));
-  return sign | (std::uint64_t(e - 1 + 15) << 10) | std::uint64_t((std::ldexp(a, 1 - e) - 1) * 1024);
+  return sign | (std::uint64_t(e - 1 + 15) << 10) |
+         std::uint64_t((std::ldexp(a, 1 - e) - 1) * 1024);
 }
 
 // v as a pattern of the variant's source type (f32 and bf16 through the f32, whose value it is
@@ -175,9 +176,7 @@ std::uint64_t source_pattern(Source s, double v) {
   }
 }
 
-int sign_bit_of(Source s) {
-  return s == Source::f64 ? 63 : (s == Source::f32 ? 31 : 15);
-}
+int sign_bit_of(Source s) { return s == Source::f64 ? 63 : (s == Source::f32 ? 31 : 15); }
 
 // The source pattern of a drawn input: a boundary value, perhaps moved one source ulp either
 // way, with a random sign; or NaN / Inf.
@@ -214,7 +213,7 @@ std::uint8_t rational_expected(const ProfileCodec& codec, std::uint64_t bits, st
   const oracle::SrOutcomes o = oracle::sr_outcomes(in.b, codec.fp8.overflow, codec.fp8.sr_bits);
   const std::uint64_t r = rand & ((std::uint64_t{1} << codec.fp8.sr_bits) - 1);
   return o.away_count + r >= (std::uint64_t{1} << codec.fp8.sr_bits) ? o.away_from_zero
-                                                                      : o.toward_zero;
+                                                                     : o.toward_zero;
 }
 
 // Coverage class of a variant: "rounding:sr", else "<format>:<source>".
@@ -251,10 +250,16 @@ void check_codec(std::int64_t variant, std::uint64_t seed) {
 
 // --- layout.offsets -----------------------------------------------------------------------------
 
-constexpr const char* kLayoutNames[] = {
-    "e8m0:row_major", "e8m0:blocked_128x4", "e8m0:deepgemm_packed", "f32:row_major",
-    "f32:col_major",  "f32:tma_mn_major",   "f32:te_compact",       "f32:cublas_k_major_pad4",
-    "e8m0:blocked_grouped_rows", "e8m0:blocked_grouped_cols"};
+constexpr const char* kLayoutNames[] = {"e8m0:row_major",
+                                        "e8m0:blocked_128x4",
+                                        "e8m0:deepgemm_packed",
+                                        "f32:row_major",
+                                        "f32:col_major",
+                                        "f32:tma_mn_major",
+                                        "f32:te_compact",
+                                        "f32:cublas_k_major_pad4",
+                                        "e8m0:blocked_grouped_rows",
+                                        "e8m0:blocked_grouped_cols"};
 constexpr std::int64_t kLayouts = 10;
 
 std::int64_t up(std::int64_t x, std::int64_t a) { return (x + a - 1) / a * a; }
@@ -328,7 +333,8 @@ void check_grouped_layout(std::int64_t l, std::mt19937_64& rng) {
   std::vector<std::int64_t> start_of(std::size_t(rows ? R : C)), base_of(start_of.size());
   std::int64_t prev = 0, base = 0;
   for (const std::int64_t e : ends) {
-    for (std::int64_t i = prev; i < e; ++i) start_of[std::size_t(i)] = prev, base_of[std::size_t(i)] = base;
+    for (std::int64_t i = prev; i < e; ++i)
+      start_of[std::size_t(i)] = prev, base_of[std::size_t(i)] = base;
     base += rows ? (e - prev + 127) / 128 : up(e - prev, 4);
     prev = e;
   }
@@ -401,8 +407,7 @@ void add_oracle_suites(std::vector<Suite>& out) {
        codec_classes(),
        {}},
       std::int64_t(codec_variants().size()),
-      [](std::int64_t i) { return codec_class(codec_variants()[std::size_t(i)]); },
-      check_codec));
+      [](std::int64_t i) { return codec_class(codec_variants()[std::size_t(i)]); }, check_codec));
   add_recipe_suite(out);  // suites_recipes.cpp
   out.push_back(seed_suite(
       {"layout.offsets",

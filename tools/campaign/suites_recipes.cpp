@@ -138,7 +138,9 @@ float draw_amax(std::mt19937_64& rng) {
 }
 
 std::string bits_text(float x) { return hex(std::bit_cast<std::uint32_t>(x)); }
-bool same(float x, float y) { return std::bit_cast<std::uint32_t>(x) == std::bit_cast<std::uint32_t>(y); }
+bool same(float x, float y) {
+  return std::bit_cast<std::uint32_t>(x) == std::bit_cast<std::uint32_t>(y);
+}
 
 void check_scales(const RecipeVariant& v, std::mt19937_64& rng) {
   for (int i = 0; i < 16; ++i) {
@@ -176,8 +178,9 @@ void check_codes(const RecipeVariant& v, std::mt19937_64& rng) {
     }
     amax.push_back(m);
   }
-  const ref::Quantized q = ref::quantize({row.data(), Source::bf16, 1, n, n, 1}, r,
-                                         is_mx(r.kind) ? BlockGeometry::b1x32 : BlockGeometry::b1x128);
+  const ref::Quantized q =
+      ref::quantize({row.data(), Source::bf16, 1, n, n, 1}, r,
+                    is_mx(r.kind) ? BlockGeometry::b1x32 : BlockGeometry::b1x128);
   fold_result(q.codes.data(), q.codes.size());
   const EncodeSpec spec{Rounding::rne,
                         r.kind == RecipeKind::deepgemm ? Overflow::nonsat : Overflow::sat,
@@ -187,11 +190,12 @@ void check_codes(const RecipeVariant& v, std::mt19937_64& rng) {
     if (j % blk == 0 && !same(q.scale[std::size_t(j / blk)], want.s))
       throw Violation(std::string("recipe ") + v.name + ": block " + std::to_string(j / blk) +
                       " of amax " + bits_text(amax[std::size_t(j / blk)]) + " has s " +
-                      bits_text(q.scale[std::size_t(j / blk)]) + ", the formula " + bits_text(want.s));
+                      bits_text(q.scale[std::size_t(j / blk)]) + ", the formula " +
+                      bits_text(want.s));
     const float xj = x[std::size_t(j)];
     const float y = want.divide ? xj / want.factor : xj * want.factor;
-    const std::uint8_t code = oracle::table_oracle_encode(
-        r.elem, std::bit_cast<std::uint64_t>(double(y)), spec);
+    const std::uint8_t code =
+        oracle::table_oracle_encode(r.elem, std::bit_cast<std::uint64_t>(double(y)), spec);
     if (q.codes[std::size_t(j)] != code)
       throw Violation(std::string("recipe ") + v.name + ": element " + bits_text(xj) +
                       " scaled to " + bits_text(y) + " has code " + hex(q.codes[std::size_t(j)]) +
@@ -214,9 +218,14 @@ void add_recipe_suite(std::vector<Suite>& out) {
   out.push_back(seed_suite(
       {"quantize.recipes",
        "each recipe's block scales and codes == the docs/recipes.md formula + the table oracle",
-       "cpu", 300, classes, {}},
+       "cpu",
+       300,
+       classes,
+       {}},
       std::int64_t(recipe_variants().size()),
-      [](std::int64_t v) { return std::string("recipe:") + recipe_variants()[std::size_t(v)].name; },
+      [](std::int64_t v) {
+        return std::string("recipe:") + recipe_variants()[std::size_t(v)].name;
+      },
       check_recipe));
 }
 

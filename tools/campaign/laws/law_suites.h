@@ -9,10 +9,10 @@
 
 namespace fp8ref::fuzz {
 
-void add_model_law_suites(std::vector<Suite>& out);  // gemm.model_laws
-void add_codec_table_suites(std::vector<Suite>& out);  // codec.tables
+void add_model_law_suites(std::vector<Suite>& out);       // gemm.model_laws
+void add_codec_table_suites(std::vector<Suite>& out);     // codec.tables
 void add_layout_inverse_suites(std::vector<Suite>& out);  // layout.inverse
-void add_quantize_law_suites(std::vector<Suite>& out);  // quantize.laws
-void add_data_law_suites(std::vector<Suite>& out);  // data.laws
+void add_quantize_law_suites(std::vector<Suite>& out);    // quantize.laws
+void add_data_law_suites(std::vector<Suite>& out);        // data.laws
 
 }  // namespace fp8ref::fuzz

@@ -108,8 +108,10 @@ std::uint8_t table_expected(const ProfileCodec& codec, std::uint64_t bits, std::
   std::uint64_t d = source_to_f64_bits(codec.source, bits);
   if (codec.via_f32) {
     const double x = std::bit_cast<double>(d);
-    if (x == x) d = std::bit_cast<std::uint64_t>(static_cast<double>(static_cast<float>(x)));
-    else d = f32_to_f64_bits(f64_to_f32_bits_rne(d));  // NaN: the payload the f32 keeps
+    if (x == x)
+      d = std::bit_cast<std::uint64_t>(static_cast<double>(static_cast<float>(x)));
+    else
+      d = f32_to_f64_bits(f64_to_f32_bits_rne(d));  // NaN: the payload the f32 keeps
   }
   if (codec.format == Format::e8m0) return oracle::table_oracle_encode_e8m0(d, codec.e8m0);
   return oracle::table_oracle_encode(codec.format, d, codec.fp8, rand);
@@ -143,7 +145,10 @@ void add_codec_table_suites(std::vector<Suite>& out) {
   out.push_back(seed_suite(
       {"codec.tables",
        "every profile x format x source x rounding == the table oracle over the whole range",
-       "cpu", 400, classes, {}},
+       "cpu",
+       400,
+       classes,
+       {}},
       std::int64_t(table_variants().size()),
       [](std::int64_t i) {
         const TableVariant& v = table_variants()[std::size_t(i)];

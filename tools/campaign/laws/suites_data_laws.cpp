@@ -31,7 +31,8 @@ std::vector<std::int64_t> draw_sizes(std::mt19937_64& rng, std::int64_t align) {
 ref::PadPlan draw_plan(std::mt19937_64& rng) {
   const std::int64_t aligns[] = {1, 16, 32, 128};
   const std::int64_t align = aligns[rng() % 4];
-  const auto policy = rng() & 1 ? ref::EmptyGroupPolicy::keep_empty : ref::EmptyGroupPolicy::one_block;
+  const auto policy =
+      rng() & 1 ? ref::EmptyGroupPolicy::keep_empty : ref::EmptyGroupPolicy::one_block;
   return ref::plan_padding(draw_sizes(rng, align), align, policy);
 }
 
@@ -105,9 +106,10 @@ void law_wgrad_empty(std::mt19937_64& rng) {
   sizes[g] = 0;
   const std::int64_t G = std::int64_t(sizes.size());
   std::vector<float> c(std::size_t(G * N * K));
-  for (auto& v : c) v = std::ldexp(float(1 + rng() % 255), int(rng() % 20) - 10) * (rng() & 1 ? 1 : -1);
-  const ref::ModelChoice model{rng() & 1 ? AccumulationModel::exact
-                                         : AccumulationModel::fp32_sequential, 1};
+  for (auto& v : c)
+    v = std::ldexp(float(1 + rng() % 255), int(rng() % 20) - 10) * (rng() & 1 ? 1 : -1);
+  const ref::ModelChoice model{
+      rng() & 1 ? AccumulationModel::exact : AccumulationModel::fp32_sequential, 1};
   std::vector<float> dw[2];
   for (int zero_rows = 0; zero_rows < 2; ++zero_rows) {
     std::vector<std::int64_t> sz = sizes, offs;
@@ -119,7 +121,7 @@ void law_wgrad_empty(std::mt19937_64& rng) {
     for (auto& b : x) b = finite_e4m3(rng);
     const std::int64_t r0 = offs[g] - sz[g];
     std::fill(dy.begin() + r0 * N, dy.begin() + offs[g] * N, std::uint8_t{0});
-    const ref::WgradOperands op{M, N, K, G, Format::e4m3, Format::e4m3, dy, x, ref::Scaling::none,
+    const ref::WgradOperands op{M,  N,  K, G, Format::e4m3, Format::e4m3, dy, x, ref::Scaling::none,
                                 {}, {}, c};
     dw[zero_rows].resize(c.size());
     ref::grouped_gemm_wgrad(op, offs, model, dw[zero_rows], {});
@@ -137,9 +139,12 @@ void law_wgrad_empty(std::mt19937_64& rng) {
 void check_data_law(std::int64_t law, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   for (int i = 0; i < 4; ++i) {
-    if (law == 0) law_map_counts(rng);
-    else if (law == 1) law_pad_rows(rng);
-    else law_wgrad_empty(rng);
+    if (law == 0)
+      law_map_counts(rng);
+    else if (law == 1)
+      law_pad_rows(rng);
+    else
+      law_wgrad_empty(rng);
   }
 }
 
@@ -147,8 +152,12 @@ void check_data_law(std::int64_t law, std::uint64_t seed) {
 
 void add_data_law_suites(std::vector<Suite>& out) {
   out.push_back(seed_suite(
-      {"data.laws", "pad row map counts, padding rows zero, empty-group wgrad == zero rows", "cpu",
-       200, {std::begin(kDataLaws), std::end(kDataLaws)}, {}},
+      {"data.laws",
+       "pad row map counts, padding rows zero, empty-group wgrad == zero rows",
+       "cpu",
+       200,
+       {std::begin(kDataLaws), std::end(kDataLaws)},
+       {}},
       kNumDataLaws, [](std::int64_t v) { return std::string(kDataLaws[v]); }, check_data_law));
 }
 

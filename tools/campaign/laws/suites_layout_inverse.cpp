@@ -123,9 +123,9 @@ void check_inverse(std::int64_t variant, std::uint64_t seed) {
     const std::uint8_t want = i == kPadding ? 0 : d.codes[std::size_t(i)];
     if (i != kPadding) seen[std::size_t(i)] = true;
     if (got[std::size_t(p)] != want)
-      throw Violation(std::string("layout ") + kInverseLayouts[variant] + " (G=" +
-                      std::to_string(d.G) + ", R=" + std::to_string(d.R) + ", C=" +
-                      std::to_string(d.C) + "): byte " + std::to_string(p) + " is " +
+      throw Violation(std::string("layout ") + kInverseLayouts[variant] +
+                      " (G=" + std::to_string(d.G) + ", R=" + std::to_string(d.R) +
+                      ", C=" + std::to_string(d.C) + "): byte " + std::to_string(p) + " is " +
                       hex(got[std::size_t(p)]) + ", the inverse map says " + hex(want));
   }
   for (std::size_t i = 0; i < seen.size(); ++i)
@@ -140,9 +140,11 @@ void add_layout_inverse_suites(std::vector<Suite>& out) {
   out.push_back(seed_suite(
       {"layout.inverse",
        "every byte of every E8M0 layout (grouped 128x4 included) == its inverse map",
-       "cpu", 300, {std::begin(kInverseLayouts), std::end(kInverseLayouts)}, {}},
-      kNumInverse, [](std::int64_t v) { return std::string(kInverseLayouts[v]); },
-      check_inverse));
+       "cpu",
+       300,
+       {std::begin(kInverseLayouts), std::end(kInverseLayouts)},
+       {}},
+      kNumInverse, [](std::int64_t v) { return std::string(kInverseLayouts[v]); }, check_inverse));
 }
 
 }  // namespace fp8ref::fuzz

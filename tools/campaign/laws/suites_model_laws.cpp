@@ -66,8 +66,8 @@ LawCase draw_blocks(std::mt19937_64& rng, std::int64_t nb) {
 
 float run(AccumulationModel m, const LawCase& c, std::int64_t k0, std::int64_t k1,
           ElementScales sc = kUnitScales, SplitK split = SplitK(1)) {
-  return model_dot(m, &c.a[std::size_t(k0)], &c.b[std::size_t(k0)], k1 - k0, Format::e4m3, c.fb,
-                   sc, split)
+  return model_dot(m, &c.a[std::size_t(k0)], &c.b[std::size_t(k0)], k1 - k0, Format::e4m3, c.fb, sc,
+                   split)
       .z;
 }
 

@@ -109,7 +109,11 @@ void law_codes(const LawRecipe& v, std::mt19937_64& rng) {
     f32[i] = std::bit_cast<std::uint32_t>(x[i]), b16[i] = std::uint16_t(f32[i] >> 16);
   const ref::SourceView2d view{src == Source::bf16 ? static_cast<const void*>(b16.data())
                                                    : static_cast<const void*>(f32.data()),
-                               src, 1, n, n, 1};
+                               src,
+                               1,
+                               n,
+                               n,
+                               1};
   const ref::Quantized q =
       ref::quantize(view, r, is_mx(r.kind) ? BlockGeometry::b1x32 : BlockGeometry::b1x128);
   fold_result(q.codes.data(), q.codes.size());
@@ -155,15 +159,15 @@ void law_scales(const LawRecipe& v, std::mt19937_64& rng) {
   if (r.kind == RecipeKind::mx_rceil && r.runtime == Runtime::cuda_kernel && inner) {
     const double d = double(a1 * float(1.0 / max));  // the kernel's f32 descale
     if (!(double(s1.s) >= d && double(s1.s) / 2 < d))
-      law_broken(v, "RCEIL scale " + f32_text(s1.s) + " is not the least power of two >= " +
-                        "amax / max = " + std::to_string(d));
+      law_broken(v, "RCEIL scale " + f32_text(s1.s) +
+                        " is not the least power of two >= " + "amax / max = " + std::to_string(d));
   }
   if ((r.kind == RecipeKind::mx_floor || r.kind == RecipeKind::mx_ceil) && inner) {
     const double lo = emax_pow * s1.s, a = a1;
     const bool ok = r.kind == RecipeKind::mx_floor ? lo <= a && a < 2 * lo : lo >= a && a > lo / 2;
     if (!ok)
-      law_broken(v, "amax " + f32_text(a1) + " is not bracketed by 2^emax·s = " +
-                        std::to_string(lo));
+      law_broken(v,
+                 "amax " + f32_text(a1) + " is not bracketed by 2^emax·s = " + std::to_string(lo));
   }
 }
 
@@ -182,7 +186,10 @@ void add_quantize_law_suites(std::vector<Suite>& out) {
   out.push_back(seed_suite(
       {"quantize.laws",
        "recipe laws: nearest codes, monotone scales, clamp / epsilon, RCEIL, MX brackets",
-       "cpu", 300, classes, {}},
+       "cpu",
+       300,
+       classes,
+       {}},
       std::int64_t(law_recipes().size()),
       [](std::int64_t v) { return std::string("recipe:") + law_recipes()[std::size_t(v)].name; },
       check_quantize_law));
