@@ -158,7 +158,9 @@ void add_data_suites(std::vector<Suite>& out);
 void add_gpu_suites(std::vector<Suite>& out);
 void add_blackwell_suites(std::vector<Suite>& out);
 void add_oracle_suites(std::vector<Suite>& out);      // suites_oracle.cpp
+void add_recipe_suite(std::vector<Suite>& out);       // suites_recipes.cpp (quantize.recipes)
 void add_model_bits_suites(std::vector<Suite>& out);  // suites_model_bits.cpp
+void add_law_suites(std::vector<Suite>& out);         // laws/: second oracles (law_suites.h)
 
 // A suite whose case is a variant in [0, variants) and a seed from which the check draws its
 // inputs (its case file holds the two numbers); `tag(variant)` names the variant's coverage class.
