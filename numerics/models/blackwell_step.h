@@ -28,6 +28,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -152,53 +153,120 @@ inline CTerm c_term(float c) {
   return {p.sig, p.exp + 23};
 }
 
-// T-FDPA / ST-FDPA on up to 32 products whose scale exponents add `scale_exp` and scale
-// significands multiply by `scale_sig` (units 2^-scale_man); e_zero and F as in the header.
-// Hot path: the products' significands and exponents are read once into local arrays; every
-// term is then aligned by one branchless shift pair (|sig| < 2^16·scale_sig, left shifts <= F), its
-// dropped bits or-ed into `lost`, and summed in 64-bit integers.
-inline FdpaSum fdpa_sum(const std::uint8_t* a, const std::uint8_t* b, int n, Format fa, Format fb,
-                        int scale_exp, std::int64_t scale_sig, int scale_man, CTerm c, int e_zero,
-                        int frac_bits, int& e_max) {
-  const ElemParts *ta = elem_parts_table(fa), *tb = elem_parts_table(fb);
-  std::int32_t ps[kBlackwellStepK], pe[kBlackwellStepK];
-  constexpr int kNone = std::numeric_limits<int>::min() / 2;
-  int p_max = kNone, zeros = 0;
+// One k32 operand vector decoded once (a GEMM tile decodes each row of A and column of B once
+// and reuses it for every step that reads it): exact values (zero past n) and the exponents of
+// step 2 (subnormals at emin), kZeroCodeExp for a zero so that a product's exponent sum tells
+// whether it is zero; `finite` false when a code is NaN or Inf.
+inline constexpr std::int32_t kZeroCodeExp = -(1 << 20);
+struct Operand32 {
+  alignas(32) double val[kBlackwellStepK];
+  alignas(32) std::int32_t exp[kBlackwellStepK];
+  bool finite;
+};
+
+// Per code of an operand format: its value, its Operand32 exponent and whether it is finite.
+struct CodeEntry {
+  double val;
+  std::int32_t exp;
+  std::int32_t finite;
+};
+inline const CodeEntry* code_entry_table(Format f) {
+  static const auto make = [](Format g) {
+    std::array<CodeEntry, 256> t{};
+    for (int c = 0; c < 256; ++c) {
+      const ElemParts x = elem_parts(g, std::uint8_t(c));
+      t[std::size_t(c)] = {decode_f64(g, std::uint8_t(c)), x.sig != 0 ? x.exp : kZeroCodeExp,
+                           x.finite};
+    }
+    return t;
+  };
+  static const std::array<std::array<CodeEntry, 256>, 7> all = {
+      make(Format::e4m3), make(Format::e5m2), make(Format::e8m0), make(Format::e2m1),
+      make(Format::e2m3), make(Format::e3m2), make(Format::ue4m3)};
+  return all[std::size_t(f)].data();
+}
+
+inline void decode_operand32(const std::uint8_t* codes, int n, Format f, Operand32& out) {
+  const CodeEntry* t = code_entry_table(f);
+  std::int32_t finite = 1;
   for (int k = 0; k < n; ++k) {
-    const ElemParts x = ta[a[k]], y = tb[b[k]];
-    ps[k] = x.sig * y.sig;
-    pe[k] = x.exp + y.exp;
-    zeros += ps[k] == 0;
-    p_max = std::max(p_max, ps[k] != 0 ? pe[k] : kNone);
+    const CodeEntry& x = t[codes[k]];
+    out.val[k] = x.val;
+    out.exp[k] = x.exp;
+    finite &= x.finite;
   }
-  const bool zero_term = c.sig == 0 || n < kBlackwellStepK || scale_sig == 0 || zeros != 0;
+  for (int k = n; k < kBlackwellStepK; ++k) out.val[k] = 0.0, out.exp[k] = kZeroCodeExp;
+  out.finite = finite != 0;
+}
+
+// The largest exponent sum of the non-zero products and their count (one int loop, vectorised).
+inline int product_max_exp(const Operand32& a, const Operand32& b, int& nonzero) {
+  int e_max = 2 * kZeroCodeExp, count = 0;
+  for (int k = 0; k < kBlackwellStepK; ++k) {
+    const int e = a.exp[k] + b.exp[k];
+    e_max = std::max(e_max, e);
+    count += e > kZeroCodeExp / 2;
+  }
+  nonzero = count;
+  return e_max;
+}
+
+// Sum over k of trunc(a_k·b_k·unit), in f64, with `lost` set when a term drops bits. Each
+// a_k·b_k·unit is exact and below 2^27 in magnitude (see fdpa_sum32), so: |x| + 2^52 - 2^52 is |x|
+// rounded to the nearest integer (exact below 2^52), one less where that rounded up gives the
+// truncation, the sign is put back, and the sum of at most 33 such integers is exact. Written with
+// four-lane vectors (GCC / Clang vector extensions): two SSE2 or one AVX register per operation.
+inline double truncated_sum(const Operand32& a, const Operand32& b, double unit, bool& lost) {
+  using V4d = double __attribute__((vector_size(32)));
+  using V4l = std::int64_t __attribute__((vector_size(32)));
+  const V4d u = {unit, unit, unit, unit}, magic = {0x1p52, 0x1p52, 0x1p52, 0x1p52};
+  const V4d one = {1.0, 1.0, 1.0, 1.0};
+  const V4l sign = {INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN};
+  V4d acc = {0, 0, 0, 0};
+  V4l dropped = {0, 0, 0, 0};
+  for (int k = 0; k < kBlackwellStepK; k += 4) {
+    V4d va, vb;
+    std::memcpy(&va, a.val + k, sizeof va);
+    std::memcpy(&vb, b.val + k, sizeof vb);
+    const V4l x = V4l(va * vb * u);
+    const V4d ax = V4d(x & ~sign);
+    V4d y = (ax + magic) - magic;
+    y -= V4d(V4l(one) & (y > ax));
+    dropped |= y != ax;
+    acc += V4d(V4l(y) | (x & sign));
+  }
+  lost = (dropped[0] | dropped[1] | dropped[2] | dropped[3]) != 0;
+  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+// T-FDPA / ST-FDPA (steps 2-3) on the 32 products of two decoded operands whose scale exponents
+// add `scale_exp` (ue8m0 scales: significand 1); a missing product is a zero product. Every
+// product a_k·b_k is exact in f64 (at most 8 significant bits), and so is its scaling by
+// unit = 2^(scale_exp + F - E); its exponent is at most E and |s_a·s_b| < 4, so the scaled product
+// is below 2^(F+2) = 2^27 and its truncation is step 3's. No branch per term.
+inline FdpaSum fdpa_sum32(const Operand32& a, const Operand32& b, int scale_exp, CTerm c,
+                          int e_zero, int frac_bits, int& e_max) {
+  static_assert(kBlackwellFractionBits + 2 < 52, "a scaled product must be below 2^52");
+  int nonzero = 0;
+  const int p_max = product_max_exp(a, b, nonzero);
   e_max = std::numeric_limits<int>::min();
   if (c.sig != 0) e_max = c.exp;
-  if (p_max != kNone) e_max = std::max(e_max, p_max + scale_exp);
-  if (zero_term) e_max = std::max(e_max, e_zero);
+  if (nonzero != 0) e_max = std::max(e_max, p_max + scale_exp);
+  if (c.sig == 0 || nonzero != kBlackwellStepK) e_max = std::max(e_max, e_zero);
   FdpaSum sum;
   sum.s = shift_truncate(c.sig, frac_bits + c.exp - e_max - 23, sum.inexact);
-  sum.terms = c.sig != 0;
-  if (scale_sig == 0) return sum;
-  const int base = frac_bits + scale_exp - e_max - elem_man(fa) - elem_man(fb) - scale_man;
-  const std::uint64_t ssig = std::uint64_t(scale_sig < 0 ? -scale_sig : scale_sig);
-  std::int64_t acc = 0;
-  std::uint64_t lost = 0;
-  for (int k = 0; k < n; ++k) {
-    const int sh = base + pe[k];
-    const std::uint64_t m = std::uint64_t(ps[k] < 0 ? -ps[k] : ps[k]) * ssig;
-    // A zero product adds nothing; its exponent is arbitrary, so it is skipped before shifting
-    // (a nonzero one has sh <= frac_bits, since e_max >= its exponent).
-    if (m == 0) continue;
-    const int rs = std::min(std::max(-sh, 0), 63), ls = std::max(sh, 0);
-    const std::int64_t r = std::int64_t((m >> rs) << ls);
-    lost |= m & ((std::uint64_t{1} << rs) - 1);
-    acc += (ps[k] < 0) != (scale_sig < 0) ? -r : r;
-  }
-  sum.s += acc;
-  sum.terms += n - zeros;
-  sum.inexact = sum.inexact || lost != 0;
+  sum.terms = (c.sig != 0) + nonzero;
+  bool lost = false;
+  sum.s += std::int64_t(truncated_sum(a, b, pow2_f64(scale_exp + frac_bits - e_max), lost));
+  sum.inexact = sum.inexact || lost;
   return sum;
+}
+
+// The IEEE value of a step with a NaN or Inf operand or C, summed in order as f64.
+inline double ieee_dot32(const Operand32& a, const Operand32& b, double c) {
+  double s = 0;
+  for (int k = 0; k < kBlackwellStepK; ++k) s += a.val[k] * b.val[k];
+  return s + c;
 }
 
 inline void require_f8f6f4(Format f) {
@@ -213,48 +281,36 @@ inline void require_step_length(int n, int k) {
     throw std::invalid_argument("fp8ref: a Blackwell step fuses 0 to " + std::to_string(k) +
                                 " products, not " + std::to_string(n));
 }
-// decode_f64 of every code of an operand format, looked up instead of decoded (the special path
-// of a step reads 64 of them).
-inline const double* elem_value_table(Format f) {
-  static const auto make = [](Format g) {
-    std::array<double, 256> t{};
-    for (int c = 0; c < 256; ++c) t[std::size_t(c)] = decode_f64(g, std::uint8_t(c));
-    return t;
-  };
-  static const std::array<std::array<double, 256>, 7> all = {
-      make(Format::e4m3), make(Format::e5m2), make(Format::e8m0), make(Format::e2m1),
-      make(Format::e2m3), make(Format::e3m2), make(Format::ue4m3)};
-  return all[std::size_t(f)].data();
-}
-inline double ieee_dot(const std::uint8_t* a, const std::uint8_t* b, int n, Format fa, Format fb) {
-  const double *va = elem_value_table(fa), *vb = elem_value_table(fb);
-  double s = 0;
-  for (int k = 0; k < n; ++k) s += va[a[k]] * vb[b[k]];
-  return s;
-}
-inline bool any_nonfinite(const std::uint8_t* a, const std::uint8_t* b, int n, Format fa,
-                          Format fb) {
-  const ElemParts *ta = elem_parts_table(fa), *tb = elem_parts_table(fb);
-  bool bad = false;
-  for (int k = 0; k < n; ++k) bad |= !ta[a[k]].finite || !tb[b[k]].finite;
-  return bad;
+}  // namespace detail
+
+// An operand vector of a k32 step, decoded once (blackwell_step_tile.h reuses it across a tile).
+using BlackwellOperand32 = detail::Operand32;
+inline void decode_blackwell_operand32(const std::uint8_t* codes, int n, Format f,
+                                       BlackwellOperand32& out) {
+  detail::require_f8f6f4(f);
+  detail::require_step_length(n, kBlackwellStepK);
+  detail::decode_operand32(codes, n, f, out);
 }
 
-}  // namespace detail
+// kind::f8f6f4 (tcgen05.mma, sm_120 mma.sync), f32 accumulator, on decoded operands.
+inline Bounded blackwell_f8f6f4_step_bounded(const BlackwellOperand32& a,
+                                             const BlackwellOperand32& b, float c) {
+  if (!std::isfinite(c) || !a.finite || !b.finite)
+    return {detail::special_f32(detail::ieee_dot32(a, b, double(c))), 0.0};
+  int e_max = 0;
+  const detail::FdpaSum s =
+      detail::fdpa_sum32(a, b, 0, detail::c_term(c), kZeroTermExp, kBlackwellFractionBits, e_max);
+  return detail::finish_rz_f32(s, e_max - kBlackwellFractionBits);
+}
 
 // kind::f8f6f4 (tcgen05.mma, sm_120 mma.sync), f32 accumulator: one step over n <= 32 products
 // (a short step is a step whose missing products are zero, as a kernel pads K), with its bound.
 inline Bounded blackwell_f8f6f4_step_bounded(const std::uint8_t* a, const std::uint8_t* b, int n,
                                              Format fa, Format fb, float c) {
-  detail::require_f8f6f4(fa);
-  detail::require_f8f6f4(fb);
-  detail::require_step_length(n, kBlackwellStepK);
-  if (!std::isfinite(c) || detail::any_nonfinite(a, b, n, fa, fb))
-    return {detail::special_f32(detail::ieee_dot(a, b, n, fa, fb) + double(c)), 0.0};
-  int e_max = 0;
-  const detail::FdpaSum s = detail::fdpa_sum(a, b, n, fa, fb, 0, 1, 0, detail::c_term(c),
-                                             kZeroTermExp, kBlackwellFractionBits, e_max);
-  return detail::finish_rz_f32(s, e_max - kBlackwellFractionBits);
+  BlackwellOperand32 da, db;
+  decode_blackwell_operand32(a, n, fa, da);
+  decode_blackwell_operand32(b, n, fb, db);
+  return blackwell_f8f6f4_step_bounded(da, db, c);
 }
 
 inline float blackwell_f8f6f4_step(const std::uint8_t* a, const std::uint8_t* b, int n, Format fa,
@@ -263,14 +319,11 @@ inline float blackwell_f8f6f4_step(const std::uint8_t* a, const std::uint8_t* b,
 }
 
 // kind::f8f6f4 with an f16 accumulator (C and D f16 bit patterns): e_zero -21, RNE to f16.
-inline std::uint16_t blackwell_f8f6f4_step_f16(const std::uint8_t* a, const std::uint8_t* b, int n,
-                                               Format fa, Format fb, std::uint16_t c) {
-  detail::require_f8f6f4(fa);
-  detail::require_f8f6f4(fb);
-  detail::require_step_length(n, kBlackwellStepK);
+inline std::uint16_t blackwell_f8f6f4_step_f16(const BlackwellOperand32& a,
+                                               const BlackwellOperand32& b, std::uint16_t c) {
   const double cv = out_value(c, OutDtype::f16);
-  if (!std::isfinite(cv) || detail::any_nonfinite(a, b, n, fa, fb)) {
-    const double x = detail::ieee_dot(a, b, n, fa, fb) + cv;
+  if (!std::isfinite(cv) || !a.finite || !b.finite) {
+    const double x = detail::ieee_dot32(a, b, cv);
     return std::isnan(x) ? std::uint16_t(0x7FFF) : std::uint16_t(out_bits(x, OutDtype::f16));
   }
   // C as sig·2^(exp - 23) with f16's subnormal exponent -14 (sig < 2^11 scaled up to 24 bits).
@@ -280,29 +333,43 @@ inline std::uint16_t blackwell_f8f6f4_step_f16(const std::uint8_t* a, const std:
     ct = {std::int64_t(std::ldexp(cv, 23 - e)), e};
   }
   int e_max = 0;
-  const detail::FdpaSum s = detail::fdpa_sum(a, b, n, fa, fb, 0, 1, 0, ct, kZeroTermExpF16,
-                                             kBlackwellFractionBits, e_max);
+  const detail::FdpaSum s =
+      detail::fdpa_sum32(a, b, 0, ct, kZeroTermExpF16, kBlackwellFractionBits, e_max);
   const double z = round_to(i128(s.s), e_max - kBlackwellFractionBits, OutDtype::f16);
   return z == 0 ? std::uint16_t{0} : std::uint16_t(out_bits(z, OutDtype::f16));  // -0 -> +0
 }
 
+inline std::uint16_t blackwell_f8f6f4_step_f16(const std::uint8_t* a, const std::uint8_t* b, int n,
+                                               Format fa, Format fb, std::uint16_t c) {
+  BlackwellOperand32 da, db;
+  decode_blackwell_operand32(a, n, fa, da);
+  decode_blackwell_operand32(b, n, fb, db);
+  return blackwell_f8f6f4_step_f16(da, db, c);
+}
+
 // kind::mxf8f6f4 block32 (tcgen05.mma, sm_120 mma.sync), ue8m0 scales sa, sb for the 32 products
 // of the step: the scales' exponents join each product's exponent (their significands are 1).
+inline Bounded blackwell_mxf8f6f4_step_bounded(const BlackwellOperand32& a,
+                                               const BlackwellOperand32& b, std::uint8_t sa,
+                                               std::uint8_t sb, float c) {
+  const bool nan_scale = sa == E8m0Traits::kNan || sb == E8m0Traits::kNan;
+  if (nan_scale) return {detail::special_f32(std::numeric_limits<double>::quiet_NaN()), 0.0};
+  if (!std::isfinite(c) || !a.finite || !b.finite)
+    return {detail::special_f32(detail::ieee_dot32(a, b, double(c))), 0.0};
+  const int scale_exp = int(sa) + int(sb) - 254;
+  int e_max = 0;
+  const detail::FdpaSum s = detail::fdpa_sum32(a, b, scale_exp, detail::c_term(c), kZeroTermExp,
+                                               kBlackwellFractionBits, e_max);
+  return detail::finish_rz_f32(s, e_max - kBlackwellFractionBits);
+}
+
 inline Bounded blackwell_mxf8f6f4_step_bounded(const std::uint8_t* a, const std::uint8_t* b, int n,
                                                Format fa, Format fb, std::uint8_t sa,
                                                std::uint8_t sb, float c) {
-  detail::require_f8f6f4(fa);
-  detail::require_f8f6f4(fb);
-  detail::require_step_length(n, kBlackwellStepK);
-  const bool nan_scale = sa == E8m0Traits::kNan || sb == E8m0Traits::kNan;
-  if (nan_scale) return {detail::special_f32(std::numeric_limits<double>::quiet_NaN()), 0.0};
-  if (!std::isfinite(c) || detail::any_nonfinite(a, b, n, fa, fb))
-    return {detail::special_f32(detail::ieee_dot(a, b, n, fa, fb) + double(c)), 0.0};
-  const int scale_exp = int(sa) + int(sb) - 254;
-  int e_max = 0;
-  const detail::FdpaSum s = detail::fdpa_sum(a, b, n, fa, fb, scale_exp, 1, 0, detail::c_term(c),
-                                             kZeroTermExp, kBlackwellFractionBits, e_max);
-  return detail::finish_rz_f32(s, e_max - kBlackwellFractionBits);
+  BlackwellOperand32 da, db;
+  decode_blackwell_operand32(a, n, fa, da);
+  decode_blackwell_operand32(b, n, fb, db);
+  return blackwell_mxf8f6f4_step_bounded(da, db, sa, sb, c);
 }
 
 // kind::mxf4 / mxf4nvf4 (k64, e2m1 operands one code per byte, element k = code k): scales sa[j],
