@@ -138,6 +138,32 @@ inline Bounded finish_rz_f32(const FdpaSum& sum, int q) {
   return {z, (term_bound + std::fabs(double(z)) * 0x1p-23 + 0x1p-149) * kBoundSlack};
 }
 
+// RNE-FP16 of s·2^q (|s| < 2^62): 11 significant bits, subnormal below 2^-14 (quantum 2^-24),
+// ±Inf from 65520 (a value that rounds to 2^16); zero is +0 (MMA-Sim adds +0.0).
+inline std::uint16_t finish_rne_f16(std::int64_t s, int q) {
+  if (s == 0) return 0;
+  const std::uint16_t sign = s < 0 ? 0x8000 : 0;
+  std::uint64_t mag = std::uint64_t(s < 0 ? -s : s);
+  const int width = 64 - std::countl_zero(mag);
+  if (q + width - 1 > 15) return sign | 0x7C00;
+  const int drop = q + width - 1 >= -14 ? width - 11 : -24 - q;
+  if (drop > 63) return 0;  // below half the least subnormal
+  if (drop > 0) {
+    const std::uint64_t rem = mag & ((std::uint64_t{1} << drop) - 1),
+                        half = std::uint64_t{1} << (drop - 1);
+    mag >>= drop, q += drop;
+    mag += rem > half || (rem == half && (mag & 1));
+  } else {
+    mag <<= -drop, q += drop;  // exact: 11 bits, or the subnormal quantum
+  }
+  if (mag == 0) return 0;                            // -0 -> +0
+  if (mag < 1024) return sign | std::uint16_t(mag);  // subnormal: q = -24
+  if (mag == 2048) mag = 1024, ++q;                  // carry into the exponent
+  const int field = q + 25;                          // mag·2^q = 1.f·2^(q + 10)
+  if (field > 30) return sign | 0x7C00;
+  return sign | std::uint16_t((field << 10) | (mag - 1024));
+}
+
 // The special result of a step whose IEEE value `x` is NaN or ±Inf (NaN -> 0x7FFFFFFF).
 inline float special_f32(double x) {
   return std::isnan(x) ? std::bit_cast<float>(std::uint32_t{0x7FFFFFFF}) : float(x);
@@ -211,32 +237,31 @@ inline int product_max_exp(const Operand32& a, const Operand32& b, int& nonzero)
   return e_max;
 }
 
-// Sum over k of trunc(a_k·b_k·unit), in f64, with `lost` set when a term drops bits. Each
-// a_k·b_k·unit is exact and below 2^27 in magnitude (see fdpa_sum32), so: |x| + 2^52 - 2^52 is |x|
-// rounded to the nearest integer (exact below 2^52), one less where that rounded up gives the
-// truncation, the sign is put back, and the sum of at most 33 such integers is exact. Written with
-// four-lane vectors (GCC / Clang vector extensions): two SSE2 or one AVX register per operation.
-inline double truncated_sum(const Operand32& a, const Operand32& b, double unit, bool& lost) {
-  using V4d = double __attribute__((vector_size(32)));
-  using V4l = std::int64_t __attribute__((vector_size(32)));
-  const V4d u = {unit, unit, unit, unit}, magic = {0x1p52, 0x1p52, 0x1p52, 0x1p52};
-  const V4d one = {1.0, 1.0, 1.0, 1.0};
-  const V4l sign = {INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN};
-  V4d acc = {0, 0, 0, 0};
-  V4l dropped = {0, 0, 0, 0};
+// Sum over k of trunc(a_k·b_k·unit), with `lost` set when a term drops bits. Each a_k·b_k·unit
+// is exact and below 2^27 in magnitude (see fdpa_sum32), so its conversion to int32 is the
+// truncation toward zero, and eight such terms per lane sum below 2^30. Written with two-lane
+// vectors (GCC / Clang vector extensions; one SSE2 register), two per iteration.
+inline std::int64_t truncated_sum(const Operand32& a, const Operand32& b, double unit, bool& lost) {
+  using V2d = double __attribute__((vector_size(16)));
+  using V2i = std::int32_t __attribute__((vector_size(8)));
+  using V2l = std::int64_t __attribute__((vector_size(16)));
+  const V2d u = {unit, unit};
+  V2i acc0 = {0, 0}, acc1 = {0, 0};
+  V2l dropped = {0, 0};
   for (int k = 0; k < kBlackwellStepK; k += 4) {
-    V4d va, vb;
-    std::memcpy(&va, a.val + k, sizeof va);
-    std::memcpy(&vb, b.val + k, sizeof vb);
-    const V4l x = V4l(va * vb * u);
-    const V4d ax = V4d(x & ~sign);
-    V4d y = (ax + magic) - magic;
-    y -= V4d(V4l(one) & (y > ax));
-    dropped |= y != ax;
-    acc += V4d(V4l(y) | (x & sign));
+    V2d va0, vb0, va1, vb1;
+    std::memcpy(&va0, a.val + k, sizeof va0);
+    std::memcpy(&vb0, b.val + k, sizeof vb0);
+    std::memcpy(&va1, a.val + k + 2, sizeof va1);
+    std::memcpy(&vb1, b.val + k + 2, sizeof vb1);
+    const V2d x0 = va0 * vb0 * u, x1 = va1 * vb1 * u;
+    const V2i t0 = __builtin_convertvector(x0, V2i), t1 = __builtin_convertvector(x1, V2i);
+    dropped |= (__builtin_convertvector(t0, V2d) != x0) | (__builtin_convertvector(t1, V2d) != x1);
+    acc0 += t0;
+    acc1 += t1;
   }
-  lost = (dropped[0] | dropped[1] | dropped[2] | dropped[3]) != 0;
-  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  lost = (dropped[0] | dropped[1]) != 0;
+  return std::int64_t(acc0[0]) + acc0[1] + acc1[0] + acc1[1];
 }
 
 // T-FDPA / ST-FDPA (steps 2-3) on the 32 products of two decoded operands whose scale exponents
@@ -246,7 +271,7 @@ inline double truncated_sum(const Operand32& a, const Operand32& b, double unit,
 // is below 2^(F+2) = 2^27 and its truncation is step 3's. No branch per term.
 inline FdpaSum fdpa_sum32(const Operand32& a, const Operand32& b, int scale_exp, CTerm c,
                           int e_zero, int frac_bits, int& e_max) {
-  static_assert(kBlackwellFractionBits + 2 < 52, "a scaled product must be below 2^52");
+  static_assert(kBlackwellFractionBits + 2 + 3 < 31, "8 scaled products must sum in an int32");
   int nonzero = 0;
   const int p_max = product_max_exp(a, b, nonzero);
   e_max = std::numeric_limits<int>::min();
@@ -257,7 +282,7 @@ inline FdpaSum fdpa_sum32(const Operand32& a, const Operand32& b, int scale_exp,
   sum.s = shift_truncate(c.sig, frac_bits + c.exp - e_max - 23, sum.inexact);
   sum.terms = (c.sig != 0) + nonzero;
   bool lost = false;
-  sum.s += std::int64_t(truncated_sum(a, b, pow2_f64(scale_exp + frac_bits - e_max), lost));
+  sum.s += truncated_sum(a, b, pow2_f64(scale_exp + frac_bits - e_max), lost);
   sum.inexact = sum.inexact || lost;
   return sum;
 }
@@ -335,8 +360,7 @@ inline std::uint16_t blackwell_f8f6f4_step_f16(const BlackwellOperand32& a,
   int e_max = 0;
   const detail::FdpaSum s =
       detail::fdpa_sum32(a, b, 0, ct, kZeroTermExpF16, kBlackwellFractionBits, e_max);
-  const double z = round_to(i128(s.s), e_max - kBlackwellFractionBits, OutDtype::f16);
-  return z == 0 ? std::uint16_t{0} : std::uint16_t(out_bits(z, OutDtype::f16));  // -0 -> +0
+  return detail::finish_rne_f16(s.s, e_max - kBlackwellFractionBits);
 }
 
 inline std::uint16_t blackwell_f8f6f4_step_f16(const std::uint8_t* a, const std::uint8_t* b, int n,
