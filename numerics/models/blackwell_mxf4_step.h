@@ -28,11 +28,24 @@ inline void require_mxf4_scales(Format scale, int block) {
         std::to_string(block));
 }
 
-// A k64 e2m1 operand vector decoded once: 2·value per element (an integer in [-12, 12]; zero past
-// n), so that a product is an integer in units of 2^-2 and a group sum is an int16 dot product.
+// A k64 e2m1 operand vector with its block scales, decoded once: 2·value per element (an integer
+// in [-12, 12]; zero past n), so that a product is an integer in units of 2^-2 and a group sum is
+// an int16 dot product; the scale of each group of 16 as sig·2^(exp - man); `scales_finite` false
+// when a scale is NaN.
 struct OperandE2m1x64 {
   alignas(32) std::int16_t twice[kBlackwellMxf4StepK];
+  ElemParts scale[kBlackwellMxf4StepK / kBlackwellMxf4GroupK];
+  bool scales_finite;
 };
+
+inline void decode_scales64(const std::uint8_t* s, Format scale, int block, OperandE2m1x64& out) {
+  const ElemParts* ts = elem_parts_table(scale);
+  out.scales_finite = true;
+  for (int g = 0; g < kBlackwellMxf4StepK / kBlackwellMxf4GroupK; ++g) {
+    out.scale[g] = ts[s[g * kBlackwellMxf4GroupK / block]];
+    out.scales_finite = out.scales_finite && out.scale[g].finite;
+  }
+}
 
 inline void decode_e2m1x64(const std::uint8_t* codes, int n, OperandE2m1x64& out) {
   static const auto table = [] {
@@ -60,24 +73,23 @@ inline std::int32_t e2m1_group_sum(const OperandE2m1x64& a, const OperandE2m1x64
 
 }  // namespace detail
 
+// An operand vector of a k64 step with its 64 / block scales s[j] (ue8m0 or ue4m3 codes, `scale`
+// names which) for block j of `block` (16 or 32) elements, decoded once.
 using BlackwellE2m1Operand64 = detail::OperandE2m1x64;
-inline void decode_blackwell_e2m1x64(const std::uint8_t* codes, int n,
-                                     BlackwellE2m1Operand64& out) {
+inline void decode_blackwell_e2m1x64(const std::uint8_t* codes, int n, const std::uint8_t* s,
+                                     Format scale, int block, BlackwellE2m1Operand64& out) {
+  detail::require_mxf4_scales(scale, block);
   detail::require_step_length(n, kBlackwellMxf4StepK);
   detail::decode_e2m1x64(codes, n, out);
+  detail::decode_scales64(s, scale, block, out);
 }
 
-// kind::mxf4 / mxf4nvf4 on decoded operands; sa[j], sb[j] scale block j of `block` elements.
+// kind::mxf4 / mxf4nvf4 on decoded operands.
 inline Bounded blackwell_mxf4_step_bounded(const BlackwellE2m1Operand64& a,
-                                           const BlackwellE2m1Operand64& b, const std::uint8_t* sa,
-                                           const std::uint8_t* sb, Format scale, int block,
-                                           float c) {
+                                           const BlackwellE2m1Operand64& b, float c) {
   constexpr int kF = kBlackwellMxf4FractionBits;
   constexpr int kGroups = kBlackwellMxf4StepK / kBlackwellMxf4GroupK;
-  const detail::ElemParts* ts = detail::elem_parts_table(scale);
-  bool nan_scale = false;
-  for (int j = 0; j * block < kBlackwellMxf4StepK; ++j)
-    nan_scale = nan_scale || !ts[sa[j]].finite || !ts[sb[j]].finite;
+  const bool nan_scale = !a.scales_finite || !b.scales_finite;
   if (nan_scale || !std::isfinite(c))
     return {detail::special_f32(nan_scale ? std::numeric_limits<double>::quiet_NaN() : double(c)),
             0.0};
@@ -89,8 +101,7 @@ inline Bounded blackwell_mxf4_step_bounded(const BlackwellE2m1Operand64& a,
   for (int g = 0; g < kGroups; ++g) {
     bool all_zero = true;
     const std::int64_t p = detail::e2m1_group_sum(a, b, g, all_zero);
-    const int j = g * kBlackwellMxf4GroupK / block;
-    const detail::ElemParts x = ts[sa[j]], y = ts[sb[j]];
+    const detail::ElemParts x = a.scale[g], y = b.scale[g];
     sig[g] = p * x.sig * y.sig;
     exp[g] = all_zero || x.sig == 0 || y.sig == 0 ? kZeroTermExpMxf4 : x.exp + y.exp;
     sh_extra[g] = -2 - x.man - y.man;
@@ -113,11 +124,10 @@ inline Bounded blackwell_mxf4_step_bounded(const BlackwellE2m1Operand64& a,
 inline Bounded blackwell_mxf4_step_bounded(const std::uint8_t* a, const std::uint8_t* b, int n,
                                            const std::uint8_t* sa, const std::uint8_t* sb,
                                            Format scale, int block, float c) {
-  detail::require_mxf4_scales(scale, block);
   BlackwellE2m1Operand64 da, db;
-  decode_blackwell_e2m1x64(a, n, da);
-  decode_blackwell_e2m1x64(b, n, db);
-  return blackwell_mxf4_step_bounded(da, db, sa, sb, scale, block, c);
+  decode_blackwell_e2m1x64(a, n, sa, scale, block, da);
+  decode_blackwell_e2m1x64(b, n, sb, scale, block, db);
+  return blackwell_mxf4_step_bounded(da, db, c);
 }
 
 inline float blackwell_mxf4_step(const std::uint8_t* a, const std::uint8_t* b, int n,

@@ -180,29 +180,30 @@ inline CTerm c_term(float c) {
 }
 
 // One k32 operand vector decoded once (a GEMM tile decodes each row of A and column of B once
-// and reuses it for every step that reads it): exact values (zero past n) and the exponents of
-// step 2 (subnormals at emin), kZeroCodeExp for a zero so that a product's exponent sum tells
-// whether it is zero; `finite` false when a code is NaN or Inf.
-inline constexpr std::int32_t kZeroCodeExp = -(1 << 20);
+// and reuses it for every step that reads it): exact values as f32 (every FP8 / FP6 / FP4 value
+// is one; zero past n) and the exponents of step 2 (subnormals at emin) as int16, kZeroCodeExp
+// for a zero so that a product's exponent sum tells whether it is zero; `finite` false when a
+// code is NaN or Inf.
+inline constexpr std::int16_t kZeroCodeExp = -(1 << 13);
 struct Operand32 {
-  alignas(32) double val[kBlackwellStepK];
-  alignas(32) std::int32_t exp[kBlackwellStepK];
+  alignas(32) float val[kBlackwellStepK];
+  alignas(32) std::int16_t exp[kBlackwellStepK];
   bool finite;
 };
 
 // Per code of an operand format: its value, its Operand32 exponent and whether it is finite.
 struct CodeEntry {
-  double val;
-  std::int32_t exp;
-  std::int32_t finite;
+  float val;
+  std::int16_t exp;
+  std::int16_t finite;
 };
 inline const CodeEntry* code_entry_table(Format f) {
   static const auto make = [](Format g) {
     std::array<CodeEntry, 256> t{};
     for (int c = 0; c < 256; ++c) {
       const ElemParts x = elem_parts(g, std::uint8_t(c));
-      t[std::size_t(c)] = {decode_f64(g, std::uint8_t(c)), x.sig != 0 ? x.exp : kZeroCodeExp,
-                           x.finite};
+      t[std::size_t(c)] = {float(decode_f64(g, std::uint8_t(c))), x.sig != 0 ? x.exp : kZeroCodeExp,
+                           std::int16_t(x.finite)};
     }
     return t;
   };
@@ -214,54 +215,63 @@ inline const CodeEntry* code_entry_table(Format f) {
 
 inline void decode_operand32(const std::uint8_t* codes, int n, Format f, Operand32& out) {
   const CodeEntry* t = code_entry_table(f);
-  std::int32_t finite = 1;
+  int finite = 1;
   for (int k = 0; k < n; ++k) {
     const CodeEntry& x = t[codes[k]];
     out.val[k] = x.val;
     out.exp[k] = x.exp;
     finite &= x.finite;
   }
-  for (int k = n; k < kBlackwellStepK; ++k) out.val[k] = 0.0, out.exp[k] = kZeroCodeExp;
+  for (int k = n; k < kBlackwellStepK; ++k) out.val[k] = 0.0f, out.exp[k] = kZeroCodeExp;
   out.finite = finite != 0;
 }
 
-// The largest exponent sum of the non-zero products and their count (one int loop, vectorised).
+// The largest exponent sum of the non-zero products and their count (int16 lanes, vectorised;
+// a sum with a zero's kZeroCodeExp is below kZeroCodeExp / 2, every other one above).
 inline int product_max_exp(const Operand32& a, const Operand32& b, int& nonzero) {
-  int e_max = 2 * kZeroCodeExp, count = 0;
+  std::int16_t e_max = 2 * kZeroCodeExp, count = 0;
   for (int k = 0; k < kBlackwellStepK; ++k) {
-    const int e = a.exp[k] + b.exp[k];
+    const std::int16_t e = std::int16_t(a.exp[k] + b.exp[k]);
     e_max = std::max(e_max, e);
-    count += e > kZeroCodeExp / 2;
+    count = std::int16_t(count + (e > kZeroCodeExp / 2));
   }
   nonzero = count;
   return e_max;
 }
 
-// Sum over k of trunc(a_k·b_k·unit), with `lost` set when a term drops bits. Each a_k·b_k·unit
-// is exact and below 2^27 in magnitude (see fdpa_sum32), so its conversion to int32 is the
-// truncation toward zero, and eight such terms per lane sum below 2^30. Written with two-lane
-// vectors (GCC / Clang vector extensions; one SSE2 register), two per iteration.
-inline std::int64_t truncated_sum(const Operand32& a, const Operand32& b, double unit, bool& lost) {
-  using V2d = double __attribute__((vector_size(16)));
-  using V2i = std::int32_t __attribute__((vector_size(8)));
-  using V2l = std::int64_t __attribute__((vector_size(16)));
-  const V2d u = {unit, unit};
-  V2i acc0 = {0, 0}, acc1 = {0, 0};
-  V2l dropped = {0, 0};
-  for (int k = 0; k < kBlackwellStepK; k += 4) {
-    V2d va0, vb0, va1, vb1;
-    std::memcpy(&va0, a.val + k, sizeof va0);
-    std::memcpy(&vb0, b.val + k, sizeof vb0);
-    std::memcpy(&va1, a.val + k + 2, sizeof va1);
-    std::memcpy(&vb1, b.val + k + 2, sizeof vb1);
-    const V2d x0 = va0 * vb0 * u, x1 = va1 * vb1 * u;
-    const V2i t0 = __builtin_convertvector(x0, V2i), t1 = __builtin_convertvector(x1, V2i);
-    dropped |= (__builtin_convertvector(t0, V2d) != x0) | (__builtin_convertvector(t1, V2d) != x1);
-    acc0 += t0;
-    acc1 += t1;
+// Sum over k of trunc(a_k·b_k·2^u), with `lost` set when a term drops bits. Each a_k·b_k·2^u is
+// below 2^27 in magnitude (see fdpa_sum32) and, for u >= -100, exact as an f32 (at most 8
+// significant bits, at least 2^-32·2^-100 = 2^-132), so its conversion to int32 is the truncation
+// toward zero, and eight such terms per lane sum below 2^30: four-lane f32 vectors (GCC / Clang
+// vector extensions; one SSE2 register). Below u = -100 (a C far above every product) the terms
+// are scaled in f64, one at a time.
+inline std::int64_t truncated_sum(const Operand32& a, const Operand32& b, int u, bool& lost) {
+  if (u < -100) {
+    std::int64_t s = 0;
+    for (int k = 0; k < kBlackwellStepK; ++k) {
+      const double x = double(a.val[k]) * double(b.val[k]) * pow2_f64(u);
+      const std::int64_t t = std::int64_t(x);
+      s += t;
+      lost = lost || double(t) != x;
+    }
+    return s;
   }
-  lost = (dropped[0] | dropped[1]) != 0;
-  return std::int64_t(acc0[0]) + acc0[1] + acc1[0] + acc1[1];
+  using V4f = float __attribute__((vector_size(16)));
+  using V4i = std::int32_t __attribute__((vector_size(16)));
+  const float unit = std::bit_cast<float>(std::uint32_t(u + 127) << 23);  // 2^u, u in [-100, 53]
+  const V4f v = {unit, unit, unit, unit};
+  V4i acc = {0, 0, 0, 0}, dropped = {0, 0, 0, 0};
+  for (int k = 0; k < kBlackwellStepK; k += 4) {
+    V4f va, vb;
+    std::memcpy(&va, a.val + k, sizeof va);
+    std::memcpy(&vb, b.val + k, sizeof vb);
+    const V4f x = va * vb * v;
+    const V4i t = __builtin_convertvector(x, V4i);
+    dropped |= __builtin_convertvector(t, V4f) != x;
+    acc += t;
+  }
+  lost = (dropped[0] | dropped[1] | dropped[2] | dropped[3]) != 0;
+  return std::int64_t(acc[0]) + acc[1] + acc[2] + acc[3];
 }
 
 // T-FDPA / ST-FDPA (steps 2-3) on the 32 products of two decoded operands whose scale exponents
@@ -282,7 +292,7 @@ inline FdpaSum fdpa_sum32(const Operand32& a, const Operand32& b, int scale_exp,
   sum.s = shift_truncate(c.sig, frac_bits + c.exp - e_max - 23, sum.inexact);
   sum.terms = (c.sig != 0) + nonzero;
   bool lost = false;
-  sum.s += truncated_sum(a, b, pow2_f64(scale_exp + frac_bits - e_max), lost);
+  sum.s += truncated_sum(a, b, scale_exp + frac_bits - e_max, lost);
   sum.inexact = sum.inexact || lost;
   return sum;
 }
@@ -290,7 +300,7 @@ inline FdpaSum fdpa_sum32(const Operand32& a, const Operand32& b, int scale_exp,
 // The IEEE value of a step with a NaN or Inf operand or C, summed in order as f64.
 inline double ieee_dot32(const Operand32& a, const Operand32& b, double c) {
   double s = 0;
-  for (int k = 0; k < kBlackwellStepK; ++k) s += a.val[k] * b.val[k];
+  for (int k = 0; k < kBlackwellStepK; ++k) s += double(a.val[k]) * double(b.val[k]);
   return s + c;
 }
 
@@ -346,17 +356,15 @@ inline float blackwell_f8f6f4_step(const std::uint8_t* a, const std::uint8_t* b,
 // kind::f8f6f4 with an f16 accumulator (C and D f16 bit patterns): e_zero -21, RNE to f16.
 inline std::uint16_t blackwell_f8f6f4_step_f16(const BlackwellOperand32& a,
                                                const BlackwellOperand32& b, std::uint16_t c) {
-  const double cv = out_value(c, OutDtype::f16);
-  if (!std::isfinite(cv) || !a.finite || !b.finite) {
-    const double x = detail::ieee_dot32(a, b, cv);
+  const int field = (c >> 10) & 0x1F, man = c & 0x3FF;
+  if (field == 0x1F || !a.finite || !b.finite) {
+    const double x = detail::ieee_dot32(a, b, out_value(c, OutDtype::f16));
     return std::isnan(x) ? std::uint16_t(0x7FFF) : std::uint16_t(out_bits(x, OutDtype::f16));
   }
-  // C as sig·2^(exp - 23) with f16's subnormal exponent -14 (sig < 2^11 scaled up to 24 bits).
-  detail::CTerm ct{0, -14};
-  if (cv != 0) {
-    const int e = std::max(std::ilogb(cv), -14);
-    ct = {std::int64_t(std::ldexp(cv, 23 - e)), e};
-  }
+  // C as sig·2^(exp - 23), read off its f16 fields: 1.man·2^(field - 15), subnormals (and zero)
+  // 0.man·2^-14; the 11-bit significand scaled up to 24 bits.
+  const std::int64_t mag = std::int64_t(field != 0 ? 1024 + man : man) << 13;
+  const detail::CTerm ct{(c & 0x8000) != 0 ? -mag : mag, field != 0 ? field - 15 : -14};
   int e_max = 0;
   const detail::FdpaSum s =
       detail::fdpa_sum32(a, b, 0, ct, kZeroTermExpF16, kBlackwellFractionBits, e_max);

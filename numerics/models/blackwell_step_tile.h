@@ -32,9 +32,15 @@ inline std::vector<Operand32> decode_rows32(const std::uint8_t* codes, int rows,
   return out;
 }
 
-inline std::vector<OperandE2m1x64> decode_rows_e2m1(const std::uint8_t* codes, int rows, int k) {
+// Rows of k e2m1 codes with 64 / block scales each.
+inline std::vector<OperandE2m1x64> decode_rows_e2m1(const std::uint8_t* codes,
+                                                    const std::uint8_t* scales, int rows, int k,
+                                                    Format scale, int block) {
   std::vector<OperandE2m1x64> out(std::size_t(rows > 0 ? rows : 0));
-  for (int r = 0; r < rows; ++r) decode_blackwell_e2m1x64(codes + std::size_t(r) * k, k, out[r]);
+  const std::size_t ns = std::size_t(kBlackwellMxf4StepK / block);
+  for (int r = 0; r < rows; ++r)
+    decode_blackwell_e2m1x64(codes + std::size_t(r) * k, k, scales + std::size_t(r) * ns, scale,
+                             block, out[r]);
   return out;
 }
 
@@ -90,15 +96,12 @@ inline void blackwell_mxf4_tile(const std::uint8_t* a, const std::uint8_t* bt, B
                                 int block, const float* c, float* d) {
   detail::require_mxf4_scales(scale, block);
   detail::require_tile(s, kBlackwellMxf4StepK);
-  const int ns = kBlackwellMxf4StepK / block;
-  const auto da = detail::decode_rows_e2m1(a, s.m, s.k),
-             db = detail::decode_rows_e2m1(bt, s.n, s.k);
+  const auto da = detail::decode_rows_e2m1(a, sa, s.m, s.k, scale, block);
+  const auto db = detail::decode_rows_e2m1(bt, sb, s.n, s.k, scale, block);
   for (int i = 0; i < s.m; ++i)
     for (int j = 0; j < s.n; ++j) {
       const std::size_t ij = std::size_t(i) * s.n + j;
-      d[ij] = blackwell_mxf4_step_bounded(da[i], db[j], sa + std::size_t(i) * ns,
-                                          sb + std::size_t(j) * ns, scale, block, c[ij])
-                  .z;
+      d[ij] = blackwell_mxf4_step_bounded(da[i], db[j], c[ij]).z;
     }
 }
 
