@@ -137,20 +137,20 @@ void load_operands(const TensorFile& tf, const GemmOptions& o, GemmCase& c) {
   c.fa = fp8_format(a, "--a"), c.fb = fp8_format(b, "--b");
   if (o.b_layout != "nk" && o.b_layout != "kn")
     usage("--b-layout: expected nk or kn, got '" + o.b_layout + "'");
-  c.layout = o.b_layout == "nk" ? BLayout::nk : BLayout::kn;
+  c.b_layout = o.b_layout == "nk" ? BLayout::nk : BLayout::kn;
   if (a.shape.size() != 2)
     usage("--a: '" + o.a + "' has shape " + shape_string(a.shape) + ", expected (M, K)");
   c.M = a.shape[0], c.K = a.shape[1];
   const std::string k = "K = " + std::to_string(c.K);
-  const std::string want = c.layout == BLayout::nk ? "(G, N, " + k + ") or (N, " + k + ")"
-                                                   : "(G, " + k + ", N) or (" + k + ", N)";
+  const std::string want = c.b_layout == BLayout::nk ? "(G, N, " + k + ") or (N, " + k + ")"
+                                                     : "(G, " + k + ", N) or (" + k + ", N)";
   const std::size_t g_axis = b.shape.size() == 3 ? 1 : 0;
   const bool rank_ok = b.shape.size() == 2 || b.shape.size() == 3;
-  if (!rank_ok || b.shape[g_axis + (c.layout == BLayout::nk ? 1 : 0)] != c.K)
+  if (!rank_ok || b.shape[g_axis + (c.b_layout == BLayout::nk ? 1 : 0)] != c.K)
     usage("--b: '" + o.b + "' has shape " + shape_string(b.shape) + ", expected " + want +
           " for --b-layout " + o.b_layout + " (K from A " + shape_string(a.shape) + ")");
   c.G = g_axis ? b.shape[0] : 1;
-  c.N = b.shape[g_axis + (c.layout == BLayout::nk ? 0 : 1)];
+  c.N = b.shape[g_axis + (c.b_layout == BLayout::nk ? 0 : 1)];
   c.a = operand_codes(a), c.b = operand_codes(b);
 }
 
@@ -203,7 +203,7 @@ namespace {
 GemmCase kgroup_case(const KGroupedCase& k, const Tensor& a, const Tensor& b, BLayout layout,
                      std::int64_t s, std::int64_t e) {
   GemmCase c;
-  c.M = k.M, c.N = k.N, c.K = e - s, c.G = 1, c.layout = layout, c.offs = {k.M};
+  c.M = k.M, c.N = k.N, c.K = e - s, c.G = 1, c.b_layout = layout, c.offs = {k.M};
   c.fa = fp8_format(a, "--a"), c.fb = fp8_format(b, "--b");
   c.a.resize(std::size_t(c.M * c.K));
   for (std::int64_t m = 0; m < c.M; ++m)

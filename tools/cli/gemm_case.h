@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cases/gemm_case.h"
 #include "numerics/models.h"
 #include "reference/grouped_gemm.h"
 #include "tensor_io/tensor_file.h"
@@ -31,20 +32,8 @@ struct GemmOptions {
   std::size_t max_report = 10;
 };
 
-// The case as the reference op takes it (owning storage).
-struct GemmCase {
-  std::int64_t M = 0, N = 0, K = 0, G = 1;
-  Format fa = Format::e4m3, fb = Format::e4m3;
-  ref::BLayout layout = ref::BLayout::nk;
-  ref::Scaling scaling = ref::Scaling::none;
-  std::vector<std::uint8_t> a, b;
-  std::vector<float> sa, sb;
-  std::vector<float> ta, tb;  // nvfp4 tensor scales: (1) and (G), or none
-  std::vector<std::int64_t> offs;
-  ref::GroupedGemmOperands operands() const {
-    return {M, N, K, G, fa, fb, a, b, layout, scaling, sa, sb, ta, tb};
-  }
-};
+// The case as the reference op takes it (owning storage): tools/cases/gemm_case.h.
+using cases::GemmCase;
 
 // --grouping k: A (M, K) and B (N, K) `nk` or (K, N) `kn` whose K columns are cut into G groups
 // by `offs` (cumulative K ends; columns past offs[G-1] belong to no group); output (G, M, N),
