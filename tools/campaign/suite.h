@@ -188,7 +188,7 @@ Suite seed_suite(SuiteInfo info, std::int64_t variants,
 std::string hex(std::uint64_t x);
 void add_gpu_quantize_suites(std::vector<Suite>& out);
 void add_gpu_data_suites(std::vector<Suite>& out);
-void add_gpu_gemm_suites(std::vector<Suite>& out);  // suites_gpu_gemm.cpp
+void add_gpu_gemm_suites(std::vector<Suite>& out);    // suites_gpu_gemm.cpp
 void add_gpu_oracle_suites(std::vector<Suite>& out);  // suites_gpu_oracle.cpp
 // Why the GPU suites cannot run here ("" when a device is present): no CUDA build, no device.
 std::string gpu_unavailable();

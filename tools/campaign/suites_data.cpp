@@ -10,8 +10,8 @@
 #include "campaign/gen/choices.h"
 #include "campaign/gen/group_sizes.h"
 #include "campaign/gen/values.h"
-#include "cases/quantize_case.h"
 #include "campaign/suite.h"
+#include "cases/quantize_case.h"
 #include "reference/pad_permute.h"
 #include "reference/quantize.h"
 

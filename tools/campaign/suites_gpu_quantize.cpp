@@ -10,9 +10,9 @@
 #include "campaign/gen/choices.h"
 #include "campaign/gen/group_sizes.h"
 #include "campaign/gen/values.h"
-#include "cases/quantize_case.h"
 #include "campaign/gpu_quantize_case.h"
 #include "campaign/suite.h"
+#include "cases/quantize_case.h"
 
 #ifdef FP8REF_CAMPAIGN_HAVE_GPU
 #include "gpu/quantize.h"
