@@ -25,22 +25,12 @@ namespace fp8ref::py {
 namespace {
 
 using cli::UsageError;
-using PyTensor = std::tuple<std::string, std::vector<std::int64_t>, ByteArray>;
 using Given = std::tuple<bool, bool, bool, bool, bool, bool>;
 
 // The (dtype name, shape, bytes) triples of python/fp8ref/_arrays.py as a tensor file.
 tensor_io::TensorFile tensors_in(const std::map<std::string, PyTensor>& tensors) {
   tensor_io::TensorFile tf;
-  for (const auto& [name, t] : tensors) {
-    const auto& [dtype_name, shape, bytes] = t;
-    const auto dtype = tensor_io::dtype_from_name(dtype_name);
-    if (!dtype) throw UsageError(name + ": unknown dtype '" + dtype_name + "'");
-    const std::uint64_t n = tensor_io::checked_numel(shape, name);
-    if (tensor_io::bytes_for(*dtype, n) != bytes.size())
-      throw UsageError(name + ": " + std::to_string(bytes.size()) + " bytes for " + dtype_name +
-                       " " + tensor_io::shape_string(shape));
-    tf.tensors.push_back({name, {*dtype, shape, {bytes.data(), bytes.data() + bytes.size()}}});
-  }
+  for (const auto& [name, t] : tensors) tf.tensors.push_back({name, to_tensor(name, t)});
   return tf;
 }
 
