@@ -2,7 +2,8 @@
 # Every GPU check of the repository in one call on the GPU machine (docs/building.md "GPU
 # machine"): build the GPU targets, `ctest -L gpu`, compute-sanitizer memcheck / racecheck on the
 # GPU suites, a fuzz campaign over every GPU suite, verify --device cuda of a torch
-# _scaled_grouped_mm output, the Python package's CUDA tests, and the quantize benchmark.
+# _scaled_grouped_mm output, a short kernel-preset survey (verify --kernel), the Python package's
+# CUDA tests, and the quantize benchmark.
 # Usage (repository root): OUT=DIR bash scripts/device/all.sh KIT [PYKIT]
 #   KIT: the root of an extracted librapidcheck-dev (the GPU machine has no RapidCheck);
 #   PYKIT: a `pip install --target` folder with nanobind, pytest, hypothesis (optional).
@@ -74,6 +75,13 @@ $B/tools/fp8-check verify grouped-gemm --in /tmp/sgmm.safetensors --a a --b b --
 rc=$?
 say "verify exit $rc, wall $((($(date +%s%N) - s) / 1000000)) ms"
 tail -2 "$OUT/verify.log" | tee -a "$summary"
+
+step "verify --kernel: torch _scaled_mm / _scaled_grouped_mm outputs, no model flag (docs/presets.md)"
+timeout 60 python3 scripts/device/kernel_survey.py --fp8-check "$PWD/$B/tools/fp8-check" \
+  --out "$OUT/kernel_survey" --budget-s 25 --only tw_f32,tw_fast_f32,rw_bf16,bw_f32,grouped_m_bf16,grouped_k_bf16 \
+  > "$OUT/kernel_survey.log" 2>&1
+say "kernel survey exit $?"
+tail -1 "$OUT/kernel_survey.log" | tee -a "$summary"
 
 if [[ -n "$pykit" ]]; then
   step "python: CUDA tests"
