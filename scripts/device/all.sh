@@ -3,7 +3,8 @@
 # machine"): build the GPU targets, `ctest -L gpu`, compute-sanitizer memcheck / racecheck on the
 # GPU suites, a fuzz campaign over every GPU suite, verify --device cuda of a torch
 # _scaled_grouped_mm output, a short kernel-preset survey (verify --kernel), the Python package's
-# CUDA tests, and the quantize and grouped GEMM benchmarks.
+# CUDA tests, and the quantize and grouped GEMM benchmarks (and the GPU oracle benchmark with
+# GPU_ORACLE_BENCH=1).
 # Usage (repository root): OUT=DIR bash scripts/device/all.sh KIT [PYKIT]
 #   KIT: the root of an extracted librapidcheck-dev (the GPU machine has no RapidCheck);
 #   PYKIT: a `pip install --target` folder with nanobind, pytest, hypothesis (optional).
@@ -34,7 +35,8 @@ step build
 targets=(fp8-check fp8ref_gpu_cast_test fp8ref_gpu_mma_sync_test fp8ref_gpu_oracle_test
   fp8ref_gpu_quantize_test fp8ref_gpu_quantize_dual_test fp8ref_gpu_swiglu_quantize_test
   fp8ref_gpu_pad_permute_test proptests_gpu_oracle_emulated_test fp8ref_gpu_quantize_bench
-  fp8ref_gpu_grouped_gemm_test fp8ref_gpu_gemm_bench)
+  fp8ref_gpu_grouped_gemm_test fp8ref_gpu_gemm_bench fp8ref_gpu_oracle_wgrad_test
+  proptests_gpu_oracle_wgrad_emulated_test fp8ref_gpu_oracle_bench)
 [[ -n "$pykit" ]] && targets+=(_core)
 cmake --build $B -j16 --target "${targets[@]}" -- -k 0 > "$OUT/build.log" 2>&1
 say "build exit $?"
@@ -57,6 +59,7 @@ sanitize memcheck $T/fp8ref_gpu_quantize_dual_test '*'
 sanitize memcheck $T/fp8ref_gpu_swiglu_quantize_test '*'
 sanitize memcheck $T/fp8ref_gpu_pad_permute_test '*'
 sanitize memcheck $T/fp8ref_gpu_oracle_test '*Empty*:*Reject*:*Dgrad*'
+sanitize memcheck $T/fp8ref_gpu_oracle_wgrad_test '*Empty*:*Reject*:*Exact128*'
 sanitize racecheck $T/fp8ref_gpu_quantize_test '*GridSize*:*Grouped*'
 sanitize racecheck $T/fp8ref_gpu_quantize_dual_test '*GridSize*'
 sanitize memcheck $T/fp8ref_gpu_grouped_gemm_test '*Drawn*:*Repeated*:*Merged*:*BadInput*:*Wgrad*'
@@ -64,7 +67,8 @@ sanitize racecheck $T/fp8ref_gpu_grouped_gemm_test '*Repeated*:*WgradEmpty*'
 
 step "fuzz: every GPU suite, $FUZZ_SECONDS s"
 timeout $((FUZZ_SECONDS + 60)) $B/tools/fp8-check fuzz --suite gpu.quantize --suite gpu.pad \
-  --suite gpu.permute --suite gpu.oracle --suite gpu.grouped_gemm --seconds "$FUZZ_SECONDS" --quiet \
+  --suite gpu.permute --suite gpu.oracle --suite gpu.grouped_gemm --suite gpu.oracle_wgrad \
+  --suite gpu.oracle_large --seconds "$FUZZ_SECONDS" --quiet \
   --failure-dir "$OUT/failures" > "$OUT/fuzz.log" 2>&1
 say "fuzz exit $?"
 tail -8 "$OUT/fuzz.log" | tee -a "$summary"
@@ -89,7 +93,8 @@ tail -1 "$OUT/kernel_survey.log" | tee -a "$summary"
 if [[ -n "$pykit" ]]; then
   step "python: CUDA tests"
   PYTHONPATH="$PWD/$B/python:$PYTHONPATH" FP8REF_CHECK="$PWD/$B/tools/fp8-check" timeout 120 \
-    python3 -m pytest -q -rs -p no:cacheprovider python/tests_gpu > "$OUT/pytest_gpu.log" 2>&1
+    python3 -m pytest -q -rs -p no:cacheprovider python/tests_gpu \
+    python/tests/test_device_grouping.py > "$OUT/pytest_gpu.log" 2>&1
   say "pytest gpu exit $?"
   tail -4 "$OUT/pytest_gpu.log" | tee -a "$summary"
 fi
@@ -102,4 +107,9 @@ step "benchmark: FP8 grouped GEMM (every output against the GPU oracle) and its 
 timeout 150 $B/tools/fp8ref_gpu_gemm_bench --check --csv "$OUT/gemm_bench.csv" > "$OUT/gemm_bench.log" 2>&1
 cat "$OUT/gemm_bench.log" | tee -a "$summary"
 timeout 150 python3 tools/bench/gpu_gemm_torch.py "$OUT/gemm_bench.csv" 2>&1 | tail -20 | tee -a "$summary"
+if [[ -n "${GPU_ORACLE_BENCH:-}" ]]; then  # about 40 s: the GPU oracle per MoE layer, wgrad, a campaign case
+  step "benchmark: GPU oracle"
+  timeout 150 $B/tools/fp8ref_gpu_oracle_bench --cpu-rows 1024 > "$OUT/oracle_bench.log" 2>&1
+  cat "$OUT/oracle_bench.log" | tee -a "$summary"
+fi
 step done
