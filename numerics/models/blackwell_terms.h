@@ -270,8 +270,10 @@ inline FdpaSum fdpa_sum32(const Operand32& a, const Operand32& b, int scale_exp,
   FdpaSum sum;
   sum.s = shift_truncate(c.sig, frac_bits + c.exp - e_max - 23, sum.inexact);
   sum.terms = (c.sig != 0) + nonzero;
+  // With no non-zero product the scale 2^u is unbounded (u up to 412) and there is nothing to sum;
+  // else u <= F - (the least exponent sum, -28) = 53.
   bool lost = false;
-  sum.s += truncated_sum(a, b, scale_exp + frac_bits - e_max, lost);
+  if (nonzero != 0) sum.s += truncated_sum(a, b, scale_exp + frac_bits - e_max, lost);
   sum.inexact = sum.inexact || lost;
   return sum;
 }
