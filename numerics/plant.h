@@ -36,9 +36,10 @@ enum class Bug : int {
   empty_wgrad_zeroed,      // wgrad of an empty group: zero instead of RN_out(C[g])
   pad_rows_to_group,       // padded row map: padding rows mapped to their group
   pad_rows_written,        // pad_rows: padding rows filled with the group's last row
+  quantize_ties_away,      // quantize's f32 -> FP8 element cast: a tie rounds away from zero
 };
 
-inline constexpr std::array<std::string_view, 18> kNames = {
+inline constexpr std::array<std::string_view, 19> kNames = {
     "none",
     "codec_ties_half_up",
     "codec_sat_one_high",
@@ -57,6 +58,7 @@ inline constexpr std::array<std::string_view, 18> kNames = {
     "empty_wgrad_zeroed",
     "pad_rows_to_group",
     "pad_rows_written",
+    "quantize_ties_away",
 };
 
 inline std::string_view name(Bug b) { return kNames[static_cast<std::size_t>(b)]; }

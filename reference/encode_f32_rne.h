@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "numerics/format.h"
+#include "numerics/plant.h"
 
 // Forced inline: quantize's cast loops vectorize only with this inside them, and GCC's inliner
 // leaves it out of line in the larger row kernels (torch_cpu's signed-NaN casts: one call per
@@ -41,7 +42,11 @@ FP8REF_ALWAYS_INLINE std::uint8_t encode_f32_rne(std::uint32_t bits) {
   // 1. Normal target (2^emin <= |x|, Inf included): rebias the exponent field, add half an ulp
   //    minus one plus the kept parity (ties to even), truncate; a carry runs into the exponent.
   std::int32_t t = a - ((127 - T::kBias) << 23);
+#ifdef FP8REF_PLANT_HOOKS
+  t += (1 << (drop - 1)) - (FP8REF_PLANTED(quantize_ties_away) ? 0 : 1 - ((t >> drop) & 1));
+#else
   t += (1 << (drop - 1)) - 1 + ((t >> drop) & 1);
+#endif
   const std::int32_t normal = t >> drop;
   // 2. Subnormal target (|x| < 2^emin, f32 subnormals and zero included): C = 2^(emin-p+23) has
   //    ulp 2^(emin-p), the FP8 subnormal quantum, and |x| + C stays in C's binade, so the f32

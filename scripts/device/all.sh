@@ -2,7 +2,8 @@
 # Every GPU check of the repository in one call on the GPU machine (docs/building.md "GPU
 # machine"): build the GPU targets, `ctest -L gpu`, compute-sanitizer memcheck / racecheck on the
 # GPU suites, a fuzz campaign over every GPU suite, verify --device cuda of a torch
-# _scaled_grouped_mm output, the Python package's CUDA tests, and the quantize benchmark.
+# _scaled_grouped_mm output, the Python package's CUDA tests, and the quantize and grouped GEMM
+# benchmarks.
 # Usage (repository root): OUT=DIR bash scripts/device/all.sh KIT [PYKIT]
 #   KIT: the root of an extracted librapidcheck-dev (the GPU machine has no RapidCheck);
 #   PYKIT: a `pip install --target` folder with nanobind, pytest, hypothesis (optional).
@@ -31,8 +32,9 @@ cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release "${python_args[@]}" \
 
 step build
 targets=(fp8-check fp8ref_gpu_cast_test fp8ref_gpu_mma_sync_test fp8ref_gpu_oracle_test
-  fp8ref_gpu_quantize_test fp8ref_gpu_pad_permute_test proptests_gpu_oracle_emulated_test
-  fp8ref_gpu_quantize_bench)
+  fp8ref_gpu_quantize_test fp8ref_gpu_quantize_dual_test fp8ref_gpu_swiglu_quantize_test
+  fp8ref_gpu_pad_permute_test proptests_gpu_oracle_emulated_test fp8ref_gpu_quantize_bench
+  fp8ref_gpu_grouped_gemm_test fp8ref_gpu_gemm_bench)
 [[ -n "$pykit" ]] && targets+=(_core)
 cmake --build $B -j16 --target "${targets[@]}" -- -k 0 > "$OUT/build.log" 2>&1
 say "build exit $?"
@@ -51,13 +53,18 @@ sanitize() {  # tool binary filter
   say "$1 $(basename "$2") [$3]: exit $? $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
 }
 sanitize memcheck $T/fp8ref_gpu_quantize_test '*Grouped*:*GridSize*:*BadInput*'
+sanitize memcheck $T/fp8ref_gpu_quantize_dual_test '*'
+sanitize memcheck $T/fp8ref_gpu_swiglu_quantize_test '*'
 sanitize memcheck $T/fp8ref_gpu_pad_permute_test '*'
 sanitize memcheck $T/fp8ref_gpu_oracle_test '*Empty*:*Reject*:*Dgrad*'
-sanitize racecheck $T/fp8ref_gpu_quantize_test '*GridSize*'
+sanitize racecheck $T/fp8ref_gpu_quantize_test '*GridSize*:*Grouped*'
+sanitize racecheck $T/fp8ref_gpu_quantize_dual_test '*GridSize*'
+sanitize memcheck $T/fp8ref_gpu_grouped_gemm_test '*Drawn*:*Repeated*:*Merged*:*BadInput*:*Wgrad*'
+sanitize racecheck $T/fp8ref_gpu_grouped_gemm_test '*Repeated*:*WgradEmpty*'
 
 step "fuzz: every GPU suite, $FUZZ_SECONDS s"
 timeout $((FUZZ_SECONDS + 60)) $B/tools/fp8-check fuzz --suite gpu.quantize --suite gpu.pad \
-  --suite gpu.permute --suite gpu.oracle --seconds "$FUZZ_SECONDS" --quiet \
+  --suite gpu.permute --suite gpu.oracle --suite gpu.grouped_gemm --seconds "$FUZZ_SECONDS" --quiet \
   --failure-dir "$OUT/failures" > "$OUT/fuzz.log" 2>&1
 say "fuzz exit $?"
 tail -8 "$OUT/fuzz.log" | tee -a "$summary"
@@ -84,4 +91,8 @@ step "benchmark: quantize kernels"
 timeout 90 $B/tools/fp8ref_gpu_quantize_bench "$OUT/bench.csv" > "$OUT/bench.log" 2>&1
 cat "$OUT/bench.log" | tee -a "$summary"
 timeout 120 python3 tools/bench/gpu_quantize_torch.py "$OUT/bench.csv" 2>&1 | tail -8 | tee -a "$summary"
+step "benchmark: FP8 grouped GEMM (every output against the GPU oracle) and its torch peers"
+timeout 150 $B/tools/fp8ref_gpu_gemm_bench --check --csv "$OUT/gemm_bench.csv" > "$OUT/gemm_bench.log" 2>&1
+cat "$OUT/gemm_bench.log" | tee -a "$summary"
+timeout 150 python3 tools/bench/gpu_gemm_torch.py "$OUT/gemm_bench.csv" 2>&1 | tail -20 | tee -a "$summary"
 step done

@@ -278,6 +278,7 @@ const std::vector<Suite>& all_suites() {
     add_data_suites(v);
     add_oracle_suites(v);
     add_model_bits_suites(v);
+    add_law_suites(v);
     add_blackwell_suites(v);
     add_gpu_suites(v);
     return v;

@@ -158,7 +158,9 @@ void add_data_suites(std::vector<Suite>& out);
 void add_gpu_suites(std::vector<Suite>& out);
 void add_blackwell_suites(std::vector<Suite>& out);
 void add_oracle_suites(std::vector<Suite>& out);      // suites_oracle.cpp
+void add_recipe_suite(std::vector<Suite>& out);       // suites_recipes.cpp (quantize.recipes)
 void add_model_bits_suites(std::vector<Suite>& out);  // suites_model_bits.cpp
+void add_law_suites(std::vector<Suite>& out);         // laws/: second oracles (law_suites.h)
 
 // A suite whose case is a variant in [0, variants) and a seed from which the check draws its
 // inputs (its case file holds the two numbers); `tag(variant)` names the variant's coverage class.
@@ -169,6 +171,8 @@ Suite seed_suite(SuiteInfo info, std::int64_t variants,
 std::string hex(std::uint64_t x);
 void add_gpu_quantize_suites(std::vector<Suite>& out);
 void add_gpu_data_suites(std::vector<Suite>& out);
+void add_gpu_gemm_suites(std::vector<Suite>& out);  // suites_gpu_gemm.cpp
+void add_gpu_oracle_suites(std::vector<Suite>& out);  // suites_gpu_oracle.cpp
 // Why the GPU suites cannot run here ("" when a device is present): no CUDA build, no device.
 std::string gpu_unavailable();
 

@@ -190,7 +190,9 @@ void add_gpu_suites(std::vector<Suite>& out) {
       {[o] { return draw_gemm(o); }, check_oracle, gemm_tags, save_gemm, load_gemm, gemm_case_diff},
       gpu_unavailable));
   add_gpu_quantize_suites(out);
+  add_gpu_gemm_suites(out);
   add_gpu_data_suites(out);
+  add_gpu_oracle_suites(out);
 }
 
 }  // namespace fp8ref::fuzz

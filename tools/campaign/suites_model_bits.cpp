@@ -2,10 +2,11 @@
 // (numerics/models/) against a second, deliberately different implementation written here from
 // the definitions of docs/models.md in plain integer arithmetic: the wgmma step as integer
 // significands aligned to the largest exponent and truncated to 13 fraction bits, then to 14
-// significant bits; chains of 32-product steps; promotion exactly at 128-K boundaries; split-K
-// slices added in slice order; the epilogue orders. The generator makes order matter: 128-blocks
-// of very different magnitudes, blocks that cancel earlier ones, three or more slices, and
-// scales with full significands.
+// significant bits; the mma.sync step as two HMMAs over f16 operands truncating to 25 fraction
+// bits, then C added in RN; chains of 32-product steps; promotion exactly at 128-K boundaries;
+// split-K slices (S equal ones or slices of L 128-blocks) added in slice order; the epilogues. The
+// generator makes order matter: 128-blocks of very different magnitudes, blocks that cancel earlier
+// ones, three or more slices, and scales with full significands.
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -76,8 +77,60 @@ float step(const std::uint8_t* a, const std::uint8_t* b, int n, Format fa, Forma
   return S < 0 ? -z : z;
 }
 
-float chain(const std::uint8_t* a, const std::uint8_t* b, std::int64_t len, Format fa, Format fb) {
+// The exponent an FP8 value has once converted to f16: floor(log2 |v|), at least -14 (e5m2
+// subnormals stay f16 subnormals; e4m3 subnormals become normal f16).
+int f16_exponent(const Code& x) {
+  return std::max(int(std::bit_width(std::uint64_t(x.sig))) - 1 + x.exp - x.man, -14);
+}
+
+// One HMMA of the mma.sync emulation (docs/models.md): the products with (k mod 4) / 2 == half
+// and c, each truncated toward zero to 25 fraction bits below the largest f16 product exponent
+// (or c's f32 exponent), summed exactly, the sum truncated toward zero to 24 significant bits
+// (to multiples of 2^-149 below 2^-126); a zero sum is +0, a leading exponent above 127 Inf.
+float hmma(const std::uint8_t* a, const std::uint8_t* b, int n, Format fa, Format fb, int half,
+           float c) {
+  std::vector<Code> xs, ys;
+  for (int k = 0; k < n; ++k) {
+    const Code x = split_code(fa, a[k]), y = split_code(fb, b[k]);
+    if ((k % 4) / 2 == half && x.sig != 0 && y.sig != 0) xs.push_back(x), ys.push_back(y);
+  }
+  const std::uint32_t cu = std::bit_cast<std::uint32_t>(c);
+  const int field = int((cu >> 23) & 0xFF);
+  const std::int64_t csig = std::int64_t(cu & 0x7FFFFF) | (field ? 0x800000 : 0);
+  const int cexp = (field ? field : 1) - 127;
+  if (xs.empty() && csig == 0) return 0.0f;
+  int E = csig != 0 ? cexp : f16_exponent(xs[0]) + f16_exponent(ys[0]);
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    E = std::max(E, f16_exponent(xs[i]) + f16_exponent(ys[i]));
+  std::int64_t S = (cu >> 31 ? -1 : 1) * shifted(csig, cexp - 23 - (E - 25));  // units 2^(E-25)
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const std::int64_t m =
+        shifted(xs[i].sig * ys[i].sig, xs[i].exp - xs[i].man + ys[i].exp - ys[i].man - (E - 25));
+    S += xs[i].neg != ys[i].neg ? -m : m;
+  }
+  if (S == 0) return 0.0f;
+  std::uint64_t m = std::uint64_t(S < 0 ? -S : S);
+  const int lead = std::bit_width(m) - 1 + E - 25;
+  if (lead > 127) return S < 0 ? -INFINITY : INFINITY;
+  const int keep_from = lead >= -126 ? lead - 23 : -149;  // the lowest kept power of two
+  if (keep_from > E - 25) m = (m >> (keep_from - (E - 25))) << (keep_from - (E - 25));
+  const float z = float(std::ldexp(double(m), E - 25));
+  return S < 0 ? -z : z;
+}
+
+// mma.sync: T1 = HMMA(k mod 4 in {0, 1}, +0), T2 = HMMA({2, 3}, T1), D = RN_f32(c + T2).
+float mma_step(const std::uint8_t* a, const std::uint8_t* b, int n, Format fa, Format fb, float c) {
+  return c + hmma(a, b, n, fa, fb, 1, hmma(a, b, n, fa, fb, 0, 0.0f));
+}
+
+float chain(const std::uint8_t* a, const std::uint8_t* b, std::int64_t len, Format fa, Format fb,
+            bool mma_sync = false) {
   float acc = 0.0f;
+  if (mma_sync) {
+    for (std::int64_t k = 0; k < len; k += 32)
+      acc = mma_step(a + k, b + k, int(std::min<std::int64_t>(32, len - k)), fa, fb, acc);
+    return acc;
+  }
   for (std::int64_t k = 0; k < len; k += 32)
     acc = step(a + k, b + k, int(std::min<std::int64_t>(32, len - k)), fa, fb, acc);
   return acc;
@@ -88,16 +141,19 @@ struct DotCase {
   Format fa = Format::e4m3, fb = Format::e4m3;
   std::int64_t K = 0;
   int slices = 1;
-  std::vector<float> sa, sb;  // per 128-block (blockwise) or one each
+  std::int64_t slice_len = 0;  // > 0: slices of this many 128-blocks (SplitK::of_length)
+  std::vector<float> sa, sb;   // per 128-block (blockwise) or one each
 };
 
-// Slices of ceil(nb / S) 128-blocks in slice order, the first slice's result first, empty later
-// slices skipped; `slice(k0, k1)` evaluates one.
+// Slices of ceil(nb / S) 128-blocks (or of slice_len blocks, as many as cover K) in slice order,
+// the first slice's result first, empty later slices skipped; `slice(k0, k1)` evaluates one.
 template <class F>
 float over_slices(const DotCase& d, F slice) {
-  const std::int64_t nb = (d.K + 127) / 128, per = (nb + d.slices - 1) / d.slices;
+  const std::int64_t nb = (d.K + 127) / 128;
+  const std::int64_t per = d.slice_len > 0 ? d.slice_len : (nb + d.slices - 1) / d.slices;
+  const std::int64_t count = d.slice_len > 0 ? (nb + per - 1) / per : d.slices;
   float r = 0.0f;
-  for (int s = 0; s < d.slices; ++s) {
+  for (std::int64_t s = 0; s < count; ++s) {
     const std::int64_t b0 = std::min(nb, s * per), b1 = std::min(nb, (s + 1) * per);
     if (s > 0 && b0 >= b1) continue;
     const float v = slice(b0 * 128, std::min(d.K, b1 * 128));
@@ -106,9 +162,9 @@ float over_slices(const DotCase& d, F slice) {
   return r;
 }
 
-float unpromoted_acc(const DotCase& d) {
+float unpromoted_acc(const DotCase& d, bool mma_sync = false) {
   return over_slices(d, [&](std::int64_t k0, std::int64_t k1) {
-    return chain(&d.a[std::size_t(k0)], &d.b[std::size_t(k0)], k1 - k0, d.fa, d.fb);
+    return chain(&d.a[std::size_t(k0)], &d.b[std::size_t(k0)], k1 - k0, d.fa, d.fb, mma_sync);
   });
 }
 
@@ -152,6 +208,7 @@ DotCase draw_dot(std::mt19937_64& rng, bool per_block) {
   const std::int64_t nb = 2 + std::int64_t(rng() % 7);
   d.K = nb * 128 - (rng() % 4 == 0 ? std::int64_t(rng() % 127) : 0);
   d.slices = rng() % 4 == 0 ? 1 + int(rng() % 2) : 3 + int(rng() % 3);
+  if (rng() % 3 == 0) d.slices = 1, d.slice_len = 1 + std::int64_t(rng() % 3);
   d.a.resize(std::size_t(d.K));
   d.b.resize(std::size_t(d.K));
   for (std::int64_t blk = 0; blk < nb; ++blk) {
@@ -182,13 +239,16 @@ constexpr const char* kVariants[] = {"step",
                                      "promoted_rowwise",
                                      "promoted_blockwise",
                                      "tensorwise_a_then_b",
-                                     "unpromoted_b_then_a"};
-constexpr std::int64_t kNumVariants = 7;
+                                     "unpromoted_b_then_a",
+                                     "mma_sync"};
+constexpr std::int64_t kNumVariants = 8;
 
 void mismatch(std::int64_t v, const DotCase& d, float got, float want) {
-  throw Violation(std::string("model ") + kVariants[v] + " (K=" + std::to_string(d.K) + ", S=" +
-                  std::to_string(d.slices) + "): " + hex(std::bit_cast<std::uint32_t>(got)) +
-                  ", the second implementation gives " + hex(std::bit_cast<std::uint32_t>(want)));
+  throw Violation(
+      std::string("model ") + kVariants[v] + " (K=" + std::to_string(d.K) + ", " +
+      (d.slice_len > 0 ? "L=" + std::to_string(d.slice_len) : "S=" + std::to_string(d.slices)) +
+      "): " + hex(std::bit_cast<std::uint32_t>(got)) + ", the second implementation gives " +
+      hex(std::bit_cast<std::uint32_t>(want)));
 }
 
 void check_step(std::mt19937_64& rng) {
@@ -211,17 +271,25 @@ void check_step(std::mt19937_64& rng) {
   }
 }
 
+void check_dot(std::int64_t v, std::mt19937_64& rng);
+
+// A step variant checks 16 steps, a model variant three dot products (blockwise eight: fmaf and
+// a rounded product then an add differ only where the sum's rounding sees the product's low bits).
 void check_model(std::int64_t v, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   if (v == 0) {
     for (int i = 0; i < 16; ++i) check_step(rng);
     return;
   }
+  for (int i = 0; i < (v == 4 ? 8 : 3); ++i) check_dot(v, rng);
+}
+
+void check_dot(std::int64_t v, std::mt19937_64& rng) {
   const bool per_block = v == 4;
   const DotCase d = draw_dot(rng, per_block);
   const DotRun x{d.a.data(), d.b.data(), d.fa, d.fb};
   const ElementScales sc{d.sa.data(), d.sb.data(), per_block, kScaleBlockK};
-  const SplitK split(d.slices);
+  const SplitK split = d.slice_len > 0 ? SplitK::of_length(d.slice_len) : SplitK(d.slices);
   const float sa = d.sa[0], sb = d.sb[0];
   const auto f32_sum = [](float acc, float t, std::int64_t) { return acc + t; };
   float got = 0, want = 0;
@@ -250,10 +318,14 @@ void check_model(std::int64_t v, std::uint64_t seed) {
                 .z;
       want = (promoted_acc(d, f32_sum) * sa) * sb;
       break;
-    default:
+    case 6:
       got =
           model_dot(AccumulationModel::hopper_unpromoted, x, d.K, sc, split, Epilogue::b_then_a).z;
       want = (unpromoted_acc(d) * sb) * sa;
+      break;
+    default:
+      got = model_dot(AccumulationModel::hopper_mma_sync, x, d.K, sc, split).z;
+      want = unpromoted_acc(d, true) * (sa * sb);
       break;
   }
   fold_result(&got, sizeof got);
