@@ -4,6 +4,7 @@
 // refuses, so both reference/ and gpu/ read the rule from here.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -23,6 +24,10 @@ enum class BlockGeometry : std::uint8_t {
   b1x32,
   b32x1,
 };
+inline constexpr std::array kAllBlockGeometries = {
+    BlockGeometry::tensorwise, BlockGeometry::rowwise, BlockGeometry::per_channel,
+    BlockGeometry::b1x128,     BlockGeometry::b128x1,  BlockGeometry::b128x128,
+    BlockGeometry::b1x32,      BlockGeometry::b32x1};
 
 constexpr std::string_view to_string(BlockGeometry g) {
   switch (g) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -30,6 +31,9 @@ enum class RecipeKind : std::uint8_t {
   mx_ceil,
   mx_even
 };
+inline constexpr std::array kAllRecipeKinds = {
+    RecipeKind::deepgemm, RecipeKind::torchao, RecipeKind::te,     RecipeKind::mx_floor,
+    RecipeKind::mx_rceil, RecipeKind::mx_ceil, RecipeKind::mx_even};
 
 // Where the library's arithmetic runs; it changes bits, so it is part of the recipe.
 //  torch_cpu:   torch eager on CPU (x86 SSE/AVX; a NaN product keeps the NaN operand's sign,
@@ -40,6 +44,8 @@ enum class RecipeKind : std::uint8_t {
 //  cuda_kernel: a hand-written CUDA kernel (Transformer Engine): amax by fmaxf (NaN ignored),
 //               element cast __nv_cvt_float_to_fp8(.., __NV_SATFINITE) (NaN -> 0x7F).
 enum class Runtime : std::uint8_t { torch_cpu, torch_cuda, cuda_kernel };
+inline constexpr std::array kAllRuntimes = {Runtime::torch_cpu, Runtime::torch_cuda,
+                                            Runtime::cuda_kernel};
 
 struct Recipe {
   RecipeKind kind;

@@ -3,6 +3,7 @@
 // parser and one "a|b|c" list for messages, found by argument-dependent lookup of to_string.
 #pragma once
 
+#include <cstdint>
 #include <iterator>
 #include <optional>
 #include <string>
@@ -18,6 +19,14 @@ auto from_token(const List& all, std::string_view token)
   for (const auto& e : all)
     if (std::string_view(to_string(e)) == token) return e;
   return std::nullopt;
+}
+
+// The element at index `i` of `all` (a case file's numeric id); nullopt outside the list.
+template <class List>
+auto enum_at(const List& all, std::int64_t i)
+    -> std::optional<std::remove_cvref_t<decltype(*std::begin(all))>> {
+  if (i < 0 || i >= std::int64_t(std::size(all))) return std::nullopt;
+  return *(std::begin(all) + i);
 }
 
 // The tokens of `all` joined by `sep` ("e4m3|e5m2"), for usage lines and messages.
