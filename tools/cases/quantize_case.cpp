@@ -20,7 +20,8 @@ void save_recipe(const Recipe& r, BlockGeometry g, TensorFile& tf) {
   m["recipe"] = std::string(to_string(r.kind));
   m["elem"] = std::to_string(int(r.elem));
   m["runtime"] = std::to_string(int(r.runtime));
-  m["pow2"] = r.pow2 ? "1" : "0";
+  // A std::string, not the literal: GCC 12's -Wrestrict misfires on assigning a literal here.
+  m["pow2"] = std::string(r.pow2 ? "1" : "0");
   m["epsilon_bits"] = std::to_string(std::bit_cast<std::uint32_t>(r.epsilon));
   m["geometry"] = std::to_string(int(g));
   m["geometry_name"] = std::string(to_string(g));
