@@ -1,6 +1,7 @@
 // `fp8-check quantize` (tools/cli/quantize.h) run as a program on a safetensors file written by
 // tools/tensor_io: its codes and scale bytes equal fp8ref::quantize + serialize called directly,
-// for every scale-layout family, f32 / bf16, 2-D and (G, N, K); bad input exits 2 with one line.
+// for every scale-layout family, f32 / bf16, 2-D and (G, N, K), and of SwiGLU's h (--swiglu);
+// bad input exits 2 with one line.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 
 #include "numerics/scale_layout.h"
 #include "reference/quantize.h"
+#include "reference/swiglu.h"
 #include "tensor_io/safetensors.h"
 
 namespace fp8ref::ref {
@@ -220,6 +222,35 @@ TEST_F(QuantizeCli, PerExpertWeightsTmaAlignedMatchLibrary) {
       0);
   expect_matches_library("w3", {RecipeKind::torchao, Format::e4m3, kCuda, false, 0.0f},
                          BlockGeometry::b128x128, "tma_mn_major", {2, 2, 4}, DType::F32);
+}
+
+// --swiglu: the codes and scales of h = ref::swiglu_merged_bf16 of the (256, 2·128) BF16 tensor
+// (NaN and Inf inputs included: the CPU reference defines them), quantized by the library.
+TEST_F(QuantizeCli, SwigluOfMergedGateUpMatchesLibrary) {
+  ASSERT_EQ(run(":xb --swiglu --recipe te --block 1x128 --layout row_major").code, 0);
+  const Tensor& x = *input_.find("xb");
+  std::vector<std::uint16_t> gate_up(x.data.size() / 2);
+  std::memcpy(gate_up.data(), x.data.data(), x.data.size());
+  const std::vector<float> h = swiglu_merged_bf16(gate_up, 256, 128);
+  const Recipe te{RecipeKind::te, Format::e4m3, Runtime::cuda_kernel, false, 0.0f};
+  const Quantized q =
+      quantize({h.data(), Source::f32, 256, 128, 128, 1}, te, BlockGeometry::b1x128);
+  ScaleGridF32 f{1, q.scale_rows, q.scale_cols, {}};
+  for (const float s : q.scale) f.bits.push_back(std::bit_cast<std::uint32_t>(s));
+  const tensor_io::TensorFile out = output();
+  const Tensor* c = out.find("codes");
+  const Tensor* s = out.find("scales");
+  ASSERT_TRUE(c != nullptr && s != nullptr);
+  EXPECT_EQ(c->shape, (std::vector<std::int64_t>{256, 128}));
+  EXPECT_TRUE(c->data == q.codes) << "codes differ from swiglu_merged_bf16 + quantize";
+  EXPECT_TRUE(s->data == serialize(ScaleLayoutF32::row_major, f)) << "scale bytes differ";
+  EXPECT_EQ(out.metadata.count("fp8ref.swiglu"), 1u);
+}
+
+TEST_F(QuantizeCli, SwigluNeedsBf16MergedInputOnCpuExit2) {
+  expect_usage_error(":x32 --swiglu --recipe te --block 1x128 --layout row_major", "BF16 (M, 2H)");
+  expect_usage_error(":xb --swiglu --device cuda --recipe te --block 1x128 --layout row_major",
+                     "CPU reference only");
 }
 
 TEST_F(QuantizeCli, UnknownRecipeLayoutBlockExit2) {

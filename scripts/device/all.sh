@@ -68,7 +68,8 @@ sanitize racecheck $T/fp8ref_gpu_grouped_gemm_test '*Repeated*:*WgradEmpty*'
 step "fuzz: every GPU suite, $FUZZ_SECONDS s"
 timeout $((FUZZ_SECONDS + 60)) $B/tools/fp8-check fuzz --suite gpu.quantize --suite gpu.pad \
   --suite gpu.permute --suite gpu.oracle --suite gpu.grouped_gemm --suite gpu.oracle_wgrad \
-  --suite gpu.oracle_large --seconds "$FUZZ_SECONDS" --quiet \
+  --suite gpu.oracle_large --suite gpu.quantize_dual --suite gpu.swiglu \
+  --seconds "$FUZZ_SECONDS" --quiet \
   --failure-dir "$OUT/failures" > "$OUT/fuzz.log" 2>&1
 say "fuzz exit $?"
 tail -8 "$OUT/fuzz.log" | tee -a "$summary"

@@ -22,7 +22,7 @@ cmake --build $B -j16 --target fp8ref_gpu_quantize_test fp8ref_gpu_quantize_dual
   fp8-check fp8ref_gpu_quantize_bench >"$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -40; exit 1; }
 
 step ctest
-ctest --test-dir $B -R "GpuQuantize|GpuQuantizeDual|GpuSwigluQuantize|Swiglu\.|GpuPad|GpuPermute|fuzz.gpu.(quantize|pad|permute)" --output-on-failure \
+ctest --test-dir $B -R "GpuQuantize|GpuQuantizeDual|GpuSwigluQuantize|Swiglu\.|GpuPad|GpuPermute|fuzz.gpu.(quantize|pad|permute|swiglu)" --output-on-failure \
   --timeout 200 >"$OUT/ctest_gpu.log" 2>&1
 grep -E "tests passed|tests failed|Failed|\*\*\*" "$OUT/ctest_gpu.log" | head -30
 
@@ -48,7 +48,8 @@ timeout 60 compute-sanitizer --tool racecheck --error-exitcode 9 $T/fp8ref_gpu_q
 echo "racecheck quantize rc=$?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/racecheck_quantize.log")"
 
 step fuzz
-$B/tools/fp8-check fuzz --suite gpu.quantize --suite gpu.pad --suite gpu.permute --seconds "$FUZZ_SECONDS" --quiet \
+$B/tools/fp8-check fuzz --suite gpu.quantize --suite gpu.pad --suite gpu.permute \
+  --suite gpu.quantize_dual --suite gpu.swiglu --seconds "$FUZZ_SECONDS" --quiet \
   --failure-dir "$OUT/failures" >"$OUT/fuzz.log" 2>&1
 echo "fuzz rc=$?"; tail -5 "$OUT/fuzz.log"
 

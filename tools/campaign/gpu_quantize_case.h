@@ -36,6 +36,12 @@ inline ExpectedQuantize expected_quantize(const void* x, Source src, std::int64_
   return e;
 }
 
+// Recipes equal field by field, the epsilon's bits included (a case file's round trip).
+inline bool same_recipe(const Recipe& a, const Recipe& b) {
+  return a.kind == b.kind && a.elem == b.elem && a.runtime == b.runtime && a.pow2 == b.pow2 &&
+         std::bit_cast<std::uint32_t>(a.epsilon) == std::bit_cast<std::uint32_t>(b.epsilon);
+}
+
 // The recipes the GPU kernels implement (gpu/quantize.h): the campaign's recipes under torch_cuda
 // and TE's kernel (torchao's power-of-two scales and torch's RCEIL included), plus TE's MXFP8
 // kernel and a TE epsilon.

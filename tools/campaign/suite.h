@@ -190,6 +190,8 @@ void add_gpu_quantize_suites(std::vector<Suite>& out);
 void add_gpu_data_suites(std::vector<Suite>& out);
 void add_gpu_gemm_suites(std::vector<Suite>& out);    // suites_gpu_gemm.cpp
 void add_gpu_oracle_suites(std::vector<Suite>& out);  // suites_gpu_oracle.cpp
+void add_gpu_quantize_dual_suites(std::vector<Suite>& out);  // suites_gpu_quantize_dual.cpp
+void add_gpu_swiglu_suites(std::vector<Suite>& out);         // suites_gpu_swiglu.cpp
 // Why the GPU suites cannot run here ("" when a device is present): no CUDA build, no device.
 std::string gpu_unavailable();
 

@@ -193,6 +193,8 @@ void add_gpu_suites(std::vector<Suite>& out) {
   add_gpu_gemm_suites(out);
   add_gpu_data_suites(out);
   add_gpu_oracle_suites(out);
+  add_gpu_quantize_dual_suites(out);
+  add_gpu_swiglu_suites(out);
 }
 
 }  // namespace fp8ref::fuzz

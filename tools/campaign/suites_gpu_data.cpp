@@ -11,49 +11,17 @@
 #include <stdexcept>
 
 #include "campaign/gen/group_sizes.h"
+#include "campaign/gpu_bytes.h"
 #include "campaign/suite.h"
 #include "reference/pad_permute.h"
 
 #ifdef FP8REF_CAMPAIGN_HAVE_GPU
-#include "gpu/device.h"
 #include "gpu/pad_permute.h"
 #endif
 
 namespace fp8ref::fuzz {
 
 namespace {
-
-#ifdef FP8REF_CAMPAIGN_HAVE_GPU
-// Device bytes poisoned with 0xAB, or a copy of a host vector; host() reads them back.
-struct DeviceBytes {
-  void* p = nullptr;
-  std::size_t n;
-  explicit DeviceBytes(std::size_t bytes) : n(bytes) {
-    FP8REF_CUDA_CHECK(cudaMalloc(&p, n ? n : 16));
-    FP8REF_CUDA_CHECK(cudaMemset(p, 0xAB, n ? n : 16));
-  }
-  template <class T>
-  explicit DeviceBytes(const std::vector<T>& v) : DeviceBytes(v.size() * sizeof(T)) {
-    if (n) FP8REF_CUDA_CHECK(cudaMemcpy(p, v.data(), n, cudaMemcpyHostToDevice));
-  }
-  ~DeviceBytes() { cudaFree(p); }
-  DeviceBytes(const DeviceBytes&) = delete;
-  DeviceBytes& operator=(const DeviceBytes&) = delete;
-  std::vector<std::uint8_t> host() const {
-    FP8REF_CUDA_CHECK(cudaDeviceSynchronize());
-    std::vector<std::uint8_t> h(n);
-    if (n) FP8REF_CUDA_CHECK(cudaMemcpy(h.data(), p, n, cudaMemcpyDeviceToHost));
-    return h;
-  }
-};
-
-template <class T>
-std::vector<std::uint8_t> bytes_of(const std::vector<T>& v) {
-  std::vector<std::uint8_t> b(v.size() * sizeof(T));
-  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-#endif
 
 // --- gpu.pad -------------------------------------------------------------------------------------
 struct GpuPadCase {

@@ -181,17 +181,13 @@ GpuQuantCase load_gpu_quant(const TensorFile& tf) {
 }
 
 std::string gpu_quant_diff(const GpuQuantCase& x, const GpuQuantCase& y) {
-  return first_difference(
-      {{"recipe", x.recipe.kind == y.recipe.kind && x.recipe.elem == y.recipe.elem &&
-                      x.recipe.runtime == y.recipe.runtime && x.recipe.pow2 == y.recipe.pow2 &&
-                      std::bit_cast<std::uint32_t>(x.recipe.epsilon) ==
-                          std::bit_cast<std::uint32_t>(y.recipe.epsilon)},
-       {"geometry", x.geometry == y.geometry},
-       {"source type", x.src == y.src},
-       {"grouping", x.grouped == y.grouped && x.gs.sizes == y.gs.sizes},
-       {"value class", x.values == y.values},
-       {"layout", x.layout == y.layout && x.max_blocks == y.max_blocks},
-       {"source tensor", x.cols == y.cols && x.x == y.x}});
+  return first_difference({{"recipe", same_recipe(x.recipe, y.recipe)},
+                           {"geometry", x.geometry == y.geometry},
+                           {"source type", x.src == y.src},
+                           {"grouping", x.grouped == y.grouped && x.gs.sizes == y.gs.sizes},
+                           {"value class", x.values == y.values},
+                           {"layout", x.layout == y.layout && x.max_blocks == y.max_blocks},
+                           {"source tensor", x.cols == y.cols && x.x == y.x}});
 }
 
 }  // namespace

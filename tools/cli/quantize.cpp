@@ -18,6 +18,7 @@
 #include "cli/quantize_subbyte.h"
 #include "numerics/scale_layout.h"
 #include "reference/quantize.h"
+#include "reference/swiglu.h"
 #include "tensor_io/mapped_file.h"
 #include "tensor_io/tensor_file.h"
 
@@ -237,10 +238,44 @@ std::vector<std::uint8_t> scale_bytes(const std::vector<ref::Quantized>& planes,
   return serialize(*layout.e8m0, grid);
 }
 
+// --swiglu: h = silu(gate) * up in f32 (reference/swiglu.h) of a merged (M, 2H) BF16 gate/up
+// (gate = columns [0, H), up = [H, 2H)), as the (M, H) F32 tensor that is then quantized: the CPU
+// side of gpu::swiglu_quantize's oracle (docs/recipes.md "SwiGLU").
+Tensor swiglu_input(const Tensor& x, const QuantizeOptions& o, const std::string& source_name) {
+  if (o.device != "cpu")
+    throw UsageError("--swiglu runs the CPU reference only (--device cpu), not --device " +
+                     o.device);
+  if (x.dtype != DType::BF16 || x.shape.size() != 2 || x.shape[1] % 2 != 0)
+    throw UsageError(source_name + ": --swiglu takes a BF16 (M, 2H) merged gate/up tensor, not " +
+                     std::string(tensor_io::dtype_name(x.dtype)) + " " +
+                     tensor_io::shape_string(x.shape));
+  const std::int64_t rows = x.shape[0], H = x.shape[1] / 2;
+  std::vector<std::uint16_t> gate_up(std::size_t(rows * 2 * H));
+  if (!gate_up.empty()) std::memcpy(gate_up.data(), x.bytes().data(), gate_up.size() * 2);
+  std::vector<float> h;
+  try {
+    h = ref::swiglu_merged_bf16(gate_up, rows, H);
+  } catch (const std::exception& e) {
+    throw UsageError(source_name + ": --swiglu: " + e.what());
+  }
+  Tensor t{DType::F32, {rows, H}, std::vector<std::uint8_t>(h.size() * 4)};
+  if (!h.empty()) std::memcpy(t.data.data(), h.data(), t.data.size());
+  return t;
+}
+
 }  // namespace
 
 tensor_io::TensorFile quantize_tensor(const Tensor& x, const QuantizeOptions& o,
                                       const std::string& source_name) {
+  if (o.swiglu) {
+    QuantizeOptions h_options = o;
+    h_options.swiglu = false;
+    tensor_io::TensorFile out =
+        quantize_tensor(swiglu_input(x, o, source_name), h_options, source_name);
+    out.metadata["fp8ref.swiglu"] =
+        "codes and scales of h = silu(gate) * up (f32), gate = input columns [0, H), up = [H, 2H)";
+    return out;
+  }
   if (is_subbyte_recipe(o.recipe)) return quantize_subbyte_tensor(x, o, source_name);
   bool default_runtime = false;
   const Recipe r = make_recipe(o, &default_runtime);
@@ -389,6 +424,9 @@ void add_quantize_command(CLI::App& app) {
                   "cpu (the reference) or cuda (the GPU kernels: same outputs and metadata; "
                   "without a device: one line, exit 2)")
       ->capture_default_str();
+  sub->add_flag("--swiglu", o->swiglu,
+                "The input is a merged (M, 2H) BF16 gate/up GEMM output: quantize h = silu(gate) * "
+                "up (f32, reference/swiglu.h; --device cpu)");
   sub->callback([o] { run_quantize(*o); });
 }
 

@@ -23,6 +23,7 @@ struct QuantizeOptions {
   std::string nan = "propagate";      // propagate | reject
   bool allow_partial_blocks = false;  // skip the source library's shape requirement
   std::string device = "cpu";         // cpu (reference/quantize) | cuda (gpu/quantize kernels)
+  bool swiglu = false;  // the input is a merged (M, 2H) BF16 gate/up: quantize silu(gate) * up
 };
 
 // Quantizes `x` as the options say; the tensors "codes" and "scales" plus metadata. Throws
