@@ -4,8 +4,9 @@
 // (13 fraction bits), promotion happens exactly at each 128 of K (the whole run equals the f32
 // sum of its 128-blocks run alone), split-K slices are added in slice order (the run equals the
 // f32 sum of its slices run alone, first slice first), the rowwise epilogue is RN(sa·RN(sb·acc))
-// and the blockwise promotion is fmaf(RN(sa·sb), T, acc). gemm.model_bits checks the same models
-// against a second implementation; the two suites share no code.
+// and the blockwise promotion is fmaf(RN(sa·sb), T, acc); mma.sync adds its C last in f32 RN.
+// gemm.model_bits checks the same models against a second implementation; the two suites share
+// no code.
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -77,9 +78,9 @@ float full_scale(std::mt19937_64& rng) {
   return std::bit_cast<float>((e << 23) | std::uint32_t(rng() & 0x7FFFFF) | 1u);
 }
 
-constexpr const char* kLaws[] = {"fourteen_bits", "promotion_at_128", "slices_in_order",
-                                 "rowwise_epilogue", "blockwise_fma"};
-constexpr std::int64_t kNumLaws = 5;
+constexpr const char* kLaws[] = {"fourteen_bits",    "promotion_at_128", "slices_in_order",
+                                 "rowwise_epilogue", "blockwise_fma",    "mma_sync_c_last"};
+constexpr std::int64_t kNumLaws = 6;
 
 void broken(std::int64_t law, const LawCase& c, const std::string& what, float got, float want) {
   throw Violation(std::string("law ") + kLaws[law] + " (K=" + std::to_string(c.K) + "): " + what +
@@ -170,6 +171,18 @@ void law_blockwise(const LawCase& c, std::mt19937_64& rng) {
     broken(4, c, "hopper_promoted_blockwise", got, want);
 }
 
+// mma.sync adds its C last, in f32 RN: step(a, b, c) = RN(c + step(a, b, +0)).
+void law_mma_sync(const LawCase& c, std::mt19937_64& rng) {
+  const int n = 1 + int(rng() % 32);
+  const float acc = std::ldexp(full_scale(rng), int(rng() % 16) - 8) * (rng() & 1 ? 1.0f : -1.0f);
+  const float got = hopper_mma_sync_step(c.a.data(), c.b.data(), n, Format::e4m3, c.fb, acc);
+  const float want =
+      acc + hopper_mma_sync_step(c.a.data(), c.b.data(), n, Format::e4m3, c.fb, 0.0f);
+  fold_result(&got, sizeof got);
+  if (std::bit_cast<std::uint32_t>(got) != std::bit_cast<std::uint32_t>(want))
+    broken(5, c, "hopper_mma_sync_step", got, want);
+}
+
 void check_law(std::int64_t law, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   for (int i = 0; i < 4; ++i) {
@@ -179,7 +192,8 @@ void check_law(std::int64_t law, std::uint64_t seed) {
       case 1: law_promotion(c); break;
       case 2: law_slices(c, rng); break;
       case 3: law_rowwise(c, rng); break;
-      default: law_blockwise(c, rng); break;
+      case 4: law_blockwise(c, rng); break;
+      default: law_mma_sync(c, rng); break;
     }
   }
 }
