@@ -1,6 +1,6 @@
-// Launchers of the data-movement kernels (gpu/pad_permute.h): the host computes each plan as an
-// index map, checks every argument (one line, std::invalid_argument) before any launch, uploads
-// the map on the stream and runs one gather.
+// Launchers of the data-movement kernels (gpu/pad_permute.h): the host computes each plan as
+// index maps and uploads them once (PadPlan, PermutePlan); every launch checks its arguments
+// (one line, std::invalid_argument) before running one gather.
 #include "gpu/pad_permute.h"
 
 #include <stdexcept>
@@ -17,22 +17,6 @@ namespace {
 }
 
 std::int64_t round_up(std::int64_t x, std::int64_t a) { return (x + a - 1) / a * a; }
-
-// A host index map on the device for the duration of one launch (freed in stream order).
-struct DeviceMap {
-  std::int64_t* data = nullptr;
-  cudaStream_t stream;
-  DeviceMap(const std::vector<std::int64_t>& host, cudaStream_t s) : stream(s) {
-    const std::size_t bytes = (host.empty() ? 1 : host.size()) * sizeof(std::int64_t);
-    FP8REF_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&data), bytes, s));
-    if (!host.empty())
-      FP8REF_CUDA_CHECK(cudaMemcpyAsync(data, host.data(), host.size() * sizeof(std::int64_t),
-                                        cudaMemcpyHostToDevice, s));
-  }
-  ~DeviceMap() { cudaFreeAsync(data, stream); }
-  DeviceMap(const DeviceMap&) = delete;
-  DeviceMap& operator=(const DeviceMap&) = delete;
-};
 
 void check_rows(const char* op, const char* what, std::int64_t rows, std::int64_t row_bytes,
                 const void* data, std::int64_t want_rows) {
@@ -82,35 +66,58 @@ PadLayout pad_layout(std::span<const std::int64_t> sizes, std::int64_t align, Em
   return p;
 }
 
+DeviceIndexMap upload_index_map(std::span<const std::int64_t> host) {
+  std::int64_t* p = nullptr;
+  const std::size_t bytes = (host.empty() ? 1 : host.size()) * sizeof(std::int64_t);
+  FP8REF_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), bytes));
+  DeviceIndexMap m{std::shared_ptr<const std::int64_t>(
+                       p, [](const std::int64_t* q) { cudaFree(const_cast<std::int64_t*>(q)); }),
+                   std::int64_t(host.size())};
+  if (!host.empty()) FP8REF_CUDA_CHECK(cudaMemcpy(p, host.data(), bytes, cudaMemcpyHostToDevice));
+  return m;
+}
+
+PadPlan plan_pad(std::span<const std::int64_t> sizes, std::int64_t align, EmptyGroups empty) {
+  PadPlan plan{pad_layout(sizes, align, empty), total_of("pad", sizes), {}, {}};
+  std::vector<std::int64_t> pad_map(std::size_t(plan.layout.capacity), -1), unpad_map;
+  for (std::size_t g = 0; g < sizes.size(); ++g)
+    for (std::int64_t i = 0; i < sizes[g]; ++i) {
+      pad_map[std::size_t(plan.layout.starts[g] + i)] = std::int64_t(unpad_map.size());
+      unpad_map.push_back(plan.layout.starts[g] + i);
+    }
+  plan.pad_map = upload_index_map(pad_map);
+  plan.unpad_map = upload_index_map(unpad_map);
+  return plan;
+}
+
+void pad_rows(DeviceRows in, const PadPlan& plan, DeviceRowsOut out, cudaStream_t stream,
+              int max_blocks) {
+  check_rows("pad", "input", in.rows, in.row_bytes, in.data, plan.rows_in);
+  check_rows("pad", "output", out.rows, out.row_bytes, out.data, plan.layout.capacity);
+  if (in.row_bytes != out.row_bytes) fail("pad", "input and output row widths differ");
+  if (plan.layout.capacity == 0) return;
+  detail::launch_gather_rows(in.data, in.row_bytes, plan.pad_map.data.get(), plan.layout.capacity,
+                             out.data, max_blocks, stream);
+}
+
+void unpad_rows(DeviceRows in, const PadPlan& plan, DeviceRowsOut out, cudaStream_t stream,
+                int max_blocks) {
+  check_rows("unpad", "input", in.rows, in.row_bytes, in.data, plan.layout.capacity);
+  check_rows("unpad", "output", out.rows, out.row_bytes, out.data, plan.rows_in);
+  if (in.row_bytes != out.row_bytes) fail("unpad", "input and output row widths differ");
+  if (plan.rows_in == 0) return;
+  detail::launch_gather_rows(in.data, in.row_bytes, plan.unpad_map.data.get(), plan.rows_in,
+                             out.data, max_blocks, stream);
+}
+
 void pad_rows(DeviceRows in, std::span<const std::int64_t> sizes, std::int64_t align,
               EmptyGroups empty, DeviceRowsOut out, cudaStream_t stream, int max_blocks) {
-  const PadLayout p = pad_layout(sizes, align, empty);
-  check_rows("pad", "input", in.rows, in.row_bytes, in.data, total_of("pad", sizes));
-  check_rows("pad", "output", out.rows, out.row_bytes, out.data, p.capacity);
-  if (in.row_bytes != out.row_bytes) fail("pad", "input and output row widths differ");
-  if (p.capacity == 0) return;
-  std::vector<std::int64_t> map(std::size_t(p.capacity), -1);
-  std::int64_t src = 0;
-  for (std::size_t g = 0; g < sizes.size(); ++g)
-    for (std::int64_t i = 0; i < sizes[g]; ++i) map[std::size_t(p.starts[g] + i)] = src++;
-  const DeviceMap dmap(map, stream);
-  detail::launch_gather_rows(in.data, in.row_bytes, dmap.data, p.capacity, out.data, max_blocks,
-                             stream);
+  pad_rows(in, plan_pad(sizes, align, empty), out, stream, max_blocks);
 }
 
 void unpad_rows(DeviceRows in, std::span<const std::int64_t> sizes, std::int64_t align,
                 EmptyGroups empty, DeviceRowsOut out, cudaStream_t stream, int max_blocks) {
-  const PadLayout p = pad_layout(sizes, align, empty);
-  const std::int64_t T = total_of("unpad", sizes);
-  check_rows("unpad", "input", in.rows, in.row_bytes, in.data, p.capacity);
-  check_rows("unpad", "output", out.rows, out.row_bytes, out.data, T);
-  if (in.row_bytes != out.row_bytes) fail("unpad", "input and output row widths differ");
-  if (T == 0) return;
-  std::vector<std::int64_t> map;
-  for (std::size_t g = 0; g < sizes.size(); ++g)
-    for (std::int64_t i = 0; i < sizes[g]; ++i) map.push_back(p.starts[g] + i);
-  const DeviceMap dmap(map, stream);
-  detail::launch_gather_rows(in.data, in.row_bytes, dmap.data, T, out.data, max_blocks, stream);
+  unpad_rows(in, plan_pad(sizes, align, empty), out, stream, max_blocks);
 }
 
 PermuteOrder permute_order(const HostRouting& r) {
@@ -132,50 +139,68 @@ PermuteOrder permute_order(const HostRouting& r) {
   return o;
 }
 
-void permute_rows(DeviceRows in, const HostRouting& routing, DeviceRowsOut out, cudaStream_t stream,
-                  int max_blocks) {
+PermutePlan plan_permute(const HostRouting& routing) {
   const PermuteOrder o = permute_order(routing);
-  const std::int64_t P = std::int64_t(o.source_token.size());
-  check_rows("permute", "input", in.rows, in.row_bytes, in.data, routing.tokens);
-  check_rows("permute", "output", out.rows, out.row_bytes, out.data, P);
+  return {routing.tokens, routing.k, std::int64_t(o.source_token.size()),
+          upload_index_map(o.source_token), upload_index_map(o.row_of)};
+}
+
+void permute_rows(DeviceRows in, const PermutePlan& plan, DeviceRowsOut out, cudaStream_t stream,
+                  int max_blocks) {
+  check_rows("permute", "input", in.rows, in.row_bytes, in.data, plan.tokens);
+  check_rows("permute", "output", out.rows, out.row_bytes, out.data, plan.rows);
   if (in.row_bytes != out.row_bytes) fail("permute", "input and output row widths differ");
-  if (P == 0) return;
-  const DeviceMap dmap(o.source_token, stream);
-  detail::launch_gather_rows(in.data, in.row_bytes, dmap.data, P, out.data, max_blocks, stream);
+  if (plan.rows == 0) return;
+  detail::launch_gather_rows(in.data, in.row_bytes, plan.source_token.data.get(), plan.rows,
+                             out.data, max_blocks, stream);
 }
 
 void permute_scales_mn_major(const std::uint32_t* in, std::int64_t scale_cols,
-                             const HostRouting& routing, std::uint32_t* out, std::size_t out_words,
+                             const PermutePlan& plan, std::uint32_t* out, std::size_t out_words,
                              cudaStream_t stream, int max_blocks) {
-  const PermuteOrder o = permute_order(routing);
-  const std::int64_t P = std::int64_t(o.source_token.size());
   if (scale_cols < 0) fail("permute scales", "negative scale columns");
-  const std::size_t need = std::size_t(scale_cols * round_up(P, 4));
+  const std::size_t need = std::size_t(scale_cols * round_up(plan.rows, 4));
   if (out_words < need)
     fail("permute scales",
          "output of " + std::to_string(out_words) + " words, needs " + std::to_string(need));
   if (need == 0) return;
   if (in == nullptr || out == nullptr) fail("permute scales", "null device buffer");
-  const DeviceMap dmap(o.source_token, stream);
-  detail::launch_gather_columns(in, round_up(routing.tokens, 4), scale_cols, dmap.data, P, out,
-                                round_up(P, 4), max_blocks, stream);
+  detail::launch_gather_columns(in, round_up(plan.tokens, 4), scale_cols,
+                                plan.source_token.data.get(), plan.rows, out,
+                                round_up(plan.rows, 4), max_blocks, stream);
+}
+
+void unpermute_combine(const float* y, std::int64_t H, const PermutePlan& plan, const float* prob,
+                       Combine c, float* out, std::size_t out_floats, cudaStream_t stream,
+                       int max_blocks) {
+  if (H < 0) fail("unpermute", "negative hidden size");
+  const std::size_t need = std::size_t(plan.tokens * H);
+  if (out_floats < need)
+    fail("unpermute",
+         "output of " + std::to_string(out_floats) + " floats, needs " + std::to_string(need));
+  if (need == 0) return;
+  if (out == nullptr || prob == nullptr || (plan.rows > 0 && y == nullptr))
+    fail("unpermute", "null device buffer");
+  detail::launch_combine(y, H, plan.row_of.data.get(), prob, plan.tokens, plan.k, c == Combine::fma,
+                         out, max_blocks, stream);
+}
+
+void permute_rows(DeviceRows in, const HostRouting& routing, DeviceRowsOut out, cudaStream_t stream,
+                  int max_blocks) {
+  permute_rows(in, plan_permute(routing), out, stream, max_blocks);
+}
+
+void permute_scales_mn_major(const std::uint32_t* in, std::int64_t scale_cols,
+                             const HostRouting& routing, std::uint32_t* out, std::size_t out_words,
+                             cudaStream_t stream, int max_blocks) {
+  permute_scales_mn_major(in, scale_cols, plan_permute(routing), out, out_words, stream,
+                          max_blocks);
 }
 
 void unpermute_combine(const float* y, std::int64_t H, const HostRouting& routing,
                        const float* prob, Combine c, float* out, std::size_t out_floats,
                        cudaStream_t stream, int max_blocks) {
-  const PermuteOrder o = permute_order(routing);
-  if (H < 0) fail("unpermute", "negative hidden size");
-  const std::size_t need = std::size_t(routing.tokens * H);
-  if (out_floats < need)
-    fail("unpermute",
-         "output of " + std::to_string(out_floats) + " floats, needs " + std::to_string(need));
-  if (need == 0) return;
-  if (out == nullptr || prob == nullptr || (!o.source_token.empty() && y == nullptr))
-    fail("unpermute", "null device buffer");
-  const DeviceMap dmap(o.row_of, stream);
-  detail::launch_combine(y, H, dmap.data, prob, routing.tokens, routing.k, c == Combine::fma, out,
-                         max_blocks, stream);
+  unpermute_combine(y, H, plan_permute(routing), prob, c, out, out_floats, stream, max_blocks);
 }
 
 }  // namespace fp8ref::gpu

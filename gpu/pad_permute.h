@@ -3,12 +3,14 @@
 // travelling along (TE compact rows and the GEMM-ready MN-major layout), and the weighted
 // unpermute-combine in a fixed order with one writer per output (no atomics: the bits do not
 // depend on the grid). Bitwise equal to reference/pad_permute. Plans are computed on the host from
-// host routing / group sizes; the launchers check everything before any launch.
+// host routing / group sizes, uploaded once (PadPlan, PermutePlan) and reused by every launch; the
+// launchers check everything before any launch.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -38,12 +40,34 @@ struct PadLayout {
 };
 PadLayout pad_layout(std::span<const std::int64_t> sizes, std::int64_t align, EmptyGroups empty);
 
+// An index map on the device (freed with cudaFree when the last owner goes).
+struct DeviceIndexMap {
+  std::shared_ptr<const std::int64_t> data;
+  std::int64_t size = 0;
+};
+DeviceIndexMap upload_index_map(std::span<const std::int64_t> host);
+
+// A padding plan with its gather maps on the device, computed once for a list of group sizes and
+// reused by every pad / unpad of rows grouped that way (the host plan and the upload are the
+// costly part of a call; a launch with a plan does no host work beyond its checks).
+struct PadPlan {
+  PadLayout layout;
+  std::int64_t rows_in = 0;  // sum(sizes)
+  DeviceIndexMap pad_map;    // capacity entries: source row or -1
+  DeviceIndexMap unpad_map;  // rows_in entries: padded row
+};
+PadPlan plan_pad(std::span<const std::int64_t> sizes, std::int64_t align, EmptyGroups empty);
+
 // out (capacity rows) = the groups of `in` (sum(sizes) rows) at their padded starts, padding rows
 // zero bytes. unpad_rows is the inverse (in: capacity rows, out: sum(sizes) rows).
 void pad_rows(DeviceRows in, std::span<const std::int64_t> sizes, std::int64_t align,
               EmptyGroups empty, DeviceRowsOut out, cudaStream_t stream, int max_blocks = 0);
 void unpad_rows(DeviceRows in, std::span<const std::int64_t> sizes, std::int64_t align,
                 EmptyGroups empty, DeviceRowsOut out, cudaStream_t stream, int max_blocks = 0);
+void pad_rows(DeviceRows in, const PadPlan& plan, DeviceRowsOut out, cudaStream_t stream,
+              int max_blocks = 0);
+void unpad_rows(DeviceRows in, const PadPlan& plan, DeviceRowsOut out, cudaStream_t stream,
+                int max_blocks = 0);
 
 // ---- permute / unpermute --------------------------------------------------------------------
 
@@ -61,14 +85,28 @@ struct PermuteOrder {
 };
 PermuteOrder permute_order(const HostRouting& routing);
 
+// A routing's permutation with its maps on the device, computed once and reused by the permute
+// of the codes, of the scales and by the combine that follow the same routing.
+struct PermutePlan {
+  std::int64_t tokens = 0, k = 0, rows = 0;  // rows: the permuted row count
+  DeviceIndexMap source_token;               // rows entries
+  DeviceIndexMap row_of;                     // tokens * k entries, -1 if dropped
+};
+PermutePlan plan_permute(const HostRouting& routing);
+
 // out row p = in row source_token[p] (FP8 code rows, or TE compact scale rows (T, K/128) /
 // (T, K/32)); out.rows must equal the permuted row count.
 void permute_rows(DeviceRows in, const HostRouting& routing, DeviceRowsOut out, cudaStream_t stream,
+                  int max_blocks = 0);
+void permute_rows(DeviceRows in, const PermutePlan& plan, DeviceRowsOut out, cudaStream_t stream,
                   int max_blocks = 0);
 // The GEMM-ready MN-major f32 scale layout (numerics ScaleLayoutF32::tma_mn_major: cols x
 // round_up(rows, 4) words, padding 0): in has `tokens` rows, out the permuted rows.
 void permute_scales_mn_major(const std::uint32_t* in, std::int64_t scale_cols,
                              const HostRouting& routing, std::uint32_t* out, std::size_t out_words,
+                             cudaStream_t stream, int max_blocks = 0);
+void permute_scales_mn_major(const std::uint32_t* in, std::int64_t scale_cols,
+                             const PermutePlan& plan, std::uint32_t* out, std::size_t out_words,
                              cudaStream_t stream, int max_blocks = 0);
 
 enum class Combine : std::uint8_t {
@@ -81,5 +119,8 @@ enum class Combine : std::uint8_t {
 void unpermute_combine(const float* y, std::int64_t H, const HostRouting& routing,
                        const float* prob, Combine c, float* out, std::size_t out_floats,
                        cudaStream_t stream, int max_blocks = 0);
+void unpermute_combine(const float* y, std::int64_t H, const PermutePlan& plan, const float* prob,
+                       Combine c, float* out, std::size_t out_floats, cudaStream_t stream,
+                       int max_blocks = 0);
 
 }  // namespace fp8ref::gpu

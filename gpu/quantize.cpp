@@ -39,11 +39,13 @@ std::vector<std::int64_t> row_starts(BlockGeometry g, std::int64_t rows, std::in
 
 detail::RecipeParams params_of(const Recipe& r, Source src) {
   detail::RecipeParams p{};
-  p.kind = r.kind == RecipeKind::deepgemm   ? detail::ScaleKind::deepgemm
-           : r.kind == RecipeKind::torchao  ? detail::ScaleKind::torchao
-           : r.kind == RecipeKind::te       ? detail::ScaleKind::te
-           : r.kind == RecipeKind::mx_rceil ? detail::ScaleKind::mx_rceil_kernel
-                                            : detail::ScaleKind::mx_torchao;
+  p.kind = r.kind == RecipeKind::deepgemm  ? detail::ScaleKind::deepgemm
+           : r.kind == RecipeKind::torchao ? detail::ScaleKind::torchao
+           : r.kind == RecipeKind::te      ? detail::ScaleKind::te
+           : r.kind == RecipeKind::mx_rceil
+               ? (r.runtime == Runtime::cuda_kernel ? detail::ScaleKind::mx_rceil_kernel
+                                                    : detail::ScaleKind::mx_rceil_torch)
+               : detail::ScaleKind::mx_torchao;
   p.e4m3 = r.elem == Format::e4m3;
   p.pow2 = r.pow2;
   p.mx_ceil = r.kind == RecipeKind::mx_ceil;
@@ -110,7 +112,18 @@ detail::QuantizeLaunch launch_of(const DeviceMatrix& x, const Recipe& r, BlockGe
           .vec = aligned && x.cols % 8 == 0,
           .amax_ws = nullptr,
           .max_blocks = opt.max_blocks,
+          .chunks_per_lane = opt.chunks_per_lane,
           .stream = stream};
+}
+
+// The scale layout's padding entries (1.0 for cuBLAS K-major pad4, else zero bytes); the dense
+// layouts (row-major, column-major, E8M0 row-major) have none, the kernels write every entry.
+void fill_scale_padding(const detail::QuantizeLaunch& q, std::size_t bytes) {
+  if (q.scales.layout == 0 || q.scales.layout == 1 || q.scales.layout == 10) return;
+  if (q.scales.layout == 3)
+    detail::launch_fill_words(q.scales.data, 0x3F800000u, std::int64_t(bytes / 4), q.stream);
+  else
+    FP8REF_CUDA_CHECK(cudaMemsetAsync(q.scales.data, 0, bytes, q.stream));
 }
 
 }  // namespace
@@ -135,11 +148,6 @@ const char* unsupported_reason(const Recipe& r) {
   if (r.runtime == Runtime::torch_cpu)
     return "runtime torch_cpu is torch on the CPU; the GPU kernels reproduce torch_cuda and "
            "cuda_kernel";
-  if (r.kind == RecipeKind::torchao && r.pow2)
-    return "torchao power-of-two scales need torch's f32 log2, not implemented on the GPU";
-  if (r.kind == RecipeKind::mx_rceil && r.runtime != Runtime::cuda_kernel)
-    return "torch's RCEIL exponent needs torch's f32 log2, not implemented on the GPU (use "
-           "mx_rceil under cuda_kernel)";
   return nullptr;
 }
 
@@ -159,11 +167,7 @@ void quantize(const DeviceMatrix& x, const Recipe& r, BlockGeometry g,
   check_arguments(x, r, g, out, scale_bytes(r, g, x.rows, x.cols, group_ends, out));
   if (x.rows == 0 || x.cols == 0) return;
   detail::QuantizeLaunch q = launch_of(x, r, g, block_rows, out, stream, opt);
-  const std::size_t sb = scale_bytes(r, g, x.rows, x.cols, group_ends, out);
-  if (q.scales.layout == 3)
-    detail::launch_fill_words(out.scales, 0x3F800000u, std::int64_t(sb / 4), stream);
-  else
-    FP8REF_CUDA_CHECK(cudaMemsetAsync(out.scales, 0, sb, stream));
+  fill_scale_padding(q, scale_bytes(r, g, x.rows, x.cols, group_ends, out));
   void* ws = nullptr;
   const std::size_t ws_bytes = grouped ? starts.size() * sizeof(std::int64_t) : 4;
   const bool need_ws = grouped || g == BlockGeometry::tensorwise;
@@ -187,6 +191,53 @@ void quantize(const DeviceMatrix& x, const Recipe& r, BlockGeometry g,
   if (need_ws) {
     FP8REF_CUDA_CHECK(cudaFreeAsync(ws, stream));
   }
+}
+
+void quantize_dual(const DeviceMatrix& x, const Recipe& r, const QuantizeOutput& rowwise,
+                   const QuantizeOutput& columnwise, cudaStream_t stream, LaunchOptions opt) {
+  validate(r);
+  const bool mx = is_mx(r.kind);
+  const BlockGeometry gr = mx ? BlockGeometry::b1x32 : BlockGeometry::b1x128;
+  const BlockGeometry gc = mx ? BlockGeometry::b32x1 : BlockGeometry::b128x1;
+  const auto addr = reinterpret_cast<std::uintptr_t>(x.data) |
+                    reinterpret_cast<std::uintptr_t>(rowwise.codes) |
+                    reinterpret_cast<std::uintptr_t>(columnwise.codes);
+  if (x.src != Source::bf16 || x.rows <= 0 || x.cols <= 0 || x.cols % 128 != 0 || addr % 16 != 0) {
+    quantize(x, r, gr, {}, rowwise, stream, opt);  // two reads, the same bits
+    quantize(x, r, gc, {}, columnwise, stream, opt);
+    return;
+  }
+  const std::size_t row_sb = scale_bytes(r, gr, x.rows, x.cols, {}, rowwise);
+  const std::size_t col_sb = scale_bytes(r, gc, x.rows, x.cols, {}, columnwise);
+  check_arguments(x, r, gr, rowwise, row_sb);
+  check_arguments(x, r, gc, columnwise, col_sb);
+  const std::int64_t w = mx ? 32 : 128;
+  const detail::DualLaunch dl{launch_of(x, r, gr, x.rows, rowwise, stream, opt),
+                              launch_of(x, r, gc, (x.rows + w - 1) / w, columnwise, stream, opt)};
+  fill_scale_padding(dl.row, row_sb);
+  fill_scale_padding(dl.col, col_sb);
+  detail::launch_dual_bf16(dl);
+}
+
+void swiglu_quantize(const DeviceMatrix& gate_up, const Recipe& r, const QuantizeOutput& out,
+                     cudaStream_t stream, LaunchOptions opt) {
+  validate(r);
+  const bool mx = is_mx(r.kind);
+  const BlockGeometry g = mx ? BlockGeometry::b1x32 : BlockGeometry::b1x128;
+  const std::int64_t w = mx ? 32 : 128;
+  if (gate_up.src != Source::bf16) fail("swiglu: the merged gate/up must be bf16");
+  if (gate_up.rows < 0 || gate_up.cols < 0 || gate_up.cols % (2 * w) != 0)
+    fail("swiglu: the merged gate/up needs 2H columns with H % " + std::to_string(w) + " == 0");
+  const DeviceMatrix h{gate_up.data, Source::f32, gate_up.rows, gate_up.cols / 2};
+  const std::size_t sb = scale_bytes(r, g, h.rows, h.cols, {}, out);
+  check_arguments(h, r, g, out, sb);
+  if (reinterpret_cast<std::uintptr_t>(gate_up.data) % 16 != 0 ||
+      reinterpret_cast<std::uintptr_t>(out.codes) % 8 != 0)
+    fail("swiglu: the gate/up buffer must be 16-byte aligned and the codes 8-byte aligned");
+  if (h.rows == 0 || h.cols == 0) return;
+  const detail::QuantizeLaunch q = launch_of(h, r, g, h.rows, out, stream, opt);
+  fill_scale_padding(q, sb);
+  detail::launch_swiglu_bf16(q);
 }
 
 }  // namespace fp8ref::gpu

@@ -39,10 +39,12 @@ struct QuantizeOutput {
   ScaleLayoutE8m0 e8m0_layout = ScaleLayoutE8m0::row_major;
 };
 
-// Launch knobs that never change a bit (tests vary them to prove it): a cap on the grid size
-// (0 = the launcher's choice).
+// Launch knobs that never change a bit (tests vary them to prove it): a cap on the grid size, and
+// the 16-byte chunks a lane loads before casting in the bf16 1x32 / 1x128 kernel (2, 4 or 8);
+// 0 = the launcher's choice.
 struct LaunchOptions {
   int max_blocks = 0;
+  int chunks_per_lane = 0;
 };
 
 struct ScaleGridShape {
@@ -57,9 +59,9 @@ std::size_t scale_bytes(const Recipe& r, BlockGeometry g, std::int64_t rows, std
                         std::span<const std::int64_t> group_ends, const QuantizeOutput& out);
 
 // Empty when the GPU kernels implement recipe r, else one line saying why not. Implemented:
-// te and mx_rceil under cuda_kernel, and deepgemm (with or without ue8m0 scales), torchao
-// (without power-of-two scales), mx_floor, mx_ceil and mx_even under torch_cuda. torch_cpu is a
-// CPU runtime; torchao's power-of-two scales and torch's RCEIL need torch's f32 log2.
+// te and mx_rceil under cuda_kernel, and deepgemm (with or without ue8m0 scales), torchao (with
+// or without power-of-two scales), mx_floor, mx_ceil, mx_even and mx_rceil under torch_cuda
+// (torch's f32 log2 is CUDA's log2f). torch_cpu is a CPU runtime and is refused.
 const char* unsupported_reason(const Recipe& r);
 
 // Quantizes x into out on `stream`. Throws std::invalid_argument (one line, before any launch)
@@ -69,6 +71,22 @@ const char* unsupported_reason(const Recipe& r);
 void quantize(const DeviceMatrix& x, const Recipe& r, BlockGeometry g,
               std::span<const std::int64_t> group_ends, const QuantizeOutput& out,
               cudaStream_t stream, LaunchOptions opt = {});
+
+// Both orientations of x in one call (the dgrad and wgrad operands of one tensor): `rowwise` gets
+// exactly what quantize(x, r, 1x128) writes and `columnwise` what quantize(x, r, 128x1) writes
+// (1x32 / 32x1 for the MX recipes), scales in each output's layout. A bf16 source with
+// cols % 128 == 0 and 16-byte aligned buffers is read once; any other call runs the two
+// quantizes. Throws as quantize does, before any launch.
+void quantize_dual(const DeviceMatrix& x, const Recipe& r, const QuantizeOutput& rowwise,
+                   const QuantizeOutput& columnwise, cudaStream_t stream, LaunchOptions opt = {});
+
+// SwiGLU then quantize (docs/recipes.md "SwiGLU"): h = silu(gate) * up of a merged (rows, 2H)
+// bf16 tensor (gate = columns [0, H), up = [H, 2H), the merged gate/up GEMM's output), quantized
+// as quantize() quantizes an f32 (rows, H) tensor holding h over 1x128 blocks (1x32 for the MX
+// recipes): bitwise ref::swiglu_merged_bf16 then ref::quantize. Needs H % 128 (32) == 0, a
+// 16-byte aligned input and 8-byte aligned codes; throws as quantize does, before any launch.
+void swiglu_quantize(const DeviceMatrix& gate_up, const Recipe& r, const QuantizeOutput& out,
+                     cudaStream_t stream, LaunchOptions opt = {});
 
 }  // namespace fp8ref::gpu
 

@@ -9,12 +9,19 @@
 
 namespace fp8ref::gpu::detail {
 
-enum class ScaleKind : std::uint8_t { deepgemm, torchao, te, mx_torchao, mx_rceil_kernel };
+enum class ScaleKind : std::uint8_t {
+  deepgemm,
+  torchao,
+  te,
+  mx_torchao,
+  mx_rceil_kernel,
+  mx_rceil_torch,
+};
 
 struct RecipeParams {
   ScaleKind kind;
   bool e4m3;         // else e5m2
-  bool pow2;         // deepgemm ue8m0, te force_pow_2_scales
+  bool pow2;         // deepgemm ue8m0, torchao round_scales_to_power_of_2, te force_pow_2_scales
   bool mx_ceil;      // mx_torchao: CEIL
   bool mx_even;      // mx_torchao: EVEN
   bool nonsat;       // deepgemm: torch's non-saturating e4m3fn cast
@@ -48,13 +55,30 @@ struct QuantizeLaunch {
   bool vec;                // 16-byte loads: cols % 8 == 0 and x 16-byte aligned, codes 8-aligned
   std::uint32_t* amax_ws;  // tensorwise: one zeroed word
   int max_blocks;
+  int chunks_per_lane;  // 1xW bf16 kernel: 2, 4 or 8 (0: 4)
   cudaStream_t stream;
 };
+
+// Both orientations of one tensor: `row` 1xW blocks, `col` Wx1 blocks (W = row.block_w, 128 or
+// 32) of the same source and recipe; bf16, 16-byte access, cols % 128 == 0.
+struct DualLaunch {
+  QuantizeLaunch row, col;
+};
+void launch_dual_bf16(const DualLaunch& dl);
+
+// SwiGLU then 1xW quantize (W = block_w, 32 or 128): the launch describes the (rows, H) f32 result,
+// x is the merged (rows, 2H) bf16 gate/up, 16-byte aligned, H % W == 0.
+void launch_swiglu_bf16(const QuantizeLaunch& q);
 
 void launch_small_blocks(const QuantizeLaunch& q);   // block_h == 1, block_w 32 or 128
 void launch_tile_blocks(const QuantizeLaunch& q);    // one CTA per block (rowwise, 128x128, ...)
 void launch_column_blocks(const QuantizeLaunch& q);  // block_w == 1
 void launch_tensorwise(const QuantizeLaunch& q);     // amax pass, then the cast pass
+// Single-pass bf16 kernels (gpu/quantize_tile_kernels.cu), taken when the source is bf16 with
+// 16-byte access; each launches nothing and returns false when the call does not fit it.
+bool launch_row_blocks_bf16(const QuantizeLaunch& q);     // 1x32 / 1x128, cols % W == 0
+bool launch_tile_blocks_bf16(const QuantizeLaunch& q);    // blocks of <= 2048 16-byte chunks
+bool launch_column_blocks_bf16(const QuantizeLaunch& q);  // block_w 1, block_h <= 128
 void launch_fill_words(void* data, std::uint32_t word, std::int64_t n, cudaStream_t stream);
 
 }  // namespace fp8ref::gpu::detail

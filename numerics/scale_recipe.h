@@ -123,9 +123,36 @@ namespace detail {
 inline float f32_from_bits(std::uint32_t b) { return std::bit_cast<float>(b); }
 inline std::uint32_t bits_of(float f) { return std::bit_cast<std::uint32_t>(f); }
 
-inline float elem_max(Format f) { return f == Format::e4m3 ? 448.0f : 57344.0f; }
+// The largest finite element value: e4m3 448, e5m2 57344, and the MXFP4 / MXFP6 elements e2m1 6,
+// e2m3 7.5, e3m2 28.
+inline float elem_max(Format f) {
+  switch (f) {
+    case Format::e4m3: return 448.0f;
+    case Format::e2m1: return 6.0f;
+    case Format::e2m3: return 7.5f;
+    case Format::e3m2: return 28.0f;
+    default: return 57344.0f;
+  }
+}
 // OCP MX v1.0 §6.3: emax_elem, the exponent of the largest power of two of the element format.
-inline int elem_emax(Format f) { return f == Format::e4m3 ? 8 : 15; }
+inline int elem_emax(Format f) {
+  switch (f) {
+    case Format::e4m3: return 8;
+    case Format::e2m1:
+    case Format::e2m3: return 2;
+    case Format::e3m2: return 4;
+    default: return 15;
+  }
+}
+// Mantissa bits of the element format (torchao's mbits, used by EVEN's rounding of max_abs).
+inline int elem_mbits(Format f) {
+  switch (f) {
+    case Format::e4m3:
+    case Format::e2m3: return 3;
+    case Format::e2m1: return 1;
+    default: return 2;  // e5m2, e3m2
+  }
+}
 
 // tensor / python-scalar in torch (see Runtime).
 inline float torch_div_scalar(Runtime rt, float a, float b) {
@@ -291,7 +318,7 @@ namespace detail {
   if (src == Source::f16 || src == Source::f64)
     throw std::invalid_argument("torchao to_mx takes bf16 or f32 input");
   std::uint32_t bits = bits_of(amax == 0.0f ? f32_from_bits(0x00800000u) : amax);
-  const int mbits = r.elem == Format::e4m3 ? 3 : 2;
+  const int mbits = elem_mbits(r.elem);
   if (r.kind == RecipeKind::mx_even && !std::isnan(amax))
     bits = (bits + (1u << (23 - mbits - 1))) & 0xFF800000u;  // bf16: same on the top half
   int p = int((bits >> 23) & 0xFF) - 127;

@@ -116,6 +116,7 @@ TokenBlocks check_wgrad(const WgradOperands& op, std::span<const std::int64_t> o
 // RN_out(c + sum_kb sa_kb·sb_kb·sum_{k in kb} dy_k·x_k): the exact value rounded once, blocks of
 // sc.promotion_k() from the group's first row. NaN / Inf codes give the IEEE f64 evaluation.
 double exact_wgrad_element(const DotRun& x, std::int64_t m, ElementScales sc, float c, OutDtype d) {
+  if (std::isnan(c)) return double(c);  // a NaN C wins over a NaN sum, as add_f32(c, acc)
   if (dot_has_nonfinite(x.a, x.b, m, x.fa, x.fb))
     return double(c) + exact_dot(x.a, x.b, m, x.fa, x.fb, sc, OutDtype::f32);  // NaN or ±Inf
   if (!std::isfinite(c)) return double(c);  // ±Inf or NaN plus a finite sum
@@ -207,7 +208,7 @@ void wgrad_group(const WgradOperands& op, std::int64_t g, const GroupColumns& gc
       continue;
     }
     const Bounded z = model_dot(model.model, x, m, sc, model.split(), model.epilogue);
-    const float zf = c + z.z;  // RN_f32(C + acc)
+    const float zf = add_f32(c, z.z);  // RN_f32(C + acc); a NaN C wins over a NaN acc
     store_model(dw, i, {zf, (z.bound + f32_rounding_bound(zf)) * kBoundSlack});
   }
 }

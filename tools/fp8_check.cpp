@@ -13,6 +13,7 @@
 #include "cli/diff.h"
 #include "cli/encode_command.h"
 #include "cli/errors.h"
+#include "cli/explain.h"
 #include "cli/golden.h"
 #include "cli/inspect.h"
 #include "cli/layout_detect.h"
@@ -64,6 +65,7 @@ int main(int argc, char** argv) {
   fp8ref::cli::add_quantize_command(app);
   fp8ref::cli::add_oracle_command(app);
   fp8ref::cli::add_verify_command(app);
+  fp8ref::cli::add_explain_command(app);
   fp8ref::cli::add_golden_command(app);
   fp8ref::cli::add_layout_command(app);
 #if defined(FP8REF_CLI_HAVE_FUZZ)

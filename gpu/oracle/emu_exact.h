@@ -128,6 +128,9 @@ FP8REF_HD i128 block_units(const std::uint8_t* a, const std::uint8_t* b, std::in
     load_codes(a + k0, len, wa);
     load_codes(b + k0, len, wb);
     if (fa == Format::e5m2 && fb == Format::e5m2) {
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
       for (int k = 0; k < 32; ++k) {
         const int sh = (k & 3) * 8;
         s += i128(code_units(fa, std::uint8_t(wa[k >> 2] >> sh))) *

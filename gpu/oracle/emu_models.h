@@ -155,21 +155,32 @@ FP8REF_HD float sliced(const std::uint8_t* a, const std::uint8_t* b, std::int64_
 }
 
 // The model's f32 accumulator before any scalar scale (scales constant over K), or the whole
-// result of a per-block model.
-FP8REF_HD float accumulate(const ForwardView& v, const std::uint8_t* a, const std::uint8_t* b,
-                           const Scales& sc) {
+// result of a per-block model; formats as template arguments, so that the inlined steps decode
+// with constants.
+template <Format kFa, Format kFb>
+FP8REF_HD float accumulate_formats(const ForwardView& v, const std::uint8_t* a,
+                                   const std::uint8_t* b, const Scales& sc) {
   const Split sp{v.split_slices, v.split_blocks};
   switch (v.model) {
     case AccumulationModel::hopper_unpromoted:
-      return sliced<false>(a, b, v.K, v.fa, v.fb, Promote::none, 128, sc, sp);
+      return sliced<false>(a, b, v.K, kFa, kFb, Promote::none, 128, sc, sp);
     case AccumulationModel::hopper_promoted_blockwise:
-      return sliced<false>(a, b, v.K, v.fa, v.fb, Promote::fma_scaled, sc.promotion_k(), sc, sp);
+      return sliced<false>(a, b, v.K, kFa, kFb, Promote::fma_scaled, sc.promotion_k(), sc, sp);
     case AccumulationModel::hopper_mma_sync:
       if (sc.per_block)
-        return sliced<true>(a, b, v.K, v.fa, v.fb, Promote::fma_scaled, sc.promotion_k(), sc, sp);
-      return sliced<true>(a, b, v.K, v.fa, v.fb, Promote::none, 128, sc, sp);
-    default: return sliced<false>(a, b, v.K, v.fa, v.fb, Promote::f32_sum, 128, sc, sp);
+        return sliced<true>(a, b, v.K, kFa, kFb, Promote::fma_scaled, sc.promotion_k(), sc, sp);
+      return sliced<true>(a, b, v.K, kFa, kFb, Promote::none, 128, sc, sp);
+    default: return sliced<false>(a, b, v.K, kFa, kFb, Promote::f32_sum, 128, sc, sp);
   }
+}
+
+FP8REF_HD float accumulate(const ForwardView& v, const std::uint8_t* a, const std::uint8_t* b,
+                           const Scales& sc) {
+  if (v.fa == Format::e4m3)
+    return v.fb == Format::e4m3 ? accumulate_formats<Format::e4m3, Format::e4m3>(v, a, b, sc)
+                                : accumulate_formats<Format::e4m3, Format::e5m2>(v, a, b, sc);
+  return v.fb == Format::e4m3 ? accumulate_formats<Format::e5m2, Format::e4m3>(v, a, b, sc)
+                              : accumulate_formats<Format::e5m2, Format::e5m2>(v, a, b, sc);
 }
 
 // The scalar scales applied to acc in the order `ep`.
@@ -187,6 +198,20 @@ FP8REF_HD Epilogue own_epilogue(AccumulationModel m) {
                                                          : Epilogue::scale_product;
 }
 
+// The f32 result of a model other than `exact` on one run of v.K codes: the value the CPU's
+// model_dot returns, before the output conversion (the forward converts it; wgrad adds C first).
+FP8REF_HD float model_f32(const ForwardView& v, const std::uint8_t* a, const std::uint8_t* b,
+                          const Scales& sc) {
+  if (v.model == AccumulationModel::fp32_sequential)
+    return fp32_sequential(a, b, v.K, v.fa, v.fb, sc);
+  const float acc = accumulate(v, a, b, sc);
+  const bool per_block_model = v.model == AccumulationModel::hopper_promoted_blockwise ||
+                               (v.model == AccumulationModel::hopper_mma_sync && sc.per_block);
+  if (per_block_model) return acc;
+  const Epilogue ep = v.epilogue == Epilogue::model ? own_epilogue(v.model) : v.epilogue;
+  return epilogue(acc, ep, sc.at_a(0), sc.at_b(0));
+}
+
 // Output bits of element (r, n) of a row r that belongs to group g >= 0.
 FP8REF_HD std::uint32_t forward_element(const ForwardView& v, std::int64_t r, std::int64_t g,
                                         std::int64_t n) {
@@ -194,14 +219,7 @@ FP8REF_HD std::uint32_t forward_element(const ForwardView& v, std::int64_t r, st
   const std::uint8_t* a = v.a + r * v.K;
   const std::uint8_t* b = v.b + (g * v.N + n) * v.K;
   if (v.model == AccumulationModel::exact) return exact_bits(a, b, v.K, v.fa, v.fb, sc, v.out);
-  if (v.model == AccumulationModel::fp32_sequential)
-    return f32_to_out(fp32_sequential(a, b, v.K, v.fa, v.fb, sc), v.out);
-  const float acc = accumulate(v, a, b, sc);
-  const bool per_block_model = v.model == AccumulationModel::hopper_promoted_blockwise ||
-                               (v.model == AccumulationModel::hopper_mma_sync && sc.per_block);
-  if (per_block_model) return f32_to_out(acc, v.out);
-  const Epilogue ep = v.epilogue == Epilogue::model ? own_epilogue(v.model) : v.epilogue;
-  return f32_to_out(epilogue(acc, ep, sc.at_a(0), sc.at_b(0)), v.out);
+  return f32_to_out(model_f32(v, a, b, sc), v.out);
 }
 
 }  // namespace fp8ref::gpu::emu

@@ -75,8 +75,19 @@ FP8REF_HD void load_codes(const std::uint8_t* p, int n, std::uint32_t w[8]) {
     return;
   }
 #endif
-  for (int i = 0; i < 8; ++i) w[i] = 0;
-  for (int k = 0; k < n; ++k) w[k >> 2] |= std::uint32_t(p[k]) << ((k & 3) * 8);
+  // Constant indices only (unrolled on the device), so w stays in registers, never local memory.
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int i = 0; i < 8; ++i) {
+    std::uint32_t x = 0;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int j = 0; j < 4; ++j)
+      if (4 * i + j < n) x |= std::uint32_t(p[4 * i + j]) << (8 * j);
+    w[i] = x;
+  }
 }
 
 // Whether any of the 4 codes in w is NaN / Inf: e4m3 S.1111.111, e5m2 S.11111.xx (a byte of
@@ -92,6 +103,9 @@ FP8REF_HD float wgmma_special(const std::uint32_t* wa, const std::uint32_t* wb, 
                               Format fb, float c) {
   Specials sp;
   sp.accumulator(c);
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
   for (int k = 0; k < kWgmmaK; ++k) {
     const int sh = (k & 3) * 8;
     sp.product(fp8(fa, std::uint8_t(wa[k >> 2] >> sh)), fp8(fb, std::uint8_t(wb[k >> 2] >> sh)));
@@ -99,17 +113,11 @@ FP8REF_HD float wgmma_special(const std::uint32_t* wa, const std::uint32_t* wb, 
   return sp.result();
 }
 
-// One wgmma step: D = sum_{k<n} a_k·b_k + c, n <= 32. The 32 lanes are unrolled (lanes past n
-// hold zero codes, which are no terms), so the decoded products stay in registers.
-FP8REF_HD float wgmma_step(const std::uint8_t* a, const std::uint8_t* b, int n, Format fa,
-                           Format fb, float c) {
-  std::uint32_t wa[8], wb[8];
-  load_codes(a, n, wa);
-  load_codes(b, n, wb);
-  bool special = !is_finite(c);
-  for (int i = 0; i < 8; ++i) special = special || has_special(wa[i], fa) || has_special(wb[i], fb);
-  if (special) return wgmma_special(wa, wb, fa, fb, c);
-  const int pab = man_bits(fa) + man_bits(fb);
+// The finite part of one wgmma step on 32 packed codes of each operand (zero codes past n):
+// formats as template parameters, so the decode of every lane folds to a few integer operations.
+template <Format kFa, Format kFb>
+FP8REF_HD float wgmma_terms(const std::uint32_t wa[8], const std::uint32_t wb[8], float c) {
+  constexpr int pab = (kFa == Format::e4m3 ? 3 : 2) + (kFb == Format::e4m3 ? 3 : 2);
   const F32Fields cf = f32_fields(c);
   int e_max = cf.sig != 0 ? cf.exp : -100000;
   int prod[kWgmmaK], pexp[kWgmmaK];
@@ -118,8 +126,8 @@ FP8REF_HD float wgmma_step(const std::uint8_t* a, const std::uint8_t* b, int n, 
 #endif
   for (int k = 0; k < kWgmmaK; ++k) {
     const int sh = (k & 3) * 8;
-    const Fp8 x = fp8(fa, std::uint8_t(wa[k >> 2] >> sh)),
-              y = fp8(fb, std::uint8_t(wb[k >> 2] >> sh));
+    const Fp8 x = fp8(kFa, std::uint8_t(wa[k >> 2] >> sh)),
+              y = fp8(kFb, std::uint8_t(wb[k >> 2] >> sh));
     prod[k] = x.sig * y.sig, pexp[k] = x.exp + y.exp;
     if (prod[k] != 0 && pexp[k] > e_max) e_max = pexp[k];
   }
@@ -143,6 +151,26 @@ FP8REF_HD float wgmma_step(const std::uint8_t* a, const std::uint8_t* b, int n, 
   if (e_max - kF + width - 1 > 127) return float_of(s < 0 ? 0xFF800000u : 0x7F800000u);
   const float z = float(double(mag) * pow2(e_max - kF));  // exact (multiple of 2^-149)
   return s < 0 ? -z : z;
+}
+
+// One wgmma step: D = sum_{k<n} a_k·b_k + c, n <= 32. The 32 lanes are unrolled (lanes past n
+// hold zero codes, which are no terms), so the decoded products stay in registers.
+FP8REF_HD float wgmma_step(const std::uint8_t* a, const std::uint8_t* b, int n, Format fa,
+                           Format fb, float c) {
+  std::uint32_t wa[8], wb[8];
+  load_codes(a, n, wa);
+  load_codes(b, n, wb);
+  bool special = !is_finite(c);
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int i = 0; i < 8; ++i) special = special || has_special(wa[i], fa) || has_special(wb[i], fb);
+  if (special) return wgmma_special(wa, wb, fa, fb, c);
+  if (fa == Format::e4m3)
+    return fb == Format::e4m3 ? wgmma_terms<Format::e4m3, Format::e4m3>(wa, wb, c)
+                              : wgmma_terms<Format::e4m3, Format::e5m2>(wa, wb, c);
+  return fb == Format::e4m3 ? wgmma_terms<Format::e5m2, Format::e4m3>(wa, wb, c)
+                            : wgmma_terms<Format::e5m2, Format::e5m2>(wa, wb, c);
 }
 
 // The f16 an FP8 code converts to: sig·2^(exp - 10), e4m3 subnormals normalised (f16 emin -14).

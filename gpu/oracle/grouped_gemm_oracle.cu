@@ -11,47 +11,13 @@
 #include "gpu/device.h"
 #include "gpu/oracle/forward_view.h"
 #include "gpu/oracle/grouped_gemm_oracle.h"
+#include "gpu/oracle/launch_util.h"
 
 namespace fp8ref::gpu {
+
+using namespace launch;  // NOLINT: the shared checks and buffers of launch_util.h
+
 namespace {
-
-double g_last_kernel_seconds = 0.0;
-
-[[noreturn]] void fail(const std::string& what) { throw std::invalid_argument("fp8ref: " + what); }
-
-void expect_size(const char* name, std::size_t got, std::int64_t want) {
-  if (std::int64_t(got) != want)
-    fail(std::string(name) + " has " + std::to_string(got) + " elements, expected " +
-         std::to_string(want));
-}
-
-void expect_scale(const char* name, std::span<const float> s, std::int64_t i, bool pow2) {
-  const float v = s[std::size_t(i)];
-  if (!std::isfinite(v))
-    fail(std::string(name) + "[" + std::to_string(i) + "] = " + std::to_string(v) +
-         " is not finite");
-  if (pow2 && (v <= 0.0f || emu::odd_parts(v).sig != 1))
-    fail(std::string(name) + "[" + std::to_string(i) + "] = " + std::to_string(v) +
-         " is not a power of two (mx scales are E8M0 values)");
-}
-
-void check_model(ModelChoice m, Scaling s) {
-  if (s == Scaling::nvfp4 || m.model >= AccumulationModel::blackwell_f8f6f4)
-    fail(std::string("the GPU oracle emulates the exact, fp32_sequential and Hopper models, not ") +
-         to_string(m.model) + " with " + to_string(s) + " scaling (use --device cpu)");
-  if (m.split_k < 1) fail("split_k = " + std::to_string(m.split_k) + " must be >= 1");
-  if (m.split_blocks < 0) fail("split_blocks must be >= 0");
-  if (m.split_blocks > 0 && m.split_k != 1)
-    fail("split_k and split_blocks: give a slice count or a slice length, not both");
-  if (!accepts_split_k(m.model) && !m.split().is_single())
-    fail(std::string("split-K applies to the hopper models only, not ") + to_string(m.model));
-  const bool per_block = s == Scaling::blockwise || s == Scaling::mx;
-  if (m.epilogue != Epilogue::model && (!accepts_epilogue(m.model) || per_block))
-    fail(std::string("epilogue ") + to_string(m.epilogue) + " does not apply to model " +
-         to_string(m.model) + " with " + to_string(s) + " scaling");
-  if (per_block && needs_constant_scales(m.model))
-    fail(std::string("model ") + to_string(m.model) + " needs scales constant over K");
-}
 
 struct Counts {
   std::int64_t a, a_per_row, b;
@@ -106,23 +72,9 @@ void check_forward(const GroupedGemmOperands& op, std::span<const std::int32_t> 
   if (!y.bound.empty()) fail("the GPU oracle computes no error bound (use the CPU oracle)");
 }
 
-// A device buffer freed at scope exit.
-template <class T>
-struct DeviceBuffer {
-  T* p = nullptr;
-  explicit DeviceBuffer(std::size_t n) {
-    if (n) FP8REF_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(T)));
-  }
-  DeviceBuffer(const T* host, std::size_t n) : DeviceBuffer(n) {
-    if (n) FP8REF_CUDA_CHECK(cudaMemcpy(p, host, n * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  ~DeviceBuffer() { cudaFree(p); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
-
-__global__ void forward_kernel(emu::ForwardView v, bool zero_outside, std::uint32_t* out32,
-                               std::uint16_t* out16) {
+__global__ void __launch_bounds__(kOracleBlockThreads, 4)
+    forward_kernel(emu::ForwardView v, bool zero_outside, std::uint32_t* out32,
+                   std::uint16_t* out16) {
   const std::int64_t n = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (n >= v.N) return;
   for (std::int64_t r = std::int64_t(blockIdx.y) * blockDim.y + threadIdx.y; r < v.M;
@@ -150,7 +102,7 @@ std::vector<std::uint8_t> b_nk(const GroupedGemmOperands& op) {
 
 void run_forward(const GroupedGemmOperands& op, std::span<const std::int32_t> row_map,
                  ModelChoice model, RowPolicy outside, const GemmOutput& y) {
-  g_last_kernel_seconds = 0.0;
+  last_kernel_seconds() = 0.0;
   if (op.M == 0 || op.N == 0) return;  // nothing to write (and no empty launch)
   const std::vector<std::uint8_t> bt = b_nk(op);
   const std::uint8_t* b = op.b_layout == BLayout::nk ? op.b.data() : bt.data();
@@ -172,21 +124,11 @@ void run_forward(const GroupedGemmOperands& op, std::span<const std::int32_t> ro
   }
   const emu::ForwardView v =
       make_forward_view(op, model, y.dtype, da.p, db.p, dmap.p, dsa.p, dsb.p);
-  const dim3 block(64, 2);
+  const dim3 block(64, kOracleBlockThreads / 64);
   const dim3 grid(unsigned(ceil_div(op.N, block.x)),
                   unsigned(std::min<std::int64_t>(ceil_div(op.M, block.y), 32768)));
-  cudaEvent_t t0, t1;
-  FP8REF_CUDA_CHECK(cudaEventCreate(&t0));
-  FP8REF_CUDA_CHECK(cudaEventCreate(&t1));
-  FP8REF_CUDA_CHECK(cudaEventRecord(t0));
-  forward_kernel<<<grid, block>>>(v, outside == RowPolicy::zero, out32.p, out16.p);
-  FP8REF_CUDA_CHECK(cudaGetLastError());
-  FP8REF_CUDA_CHECK(cudaEventRecord(t1));
-  FP8REF_CUDA_CHECK(cudaEventSynchronize(t1));
-  float ms = 0.0f;
-  FP8REF_CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
-  cudaEventDestroy(t0), cudaEventDestroy(t1);
-  g_last_kernel_seconds = ms * 1e-3;
+  timed_launch(
+      [&] { forward_kernel<<<grid, block>>>(v, outside == RowPolicy::zero, out32.p, out16.p); });
   if (f32)
     FP8REF_CUDA_CHECK(cudaMemcpy(y.f32.data(), out32.p, count * 4, cudaMemcpyDeviceToHost));
   else
@@ -241,6 +183,6 @@ void oracle_grouped_gemm_dgrad(const DgradOperands& op, std::span<const std::int
   oracle_grouped_gemm_forward(fwd, row_map, model, outside, da);
 }
 
-double oracle_last_kernel_seconds() { return g_last_kernel_seconds; }
+double oracle_last_kernel_seconds() { return last_kernel_seconds(); }
 
 }  // namespace fp8ref::gpu

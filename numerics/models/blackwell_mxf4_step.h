@@ -28,33 +28,44 @@ inline void require_mxf4_scales(Format scale, int block) {
         std::to_string(block));
 }
 
-// Every e2m1 product a·b in units of 2^-2, indexed by (a << 4) | b (codes 0..15; every e2m1 value
-// is a multiple of 1/2): the k64 step's group sums are 16 look-ups and adds.
-inline const std::int16_t* e2m1_product_table() {
-  static const auto t = [] {
-    std::array<std::int16_t, 256> p{};
-    const ElemParts* e = elem_parts_table(Format::e2m1);
-    for (int i = 0; i < 256; ++i) {
-      const ElemParts x = e[i >> 4], y = e[i & 15];
-      // value = sig·2^(exp - 1): in units of 2^-1, sig << exp (exp is 0, 1 or 2)
-      p[std::size_t(i)] = std::int16_t((x.sig << x.exp) * (y.sig << y.exp));
-    }
-    return p;
-  }();
-  return t.data();
+// A k64 e2m1 operand vector with its block scales, decoded once: 2·value per element (an integer
+// in [-12, 12]; zero past n), so that a product is an integer in units of 2^-2 and a group sum is
+// an int16 dot product; the scale of each group of 16 as sig·2^(exp - man); `scales_finite` false
+// when a scale is NaN.
+struct OperandE2m1x64 {
+  alignas(32) std::int16_t twice[kBlackwellMxf4StepK];
+  ElemParts scale[kBlackwellMxf4StepK / kBlackwellMxf4GroupK];
+  bool scales_finite;
+};
+
+inline void decode_scales64(const std::uint8_t* s, Format scale, int block, OperandE2m1x64& out) {
+  const ElemParts* ts = elem_parts_table(scale);
+  out.scales_finite = true;
+  for (int g = 0; g < kBlackwellMxf4StepK / kBlackwellMxf4GroupK; ++g) {
+    out.scale[g] = ts[s[g * kBlackwellMxf4GroupK / block]];
+    out.scales_finite = out.scales_finite && out.scale[g].finite;
+  }
 }
 
-// Exact sum of the e2m1 products a_k·b_k, k in [k0, k1), in units of 2^-2; `all_zero` when every
-// product is zero.
-inline std::int64_t e2m1_group_sum(const std::uint8_t* a, const std::uint8_t* b, int k0, int k1,
+inline void decode_e2m1x64(const std::uint8_t* codes, int n, OperandE2m1x64& out) {
+  static const auto table = [] {
+    std::array<std::int16_t, 16> t{};
+    const ElemParts* e = elem_parts_table(Format::e2m1);
+    for (int c = 0; c < 16; ++c) t[std::size_t(c)] = std::int16_t(e[c].sig << e[c].exp);
+    return t;
+  }();
+  for (int k = 0; k < n; ++k) out.twice[k] = table[codes[k] & 15];
+  for (int k = n; k < kBlackwellMxf4StepK; ++k) out.twice[k] = 0;
+}
+
+// Exact sum of the 16 products of group g in units of 2^-2, and whether all of them are zero.
+inline std::int32_t e2m1_group_sum(const OperandE2m1x64& a, const OperandE2m1x64& b, int g,
                                    bool& all_zero) {
-  const std::int16_t* t = e2m1_product_table();
-  std::int32_t s = 0;
-  int nonzero = 0;
-  for (int k = k0; k < k1; ++k) {
-    const std::int32_t p = t[((a[k] & 15) << 4) | (b[k] & 15)];
-    nonzero += p != 0;
+  std::int32_t s = 0, nonzero = 0;
+  for (int k = g * kBlackwellMxf4GroupK; k < (g + 1) * kBlackwellMxf4GroupK; ++k) {
+    const std::int32_t p = std::int32_t(a.twice[k]) * b.twice[k];
     s += p;
+    nonzero |= p;
   }
   all_zero = nonzero == 0;
   return s;
@@ -62,17 +73,23 @@ inline std::int64_t e2m1_group_sum(const std::uint8_t* a, const std::uint8_t* b,
 
 }  // namespace detail
 
-inline Bounded blackwell_mxf4_step_bounded(const std::uint8_t* a, const std::uint8_t* b, int n,
-                                           const std::uint8_t* sa, const std::uint8_t* sb,
-                                           Format scale, int block, float c) {
+// An operand vector of a k64 step with its 64 / block scales s[j] (ue8m0 or ue4m3 codes, `scale`
+// names which) for block j of `block` (16 or 32) elements, decoded once.
+using BlackwellE2m1Operand64 = detail::OperandE2m1x64;
+inline void decode_blackwell_e2m1x64(const std::uint8_t* codes, int n, const std::uint8_t* s,
+                                     Format scale, int block, BlackwellE2m1Operand64& out) {
   detail::require_mxf4_scales(scale, block);
   detail::require_step_length(n, kBlackwellMxf4StepK);
-  constexpr int kF = kBlackwellMxf4FractionBits, kG = kBlackwellMxf4GroupK;
-  constexpr int kGroups = kBlackwellMxf4StepK / kG;
-  const detail::ElemParts* ts = detail::elem_parts_table(scale);
-  bool nan_scale = false;
-  for (int j = 0; j * block < kBlackwellMxf4StepK; ++j)
-    nan_scale = nan_scale || !ts[sa[j]].finite || !ts[sb[j]].finite;
+  detail::decode_e2m1x64(codes, n, out);
+  detail::decode_scales64(s, scale, block, out);
+}
+
+// kind::mxf4 / mxf4nvf4 on decoded operands.
+inline Bounded blackwell_mxf4_step_bounded(const BlackwellE2m1Operand64& a,
+                                           const BlackwellE2m1Operand64& b, float c) {
+  constexpr int kF = kBlackwellMxf4FractionBits;
+  constexpr int kGroups = kBlackwellMxf4StepK / kBlackwellMxf4GroupK;
+  const bool nan_scale = !a.scales_finite || !b.scales_finite;
   if (nan_scale || !std::isfinite(c))
     return {detail::special_f32(nan_scale ? std::numeric_limits<double>::quiet_NaN() : double(c)),
             0.0};
@@ -82,10 +99,9 @@ inline Bounded blackwell_mxf4_step_bounded(const std::uint8_t* a, const std::uin
   const detail::CTerm ct = detail::c_term(c);
   int e_max = ct.sig != 0 ? ct.exp : kZeroTermExpMxf4;
   for (int g = 0; g < kGroups; ++g) {
-    const int k0 = std::min(n, g * kG), k1 = std::min(n, (g + 1) * kG);
     bool all_zero = true;
-    const std::int64_t p = detail::e2m1_group_sum(a, b, k0, k1, all_zero);
-    const detail::ElemParts x = ts[sa[g * kG / block]], y = ts[sb[g * kG / block]];
+    const std::int64_t p = detail::e2m1_group_sum(a, b, g, all_zero);
+    const detail::ElemParts x = a.scale[g], y = b.scale[g];
     sig[g] = p * x.sig * y.sig;
     exp[g] = all_zero || x.sig == 0 || y.sig == 0 ? kZeroTermExpMxf4 : x.exp + y.exp;
     sh_extra[g] = -2 - x.man - y.man;
@@ -100,6 +116,18 @@ inline Bounded blackwell_mxf4_step_bounded(const std::uint8_t* a, const std::uin
     sum.terms += sig[g] != 0;
   }
   return detail::finish_rz_f32(sum, e_max - kF);
+}
+
+// kind::mxf4 / mxf4nvf4 (k64, e2m1 operands one code per byte, element k = code k): scales sa[j],
+// sb[j] (ue8m0 or ue4m3 codes, `scale` names which) for the products of block j of `block` (16 or
+// 32) elements. n <= 64 products; a short step's missing products are zero.
+inline Bounded blackwell_mxf4_step_bounded(const std::uint8_t* a, const std::uint8_t* b, int n,
+                                           const std::uint8_t* sa, const std::uint8_t* sb,
+                                           Format scale, int block, float c) {
+  BlackwellE2m1Operand64 da, db;
+  decode_blackwell_e2m1x64(a, n, sa, scale, block, da);
+  decode_blackwell_e2m1x64(b, n, sb, scale, block, db);
+  return blackwell_mxf4_step_bounded(da, db, c);
 }
 
 inline float blackwell_mxf4_step(const std::uint8_t* a, const std::uint8_t* b, int n,

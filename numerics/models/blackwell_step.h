@@ -28,6 +28,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -137,6 +138,32 @@ inline Bounded finish_rz_f32(const FdpaSum& sum, int q) {
   return {z, (term_bound + std::fabs(double(z)) * 0x1p-23 + 0x1p-149) * kBoundSlack};
 }
 
+// RNE-FP16 of s·2^q (|s| < 2^62): 11 significant bits, subnormal below 2^-14 (quantum 2^-24),
+// ±Inf from 65520 (a value that rounds to 2^16); zero is +0 (MMA-Sim adds +0.0).
+inline std::uint16_t finish_rne_f16(std::int64_t s, int q) {
+  if (s == 0) return 0;
+  const std::uint16_t sign = s < 0 ? 0x8000 : 0;
+  std::uint64_t mag = std::uint64_t(s < 0 ? -s : s);
+  const int width = 64 - std::countl_zero(mag);
+  if (q + width - 1 > 15) return sign | 0x7C00;
+  const int drop = q + width - 1 >= -14 ? width - 11 : -24 - q;
+  if (drop > 63) return 0;  // below half the least subnormal
+  if (drop > 0) {
+    const std::uint64_t rem = mag & ((std::uint64_t{1} << drop) - 1),
+                        half = std::uint64_t{1} << (drop - 1);
+    mag >>= drop, q += drop;
+    mag += rem > half || (rem == half && (mag & 1));
+  } else {
+    mag <<= -drop, q += drop;  // exact: 11 bits, or the subnormal quantum
+  }
+  if (mag == 0) return 0;                            // -0 -> +0
+  if (mag < 1024) return sign | std::uint16_t(mag);  // subnormal: q = -24
+  if (mag == 2048) mag = 1024, ++q;                  // carry into the exponent
+  const int field = q + 25;                          // mag·2^q = 1.f·2^(q + 10)
+  if (field > 30) return sign | 0x7C00;
+  return sign | std::uint16_t((field << 10) | (mag - 1024));
+}
+
 // The special result of a step whose IEEE value `x` is NaN or ±Inf (NaN -> 0x7FFFFFFF).
 inline float special_f32(double x) {
   return std::isnan(x) ? std::bit_cast<float>(std::uint32_t{0x7FFFFFFF}) : float(x);
@@ -152,53 +179,129 @@ inline CTerm c_term(float c) {
   return {p.sig, p.exp + 23};
 }
 
-// T-FDPA / ST-FDPA on up to 32 products whose scale exponents add `scale_exp` and scale
-// significands multiply by `scale_sig` (units 2^-scale_man); e_zero and F as in the header.
-// Hot path: the products' significands and exponents are read once into local arrays; every
-// term is then aligned by one branchless shift pair (|sig| < 2^16·scale_sig, left shifts <= F), its
-// dropped bits or-ed into `lost`, and summed in 64-bit integers.
-inline FdpaSum fdpa_sum(const std::uint8_t* a, const std::uint8_t* b, int n, Format fa, Format fb,
-                        int scale_exp, std::int64_t scale_sig, int scale_man, CTerm c, int e_zero,
-                        int frac_bits, int& e_max) {
-  const ElemParts *ta = elem_parts_table(fa), *tb = elem_parts_table(fb);
-  std::int32_t ps[kBlackwellStepK], pe[kBlackwellStepK];
-  constexpr int kNone = std::numeric_limits<int>::min() / 2;
-  int p_max = kNone, zeros = 0;
+// One k32 operand vector decoded once (a GEMM tile decodes each row of A and column of B once
+// and reuses it for every step that reads it): exact values as f32 (every FP8 / FP6 / FP4 value
+// is one; zero past n) and the exponents of step 2 (subnormals at emin) as int16, kZeroCodeExp
+// for a zero so that a product's exponent sum tells whether it is zero; `finite` false when a
+// code is NaN or Inf.
+inline constexpr std::int16_t kZeroCodeExp = -(1 << 13);
+struct Operand32 {
+  alignas(32) float val[kBlackwellStepK];
+  alignas(32) std::int16_t exp[kBlackwellStepK];
+  bool finite;
+};
+
+// Per code of an operand format: its value, its Operand32 exponent and whether it is finite.
+struct CodeEntry {
+  float val;
+  std::int16_t exp;
+  std::int16_t finite;
+};
+inline const CodeEntry* code_entry_table(Format f) {
+  static const auto make = [](Format g) {
+    std::array<CodeEntry, 256> t{};
+    for (int c = 0; c < 256; ++c) {
+      const ElemParts x = elem_parts(g, std::uint8_t(c));
+      t[std::size_t(c)] = {float(decode_f64(g, std::uint8_t(c))), x.sig != 0 ? x.exp : kZeroCodeExp,
+                           std::int16_t(x.finite)};
+    }
+    return t;
+  };
+  static const std::array<std::array<CodeEntry, 256>, 7> all = {
+      make(Format::e4m3), make(Format::e5m2), make(Format::e8m0), make(Format::e2m1),
+      make(Format::e2m3), make(Format::e3m2), make(Format::ue4m3)};
+  return all[std::size_t(f)].data();
+}
+
+inline void decode_operand32(const std::uint8_t* codes, int n, Format f, Operand32& out) {
+  const CodeEntry* t = code_entry_table(f);
+  int finite = 1;
   for (int k = 0; k < n; ++k) {
-    const ElemParts x = ta[a[k]], y = tb[b[k]];
-    ps[k] = x.sig * y.sig;
-    pe[k] = x.exp + y.exp;
-    zeros += ps[k] == 0;
-    p_max = std::max(p_max, ps[k] != 0 ? pe[k] : kNone);
+    const CodeEntry& x = t[codes[k]];
+    out.val[k] = x.val;
+    out.exp[k] = x.exp;
+    finite &= x.finite;
   }
-  const bool zero_term = c.sig == 0 || n < kBlackwellStepK || scale_sig == 0 || zeros != 0;
+  for (int k = n; k < kBlackwellStepK; ++k) out.val[k] = 0.0f, out.exp[k] = kZeroCodeExp;
+  out.finite = finite != 0;
+}
+
+// The largest exponent sum of the non-zero products and their count (int16 lanes, vectorised;
+// a sum with a zero's kZeroCodeExp is below kZeroCodeExp / 2, every other one above).
+inline int product_max_exp(const Operand32& a, const Operand32& b, int& nonzero) {
+  std::int16_t e_max = 2 * kZeroCodeExp, count = 0;
+  for (int k = 0; k < kBlackwellStepK; ++k) {
+    const std::int16_t e = std::int16_t(a.exp[k] + b.exp[k]);
+    e_max = std::max(e_max, e);
+    count = std::int16_t(count + (e > kZeroCodeExp / 2));
+  }
+  nonzero = count;
+  return e_max;
+}
+
+// Sum over k of trunc(a_k·b_k·2^u), with `lost` set when a term drops bits. Each a_k·b_k·2^u is
+// below 2^27 in magnitude (see fdpa_sum32) and, for u >= -100, exact as an f32 (at most 8
+// significant bits, at least 2^-32·2^-100 = 2^-132), so its conversion to int32 is the truncation
+// toward zero, and eight such terms per lane sum below 2^30: four-lane f32 vectors (GCC / Clang
+// vector extensions; one SSE2 register). Below u = -100 (a C far above every product) the terms
+// are scaled in f64, one at a time.
+inline std::int64_t truncated_sum(const Operand32& a, const Operand32& b, int u, bool& lost) {
+  if (u < -100) {
+    std::int64_t s = 0;
+    for (int k = 0; k < kBlackwellStepK; ++k) {
+      const double x = double(a.val[k]) * double(b.val[k]) * pow2_f64(u);
+      const std::int64_t t = std::int64_t(x);
+      s += t;
+      lost = lost || double(t) != x;
+    }
+    return s;
+  }
+  using V4f = float __attribute__((vector_size(16)));
+  using V4i = std::int32_t __attribute__((vector_size(16)));
+  const float unit = std::bit_cast<float>(std::uint32_t(u + 127) << 23);  // 2^u, u in [-100, 53]
+  const V4f v = {unit, unit, unit, unit};
+  V4i acc = {0, 0, 0, 0}, dropped = {0, 0, 0, 0};
+  for (int k = 0; k < kBlackwellStepK; k += 4) {
+    V4f va, vb;
+    std::memcpy(&va, a.val + k, sizeof va);
+    std::memcpy(&vb, b.val + k, sizeof vb);
+    const V4f x = va * vb * v;
+    const V4i t = __builtin_convertvector(x, V4i);
+    dropped |= __builtin_convertvector(t, V4f) != x;
+    acc += t;
+  }
+  lost = (dropped[0] | dropped[1] | dropped[2] | dropped[3]) != 0;
+  return std::int64_t(acc[0]) + acc[1] + acc[2] + acc[3];
+}
+
+// T-FDPA / ST-FDPA (steps 2-3) on the 32 products of two decoded operands whose scale exponents
+// add `scale_exp` (ue8m0 scales: significand 1); a missing product is a zero product. Every
+// product a_k·b_k is exact in f64 (at most 8 significant bits), and so is its scaling by
+// unit = 2^(scale_exp + F - E); its exponent is at most E and |s_a·s_b| < 4, so the scaled product
+// is below 2^(F+2) = 2^27 and its truncation is step 3's. No branch per term.
+inline FdpaSum fdpa_sum32(const Operand32& a, const Operand32& b, int scale_exp, CTerm c,
+                          int e_zero, int frac_bits, int& e_max) {
+  static_assert(kBlackwellFractionBits + 2 + 3 < 31, "8 scaled products must sum in an int32");
+  int nonzero = 0;
+  const int p_max = product_max_exp(a, b, nonzero);
   e_max = std::numeric_limits<int>::min();
   if (c.sig != 0) e_max = c.exp;
-  if (p_max != kNone) e_max = std::max(e_max, p_max + scale_exp);
-  if (zero_term) e_max = std::max(e_max, e_zero);
+  if (nonzero != 0) e_max = std::max(e_max, p_max + scale_exp);
+  if (c.sig == 0 || nonzero != kBlackwellStepK) e_max = std::max(e_max, e_zero);
   FdpaSum sum;
   sum.s = shift_truncate(c.sig, frac_bits + c.exp - e_max - 23, sum.inexact);
-  sum.terms = c.sig != 0;
-  if (scale_sig == 0) return sum;
-  const int base = frac_bits + scale_exp - e_max - elem_man(fa) - elem_man(fb) - scale_man;
-  const std::uint64_t ssig = std::uint64_t(scale_sig < 0 ? -scale_sig : scale_sig);
-  std::int64_t acc = 0;
-  std::uint64_t lost = 0;
-  for (int k = 0; k < n; ++k) {
-    const int sh = base + pe[k];
-    const std::uint64_t m = std::uint64_t(ps[k] < 0 ? -ps[k] : ps[k]) * ssig;
-    // A zero product adds nothing; its exponent is arbitrary, so it is skipped before shifting
-    // (a nonzero one has sh <= frac_bits, since e_max >= its exponent).
-    if (m == 0) continue;
-    const int rs = std::min(std::max(-sh, 0), 63), ls = std::max(sh, 0);
-    const std::int64_t r = std::int64_t((m >> rs) << ls);
-    lost |= m & ((std::uint64_t{1} << rs) - 1);
-    acc += (ps[k] < 0) != (scale_sig < 0) ? -r : r;
-  }
-  sum.s += acc;
-  sum.terms += n - zeros;
-  sum.inexact = sum.inexact || lost != 0;
+  sum.terms = (c.sig != 0) + nonzero;
+  bool lost = false;
+  sum.s += truncated_sum(a, b, scale_exp + frac_bits - e_max, lost);
+  sum.inexact = sum.inexact || lost;
   return sum;
+}
+
+// The IEEE value of a step with a NaN or Inf operand or C, summed in order as f64.
+inline double ieee_dot32(const Operand32& a, const Operand32& b, double c) {
+  double s = 0;
+  for (int k = 0; k < kBlackwellStepK; ++k) s += double(a.val[k]) * double(b.val[k]);
+  return s + c;
 }
 
 inline void require_f8f6f4(Format f) {
@@ -213,48 +316,36 @@ inline void require_step_length(int n, int k) {
     throw std::invalid_argument("fp8ref: a Blackwell step fuses 0 to " + std::to_string(k) +
                                 " products, not " + std::to_string(n));
 }
-// decode_f64 of every code of an operand format, looked up instead of decoded (the special path
-// of a step reads 64 of them).
-inline const double* elem_value_table(Format f) {
-  static const auto make = [](Format g) {
-    std::array<double, 256> t{};
-    for (int c = 0; c < 256; ++c) t[std::size_t(c)] = decode_f64(g, std::uint8_t(c));
-    return t;
-  };
-  static const std::array<std::array<double, 256>, 7> all = {
-      make(Format::e4m3), make(Format::e5m2), make(Format::e8m0), make(Format::e2m1),
-      make(Format::e2m3), make(Format::e3m2), make(Format::ue4m3)};
-  return all[std::size_t(f)].data();
-}
-inline double ieee_dot(const std::uint8_t* a, const std::uint8_t* b, int n, Format fa, Format fb) {
-  const double *va = elem_value_table(fa), *vb = elem_value_table(fb);
-  double s = 0;
-  for (int k = 0; k < n; ++k) s += va[a[k]] * vb[b[k]];
-  return s;
-}
-inline bool any_nonfinite(const std::uint8_t* a, const std::uint8_t* b, int n, Format fa,
-                          Format fb) {
-  const ElemParts *ta = elem_parts_table(fa), *tb = elem_parts_table(fb);
-  bool bad = false;
-  for (int k = 0; k < n; ++k) bad |= !ta[a[k]].finite || !tb[b[k]].finite;
-  return bad;
+}  // namespace detail
+
+// An operand vector of a k32 step, decoded once (blackwell_step_tile.h reuses it across a tile).
+using BlackwellOperand32 = detail::Operand32;
+inline void decode_blackwell_operand32(const std::uint8_t* codes, int n, Format f,
+                                       BlackwellOperand32& out) {
+  detail::require_f8f6f4(f);
+  detail::require_step_length(n, kBlackwellStepK);
+  detail::decode_operand32(codes, n, f, out);
 }
 
-}  // namespace detail
+// kind::f8f6f4 (tcgen05.mma, sm_120 mma.sync), f32 accumulator, on decoded operands.
+inline Bounded blackwell_f8f6f4_step_bounded(const BlackwellOperand32& a,
+                                             const BlackwellOperand32& b, float c) {
+  if (!std::isfinite(c) || !a.finite || !b.finite)
+    return {detail::special_f32(detail::ieee_dot32(a, b, double(c))), 0.0};
+  int e_max = 0;
+  const detail::FdpaSum s =
+      detail::fdpa_sum32(a, b, 0, detail::c_term(c), kZeroTermExp, kBlackwellFractionBits, e_max);
+  return detail::finish_rz_f32(s, e_max - kBlackwellFractionBits);
+}
 
 // kind::f8f6f4 (tcgen05.mma, sm_120 mma.sync), f32 accumulator: one step over n <= 32 products
 // (a short step is a step whose missing products are zero, as a kernel pads K), with its bound.
 inline Bounded blackwell_f8f6f4_step_bounded(const std::uint8_t* a, const std::uint8_t* b, int n,
                                              Format fa, Format fb, float c) {
-  detail::require_f8f6f4(fa);
-  detail::require_f8f6f4(fb);
-  detail::require_step_length(n, kBlackwellStepK);
-  if (!std::isfinite(c) || detail::any_nonfinite(a, b, n, fa, fb))
-    return {detail::special_f32(detail::ieee_dot(a, b, n, fa, fb) + double(c)), 0.0};
-  int e_max = 0;
-  const detail::FdpaSum s = detail::fdpa_sum(a, b, n, fa, fb, 0, 1, 0, detail::c_term(c),
-                                             kZeroTermExp, kBlackwellFractionBits, e_max);
-  return detail::finish_rz_f32(s, e_max - kBlackwellFractionBits);
+  BlackwellOperand32 da, db;
+  decode_blackwell_operand32(a, n, fa, da);
+  decode_blackwell_operand32(b, n, fb, db);
+  return blackwell_f8f6f4_step_bounded(da, db, c);
 }
 
 inline float blackwell_f8f6f4_step(const std::uint8_t* a, const std::uint8_t* b, int n, Format fa,
@@ -263,46 +354,54 @@ inline float blackwell_f8f6f4_step(const std::uint8_t* a, const std::uint8_t* b,
 }
 
 // kind::f8f6f4 with an f16 accumulator (C and D f16 bit patterns): e_zero -21, RNE to f16.
-inline std::uint16_t blackwell_f8f6f4_step_f16(const std::uint8_t* a, const std::uint8_t* b, int n,
-                                               Format fa, Format fb, std::uint16_t c) {
-  detail::require_f8f6f4(fa);
-  detail::require_f8f6f4(fb);
-  detail::require_step_length(n, kBlackwellStepK);
-  const double cv = out_value(c, OutDtype::f16);
-  if (!std::isfinite(cv) || detail::any_nonfinite(a, b, n, fa, fb)) {
-    const double x = detail::ieee_dot(a, b, n, fa, fb) + cv;
+inline std::uint16_t blackwell_f8f6f4_step_f16(const BlackwellOperand32& a,
+                                               const BlackwellOperand32& b, std::uint16_t c) {
+  const int field = (c >> 10) & 0x1F, man = c & 0x3FF;
+  if (field == 0x1F || !a.finite || !b.finite) {
+    const double x = detail::ieee_dot32(a, b, out_value(c, OutDtype::f16));
     return std::isnan(x) ? std::uint16_t(0x7FFF) : std::uint16_t(out_bits(x, OutDtype::f16));
   }
-  // C as sig·2^(exp - 23) with f16's subnormal exponent -14 (sig < 2^11 scaled up to 24 bits).
-  detail::CTerm ct{0, -14};
-  if (cv != 0) {
-    const int e = std::max(std::ilogb(cv), -14);
-    ct = {std::int64_t(std::ldexp(cv, 23 - e)), e};
-  }
+  // C as sig·2^(exp - 23), read off its f16 fields: 1.man·2^(field - 15), subnormals (and zero)
+  // 0.man·2^-14; the 11-bit significand scaled up to 24 bits.
+  const std::int64_t mag = std::int64_t(field != 0 ? 1024 + man : man) << 13;
+  const detail::CTerm ct{(c & 0x8000) != 0 ? -mag : mag, field != 0 ? field - 15 : -14};
   int e_max = 0;
-  const detail::FdpaSum s = detail::fdpa_sum(a, b, n, fa, fb, 0, 1, 0, ct, kZeroTermExpF16,
-                                             kBlackwellFractionBits, e_max);
-  const double z = round_to(i128(s.s), e_max - kBlackwellFractionBits, OutDtype::f16);
-  return z == 0 ? std::uint16_t{0} : std::uint16_t(out_bits(z, OutDtype::f16));  // -0 -> +0
+  const detail::FdpaSum s =
+      detail::fdpa_sum32(a, b, 0, ct, kZeroTermExpF16, kBlackwellFractionBits, e_max);
+  return detail::finish_rne_f16(s.s, e_max - kBlackwellFractionBits);
+}
+
+inline std::uint16_t blackwell_f8f6f4_step_f16(const std::uint8_t* a, const std::uint8_t* b, int n,
+                                               Format fa, Format fb, std::uint16_t c) {
+  BlackwellOperand32 da, db;
+  decode_blackwell_operand32(a, n, fa, da);
+  decode_blackwell_operand32(b, n, fb, db);
+  return blackwell_f8f6f4_step_f16(da, db, c);
 }
 
 // kind::mxf8f6f4 block32 (tcgen05.mma, sm_120 mma.sync), ue8m0 scales sa, sb for the 32 products
 // of the step: the scales' exponents join each product's exponent (their significands are 1).
+inline Bounded blackwell_mxf8f6f4_step_bounded(const BlackwellOperand32& a,
+                                               const BlackwellOperand32& b, std::uint8_t sa,
+                                               std::uint8_t sb, float c) {
+  const bool nan_scale = sa == E8m0Traits::kNan || sb == E8m0Traits::kNan;
+  if (nan_scale) return {detail::special_f32(std::numeric_limits<double>::quiet_NaN()), 0.0};
+  if (!std::isfinite(c) || !a.finite || !b.finite)
+    return {detail::special_f32(detail::ieee_dot32(a, b, double(c))), 0.0};
+  const int scale_exp = int(sa) + int(sb) - 254;
+  int e_max = 0;
+  const detail::FdpaSum s = detail::fdpa_sum32(a, b, scale_exp, detail::c_term(c), kZeroTermExp,
+                                               kBlackwellFractionBits, e_max);
+  return detail::finish_rz_f32(s, e_max - kBlackwellFractionBits);
+}
+
 inline Bounded blackwell_mxf8f6f4_step_bounded(const std::uint8_t* a, const std::uint8_t* b, int n,
                                                Format fa, Format fb, std::uint8_t sa,
                                                std::uint8_t sb, float c) {
-  detail::require_f8f6f4(fa);
-  detail::require_f8f6f4(fb);
-  detail::require_step_length(n, kBlackwellStepK);
-  const bool nan_scale = sa == E8m0Traits::kNan || sb == E8m0Traits::kNan;
-  if (nan_scale) return {detail::special_f32(std::numeric_limits<double>::quiet_NaN()), 0.0};
-  if (!std::isfinite(c) || detail::any_nonfinite(a, b, n, fa, fb))
-    return {detail::special_f32(detail::ieee_dot(a, b, n, fa, fb) + double(c)), 0.0};
-  const int scale_exp = int(sa) + int(sb) - 254;
-  int e_max = 0;
-  const detail::FdpaSum s = detail::fdpa_sum(a, b, n, fa, fb, scale_exp, 1, 0, detail::c_term(c),
-                                             kZeroTermExp, kBlackwellFractionBits, e_max);
-  return detail::finish_rz_f32(s, e_max - kBlackwellFractionBits);
+  BlackwellOperand32 da, db;
+  decode_blackwell_operand32(a, n, fa, da);
+  decode_blackwell_operand32(b, n, fb, db);
+  return blackwell_mxf8f6f4_step_bounded(da, db, sa, sb, c);
 }
 
 // kind::mxf4 / mxf4nvf4 (k64, e2m1 operands one code per byte, element k = code k): scales sa[j],

@@ -27,6 +27,26 @@ struct Bounded {
 };
 inline constexpr double kBoundSlack = 1.0 + 0x1p-20;
 
+// The models' f32 operations with a defined NaN result. x86 returns the first NaN operand of the
+// *instruction* (quieted), and a compiler may swap the operands of an add or pick any FMA form, so
+// where two different NaNs meet (a NaN code's NaN and the default NaN of Inf - Inf) the bits
+// would depend on the compiler. Here a NaN result is the first NaN operand in the order written,
+// quieted, and with no NaN operand (Inf - Inf, 0·Inf) the x86 default NaN 0xFFC00000: what the GPU
+// oracle computes (gpu/oracle/emu_arith.h), on any compiler (docs/gpu_oracle.md §2).
+inline float nan_in_order(float a, float b, float c) {
+  for (float x : {a, b, c})
+    if (std::isnan(x)) return std::bit_cast<float>(std::bit_cast<std::uint32_t>(x) | 0x00400000u);
+  return std::bit_cast<float>(std::uint32_t{0xFFC00000u});
+}
+inline float add_f32(float a, float b) {
+  const float r = a + b;
+  return std::isnan(r) ? nan_in_order(a, b, 0.0f) : r;
+}
+inline float fma_f32(float a, float b, float c) {
+  const float r = std::fmaf(a, b, c);
+  return std::isnan(r) ? nan_in_order(a, b, c) : r;
+}
+
 namespace detail {
 
 // decode_f64 of all 256 codes of e4m3 / e5m2.

@@ -88,7 +88,7 @@ Bounded sum_slices(std::int64_t K, SplitK split_k, SliceFn slice) {
       r = v, first = false;
       continue;
     }
-    r.z = r.z + v.z;
+    r.z = add_f32(r.z, v.z);
     r.bound += v.bound + f32_rounding_bound(r.z);
   }
   return r;
@@ -136,9 +136,9 @@ inline Bounded promoted_blockwise_dot(TensorCoreStep st, const DotRun& x, std::i
                      const ScaleProduct sp = scale_product(sc.a(kb), sc.b(kb));
 #ifdef FP8REF_PLANT_HOOKS
                      acc.z = FP8REF_PLANTED(blockwise_fma_split) ? acc.z + sp.s * t.z
-                                                                 : std::fmaf(sp.s, t.z, acc.z);
+                                                                 : fma_f32(sp.s, t.z, acc.z);
 #else
-                     acc.z = std::fmaf(sp.s, t.z, acc.z);
+                     acc.z = fma_f32(sp.s, t.z, acc.z);
 #endif
                      acc.bound += std::fabs(double(sp.s)) * t.bound + sp.err * abs_dot(x + k, len) +
                                   f32_rounding_bound(acc.z);
@@ -155,7 +155,7 @@ inline Bounded promoted_f32_sum(const DotRun& x, std::int64_t K, SplitK split_k)
 #endif
   return promoted_sum(TensorCoreStep::wgmma, x, K, w, split_k,
                       [](Bounded& acc, Bounded t, std::int64_t, std::int64_t, std::int64_t) {
-                        acc.z = acc.z + t.z;
+                        acc.z = add_f32(acc.z, t.z);
                         acc.bound += t.bound + f32_rounding_bound(acc.z);
                       });
 }

@@ -33,7 +33,9 @@ inline double exact_dot(const std::uint8_t* a, const std::uint8_t* b, std::int64
   if (!finite) {
     double s = 0.0;
     for (std::int64_t k = 0; k < K; ++k)
-      s += double(sc.a(k / w)) * sc.b(k / w) * decode_f64(fa, a[k]) * decode_f64(fb, b[k]);
+      // A NaN sum stays that NaN (two NaNs in one add would give compiler-dependent bits).
+      if (!std::isnan(s))
+        s += double(sc.a(k / w)) * sc.b(k / w) * decode_f64(fa, a[k]) * decode_f64(fb, b[k]);
     return s;
   }
   const int unit = product_unit_exp(fa, fb);
@@ -70,7 +72,7 @@ inline Bounded fp32_sequential_dot(const std::uint8_t* a, const std::uint8_t* b,
     const double av = va[a[k]] * sc.a(k / sc.block_k);  // exact in f64
     const double bv = vb[b[k]] * sc.b(k / sc.block_k);
     const float x = float(av), w = float(bv);
-    acc = std::fmaf(x, w, acc);
+    acc = fma_f32(x, w, acc);
     const double ex = std::fabs(double(x) - av), ew = std::fabs(double(w) - bv);
     bound += std::fabs(double(x)) * ew + std::fabs(bv) * ex + f32_rounding_bound(acc);
   }

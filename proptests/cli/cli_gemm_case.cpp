@@ -3,6 +3,7 @@
 // oracle: small integer operands and power-of-two scales, every expected output summed by hand in
 // double and rounded by this file's own RNE. `random FILE` / `lib OUT ...` give a random case
 // and the library's forward on it (plumbing: split-K, epilogue); `nudge` changes one element.
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cases/enum_tokens.h"
 #include "reference/grouped_gemm.h"
 #include "tensor_io/tensor_file.h"
 
@@ -150,8 +152,7 @@ std::vector<std::uint32_t> forward(const RandomCase& c, ref::Scaling s, ref::Mod
 }
 
 template <class E>
-E parse_token(const std::string& s, auto from_string) {
-  const auto v = from_string(s);
+E parse_token(const std::string& s, std::optional<E> v) {
   if (!v) throw std::runtime_error("unknown token " + s);
   return *v;
 }
@@ -160,18 +161,14 @@ E parse_token(const std::string& s, auto from_string) {
 // `out`. Refuses a split-K or epilogue that gives the same bits as the model's default on this
 // case, so that a CLI ignoring the flag cannot pass.
 void write_lib(char** arg) {
-  const auto s = parse_token<ref::Scaling>(arg[1], [](const std::string& x) {
-    for (ref::Scaling y : {ref::Scaling::none, ref::Scaling::tensorwise, ref::Scaling::rowwise,
-                           ref::Scaling::blockwise, ref::Scaling::mx})
-      if (x == ref::to_string(y)) return std::optional<ref::Scaling>(y);
-    return std::optional<ref::Scaling>();
-  });
-  const auto model = parse_token<fp8ref::AccumulationModel>(
-      arg[2], [](const std::string& x) { return fp8ref::accumulation_model_from_string(x); });
+  constexpr std::array kScalings = {ref::Scaling::none, ref::Scaling::tensorwise,
+                                    ref::Scaling::rowwise, ref::Scaling::blockwise,
+                                    ref::Scaling::mx};
+  const auto s = parse_token(arg[1], fp8ref::cases::from_token(kScalings, arg[1]));
+  const auto model = parse_token(arg[2], fp8ref::accumulation_model_from_string(arg[2]));
   const std::string ds = arg[3];
   const OutDtype d = ds == "f32" ? OutDtype::f32 : ds == "bf16" ? OutDtype::bf16 : OutDtype::f16;
-  const auto ep = parse_token<fp8ref::Epilogue>(
-      arg[6], [](const std::string& x) { return fp8ref::epilogue_from_string(x); });
+  const auto ep = parse_token(arg[6], fp8ref::epilogue_from_string(arg[6]));
   const ref::ModelChoice m{model, std::stoi(arg[4]), std::stoll(arg[5]), ep};
   const RandomCase c = make_random();
   const std::vector<std::uint32_t> bits = forward(c, s, m, d);

@@ -96,6 +96,11 @@ def main():
             checks += 1
             if rc != 0 or "result: PASS" not in text:
                 fails.append(f"verify {layout} {model}: exit {rc}: {text}")
+        # --device auto: the GPU oracle where a device is present (else the CPU), the same PASS.
+        rc, text = run(a.fp8_check, "verify", *common, "--got", "got", "--device", "auto")
+        checks += 1
+        if rc != 0 or "result: PASS" not in text:
+            fails.append(f"verify {layout} --device auto: exit {rc}: {text}")
     wrong = want.copy()
     wrong[2, 1, 3] += 1
     path = os.path.join(a.workdir, "wrong.safetensors")

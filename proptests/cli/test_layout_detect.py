@@ -134,6 +134,27 @@ def main():
         if rc != 0 or "matched: tma_mn_major" not in out:
             fails.append(f"--source: exit {rc}:\n{out}")
 
+    # --row-groups: token-grouped E8M0 scales, each group's rows to_blocked on their own (a new
+    # 128-row tile per group, an empty group taking none), concatenated.
+    ends = [100, 100, 250, 300]
+    codes = rng.integers(100, 140, (300, 5)).astype(np.uint8)
+    parts, st = [], 0
+    for e in ends:
+        parts.append(to_blocked(codes[st:e]))
+        st = e
+    np.save(w("rg_codes.npy"), codes)
+    np.save(w("rg_offs.npy"), np.array(ends, np.int64))
+    np.save(w("rg_dump.npy"), np.concatenate(parts))
+    rc, out, err = run(a.fp8_check, w("rg_dump.npy"), "--canonical", w("rg_codes.npy"),
+                       "--row-groups", w("rg_offs.npy"))
+    checks += 1
+    if rc != 0 or "matched: blocked_128x4_row_groups" not in out:
+        fails.append(f"--row-groups: exit {rc}:\n{out}{err}")
+    rc, out, err = run(a.fp8_check, w("rg_dump.npy"), "--canonical", w("rg_codes.npy"))
+    checks += 1
+    if rc != 1:
+        fails.append(f"a row-grouped dump matched without --row-groups: exit {rc}:\n{out}{err}")
+
     # Bad usage: one line, exit 2.
     np.save(w("flat.npy"), plain.reshape(-1))
     for args in ((w("like.npy"),), (w("like.npy"), "--canonical", w("flat.npy")),

@@ -14,6 +14,9 @@ import sys
 import ml_dtypes
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "numerics", "scale"))
+import mx_subbyte_recipes_xcheck as mx_modes  # noqa: E402  (the scale modes' numpy oracle)
+
 f32 = np.float32
 FLT_MAX = f32(np.finfo(np.float32).max)
 
@@ -148,7 +151,9 @@ def main():
     cases = [("nvfp4_te", "1x16", None, None), ("nvfp4_te", "16x16", None, None),
              ("nvfp4_torchao", "1x16", "torch_cpu", None), ("nvfp4_torchao", "1x16", "torch_cuda", None),
              ("mxfp4", "1x32", None, "e2m1"), ("mxfp6", "1x32", None, "e2m3"),
-             ("mxfp6", "1x32", None, "e3m2")]
+             ("mxfp6", "1x32", None, "e3m2"), ("mxfp4_ceil", "1x32", "torch_cpu", "e2m1"),
+             ("mxfp4_even", "1x32", "torch_cuda", "e2m1"), ("mxfp4_rceil", "1x32", "torch_cpu", "e2m1"),
+             ("mxfp6_rceil", "1x32", "cuda_kernel", "e3m2"), ("mxfp6_even", "1x32", None, "e2m3")]
     total = {}
     for recipe, block, rt, fmt in cases:
         for shape in [(48, 96), (2, 32, 64), (17, 160), (64, 256), (1, 32), (3, 40, 128)]:
@@ -160,7 +165,7 @@ def main():
             cmd = [o.fp8_check, "quantize", "--recipe", recipe, "--block", block, "--layout",
                    f"{fam}_row_major", "--in", inp, "--out", out]
             cmd += ["--runtime", rt] if rt else []
-            cmd += ["--format", fmt] if fmt and recipe == "mxfp6" else []
+            cmd += ["--format", fmt] if fmt and recipe.startswith("mxfp6") else []
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
             if r.returncode != 0:
                 sys.exit(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr}")
@@ -171,8 +176,12 @@ def main():
                     want = nvfp4_te(p, 16 if block == "16x16" else 1)
                 elif recipe == "nvfp4_torchao":
                     want = nvfp4_torchao(p, rt)
-                else:
+                elif recipe in ("mxfp4", "mxfp6"):
                     want = mx_floor(p, fmt)
+                else:  # mxfp4_<mode> / mxfp6_<mode>: runtime torch_cuda unless given
+                    mode = "mx_" + recipe.split("_", 1)[1]
+                    codes, scales, _ = mx_modes.reference(p, fmt, mode, rt or "torch_cuda", ml_dtypes)
+                    want = (codes, scales, None)
                 gc = got["codes"].reshape(planes.shape)[g]
                 gs = got["scales"].reshape(len(planes), shape[-2], -1)[g]
                 if not np.array_equal(gc, want[0]):

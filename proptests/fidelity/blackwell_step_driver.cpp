@@ -1,12 +1,14 @@
-// Evaluates fp8ref's Blackwell step models (numerics/models/blackwell_step.h) on binary case records for
-// proptests/fidelity/mmasim_blackwell_xcheck.py, and times them on one thread:
+// Evaluates fp8ref's Blackwell step models (numerics/models/blackwell_step.h) on binary case
+// records for proptests/fidelity/mmasim_blackwell_xcheck.py, and times them on one thread (thread
+// CPU time):
 //   blackwell_step_driver IN OUT [--repeat R]
 // Record (148 bytes, little-endian): kind u8 (0 f8f6f4 f32, 1 f8f6f4 f16, 2 mxf8f6f4 block32
 // ue8m0, 3 mxf4 / mxf4nvf4 k64), fa u8, fb u8, scale format u8, block u8, 3 pad bytes, a[64],
 // b[64] (codes, FP6 / FP4 in the low bits; e2m1 one per byte, element k = a[k]), sa[4], sb[4],
 // c u32 (f32 bits; kind 1: f16 bits). Output: one u32 per record (kind 1: f16 bits).
 // stderr: "STEP_TIMING kind=K steps=N seconds=S" per kind (R passes over that kind's records).
-#include <chrono>
+#include <time.h>
+
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -42,6 +44,13 @@ std::uint32_t eval(const Record& r) {
   return std::bit_cast<std::uint32_t>(z);
 }
 
+// Thread CPU time: the timing does not depend on other load of the machine.
+double thread_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -63,10 +72,10 @@ int main(int argc, char** argv) {
         if (r.kind == kind) sel.push_back(r);
       if (sel.empty()) continue;
       std::uint32_t sink = 0;
-      const auto t0 = std::chrono::steady_clock::now();
+      const double t0 = thread_seconds();
       for (int p = 0; p < repeat; ++p)
         for (const Record& r : sel) sink ^= eval(r);
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double s = thread_seconds() - t0;
       std::cerr << "STEP_TIMING kind=" << kind << " steps=" << sel.size() * std::size_t(repeat)
                 << " seconds=" << s << " sink=" << sink << std::endl;
     }

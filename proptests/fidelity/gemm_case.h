@@ -25,24 +25,15 @@
 #include <string>
 #include <vector>
 
+#include "cases/gemm_case.h"
 #include "reference/group_desc.h"
 #include "reference/grouped_gemm.h"
 
 namespace fp8ref::device {
 
-struct GemmCase {
-  std::int64_t M = 0, N = 0, K = 0, G = 0;
-  Format fa = Format::e4m3, fb = Format::e4m3;
-  ref::Scaling scaling = ref::Scaling::none;
-  std::vector<std::uint8_t> a, b;
-  std::vector<std::int64_t> offs;
-  std::vector<float> scale_a, scale_b;
-  std::vector<std::int32_t> row_map;  // from offs: group of each row, -1 outside every group
-
-  ref::GroupedGemmOperands operands() const {
-    return {M, N, K, G, fa, fb, a, b, ref::BLayout::nk, scaling, scale_a, scale_b};
-  }
-};
+// The case as the CPU reference takes it (tools/cases/gemm_case.h): read_case fills M, N, K, G,
+// the formats, the scaling, a, b (layout nk), offs, sa, sb and group_of (-1 outside every group).
+using cases::GemmCase;
 
 // Library outputs, widened to f32 (bf16 bits << 16), with the dtype they were produced in.
 struct GotOutput {
@@ -118,11 +109,11 @@ inline GemmCase read_case(const std::string& path) {
   c.a = r.get_n<std::uint8_t>(c.M * c.K);
   c.b = r.get_n<std::uint8_t>(c.G * c.N * c.K);
   c.offs = r.get_n<std::int64_t>(c.G);
-  c.scale_a = r.get_n<float>(r.get<std::int64_t>());
-  c.scale_b = r.get_n<float>(r.get<std::int64_t>());
+  c.sa = r.get_n<float>(r.get<std::int64_t>());
+  c.sb = r.get_n<float>(r.get<std::int64_t>());
   if (!r.at_end()) r.fail("trailing bytes");
   ref::validate_offsets(c.offs, c.M, 1);
-  c.row_map = ref::row_map_from_offsets(c.offs, c.M);
+  c.group_of = ref::row_map_from_offsets(c.offs, c.M);
   return c;
 }
 

@@ -136,7 +136,7 @@ std::int64_t count_mismatches(const GemmCase& c, const std::vector<std::int64_t>
                               std::size_t cap = 8) {
   std::int64_t bad = 0, n_cmp = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (c.row_map[std::size_t(rows[i])] < 0) continue;
+    if (c.group_of[std::size_t(rows[i])] < 0) continue;
     for (std::int64_t n = 0; n < c.N; ++n) {
       const std::uint32_t m = out_bits(z[i * std::size_t(c.N) + std::size_t(n)], g.dtype);
       const std::uint32_t got = g.bits[std::size_t(rows[i] * c.N + n)];
@@ -172,17 +172,15 @@ struct GotReport {
 
 ExploreElement explore_element(const GemmCase& c, std::int64_t r, std::int64_t n,
                                const GotOutput& g) {
-  const std::int64_t grp = c.row_map[std::size_t(r)], nbk = ceil_div(c.K, kScaleBlockK);
+  const std::int64_t grp = c.group_of[std::size_t(r)], nbk = ceil_div(c.K, kScaleBlockK);
   static constexpr float kOne = 1.0f;
   ElementScales sc{&kOne, &kOne, false};
-  if (c.scaling == ref::Scaling::tensorwise)
-    sc = {&c.scale_a[0], &c.scale_b[std::size_t(grp)], false};
+  if (c.scaling == ref::Scaling::tensorwise) sc = {&c.sa[0], &c.sb[std::size_t(grp)], false};
   if (c.scaling == ref::Scaling::rowwise)
-    sc = {&c.scale_a[std::size_t(r)], &c.scale_b[std::size_t(grp * c.N + n)], false};
+    sc = {&c.sa[std::size_t(r)], &c.sb[std::size_t(grp * c.N + n)], false};
   if (c.scaling == ref::Scaling::blockwise)
-    sc = {&c.scale_a[std::size_t(r * nbk)],
-          &c.scale_b[std::size_t((grp * ceil_div(c.N, kScaleBlockK) + n / kScaleBlockK) * nbk)],
-          true};
+    sc = {&c.sa[std::size_t(r * nbk)],
+          &c.sb[std::size_t((grp * ceil_div(c.N, kScaleBlockK) + n / kScaleBlockK) * nbk)], true};
   return {c.a.data() + r * c.K,
           c.b.data() + (grp * c.N + n) * c.K,
           c.K,
@@ -254,7 +252,7 @@ double normwise_error(const GemmCase& c, const std::vector<std::int64_t>& rows,
                       const GotOutput* got) {
   double num = 0.0, den = 0.0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (c.row_map[std::size_t(rows[i])] < 0) continue;
+    if (c.group_of[std::size_t(rows[i])] < 0) continue;
     for (std::int64_t n = 0; n < c.N; ++n) {
       const std::size_t j = i * std::size_t(c.N) + std::size_t(n);
       const double y =
@@ -274,7 +272,7 @@ std::int64_t outside_bound(const GemmCase& c, const std::vector<std::int64_t>& r
                            const GotOutput& g) {
   std::int64_t bad = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (c.row_map[std::size_t(rows[i])] < 0) continue;
+    if (c.group_of[std::size_t(rows[i])] < 0) continue;
     for (std::int64_t n = 0; n < c.N; ++n) {
       const std::size_t j = i * std::size_t(c.N) + std::size_t(n);
       const double y = got_value(g.bits[std::size_t(rows[i] * c.N + n)], g.dtype), x = exact[j];
@@ -436,7 +434,7 @@ class Search {
     std::vector<std::vector<Mismatch>> per_row(srows().size());
     for (std::size_t i = 0; i < srows().size(); ++i) {
       const std::int64_t r = srows()[i];
-      for (std::int64_t n = 0; n < c_.N && c_.row_map[std::size_t(r)] >= 0; ++n)
+      for (std::int64_t n = 0; n < c_.N && c_.group_of[std::size_t(r)] >= 0; ++n)
         if (out_bits(z[i * std::size_t(c_.N) + std::size_t(n)], g_.dtype) !=
             g_.bits[std::size_t(r * c_.N + n)])
           per_row[i].push_back({r, n, 0, 0});

@@ -51,7 +51,7 @@ inline RowSet all_rows(const GemmCase& c) {
 inline RowSet sample_rows(const GemmCase& c, int n) {
   std::vector<std::int64_t> valid;
   for (std::int64_t r = 0; r < c.M; ++r)
-    if (c.row_map[std::size_t(r)] >= 0) valid.push_back(r);
+    if (c.group_of[std::size_t(r)] >= 0) valid.push_back(r);
   RowSet s;
   if (valid.size() <= std::size_t(n)) {
     s.rows = valid;
@@ -96,9 +96,8 @@ inline Evaluated evaluate(const GemmCase& c, const RowSet& rows, AccumulationMod
   std::vector<float> sa;
   for (std::int64_t r : rows.rows) {
     a.insert(a.end(), c.a.begin() + r * c.K, c.a.begin() + (r + 1) * c.K);
-    map.push_back(c.row_map[std::size_t(r)]);
-    for (std::int64_t j = 0; j < per_row; ++j)
-      sa.push_back(c.scale_a[std::size_t(r * per_row + j)]);
+    map.push_back(c.group_of[std::size_t(r)]);
+    for (std::int64_t j = 0; j < per_row; ++j) sa.push_back(c.sa[std::size_t(r * per_row + j)]);
   }
   op.M = R;
   op.a = a;
@@ -109,11 +108,10 @@ inline Evaluated evaluate(const GemmCase& c, const RowSet& rows, AccumulationMod
 
 // Scales of element (r, n) for the alternative epilogues (scalar-scaled cases only).
 inline std::pair<float, float> scalar_scales(const GemmCase& c, std::int64_t r, std::int64_t n) {
-  const std::int64_t g = c.row_map[std::size_t(r)];
+  const std::int64_t g = c.group_of[std::size_t(r)];
   switch (c.scaling) {
-    case ref::Scaling::tensorwise: return {c.scale_a[0], c.scale_b[std::size_t(g)]};
-    case ref::Scaling::rowwise:
-      return {c.scale_a[std::size_t(r)], c.scale_b[std::size_t(g * c.N + n)]};
+    case ref::Scaling::tensorwise: return {c.sa[0], c.sb[std::size_t(g)]};
+    case ref::Scaling::rowwise: return {c.sa[std::size_t(r)], c.sb[std::size_t(g * c.N + n)]};
     default: return {1.0f, 1.0f};
   }
 }

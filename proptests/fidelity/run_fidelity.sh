@@ -47,7 +47,7 @@ for d in /usr/include/eigen3 .whl/eigen3; do
   [ -f "$d/Eigen/Core" ] && EIGEN=$d && break
 done
 [ -n "$EIGEN" ] || echo "warning: no Eigen headers (/usr/include/eigen3 or .whl/eigen3)"
-CXX="g++ -std=c++20 -O3 -ffp-contract=off -I."
+CXX="g++ -std=c++20 -O3 -ffp-contract=off -I. -Itools"
 $CXX -fopenmp proptests/fidelity/step_driver.cpp -o "$WORK/step_driver" >>"$LOG" 2>&1 &
 objs=()
 for f in proptests/fidelity/gemm_driver.cpp reference/*.cpp; do

@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "cases/compare.h"
 #include "proptests/common/oracle.h"
 #include "reference/grouped_gemm.h"
 
@@ -117,9 +118,7 @@ inline std::vector<float> run_f32(const Problem& p, ModelChoice m, RowPolicy pol
   return y;
 }
 
-inline bool same_bits(float x, float y) {
-  return std::bit_cast<std::uint32_t>(x) == std::bit_cast<std::uint32_t>(y);
-}
+using cases::same_bits;
 
 // The scales element (r, n) of group g uses, and their block width, for exact_dot_rational.
 struct OracleScales {

@@ -5,11 +5,11 @@ generators. Needs numpy and ml_dtypes; torch and JAX are used only when their ar
 """
 
 from ._ops import (DiffReport, Failure, GroupResult, Quantized, VerifyReport, decode, dequantize,
-                   diff, encode, explain, grouped_gemm, load, quantize, save,
-                   verify_grouped_gemm)
+                   diff, encode, grouped_gemm, load, quantize, save, verify_grouped_gemm)
+from ._presets import ExplainReport, explain, kernel_presets
 
 __all__ = ["encode", "decode", "quantize", "dequantize", "grouped_gemm", "verify_grouped_gemm",
-           "diff", "load", "save", "explain", "Quantized", "VerifyReport", "GroupResult",
+           "diff", "load", "save", "explain", "kernel_presets", "ExplainReport", "Quantized", "VerifyReport", "GroupResult",
            "Failure", "DiffReport", "testing", "strategies"]
 
 

@@ -113,11 +113,6 @@ def _gemm_options(tensors, model, scaling, b_layout, split_k, split_k_blocks, ep
     if kernel is not None:
         raise NotImplementedError("grouped_gemm: kernel= presets are not in fp8ref yet; name "
                                   "the accumulation model with model=")
-    if device != "cpu":
-        raise NotImplementedError("grouped_gemm: only device='cpu' is exposed to Python; the GPU "
-                                  "oracle is fp8-check's --device cuda (docs/gpu_oracle.md)")
-    if grouping != "m":
-        raise NotImplementedError("grouped_gemm: only grouping='m' (the forward) is exposed")
     o = _core.GemmOptions()
     o.in_ = "<arrays>"
     o.a, o.b = "a", "b"
@@ -132,15 +127,44 @@ def _gemm_options(tensors, model, scaling, b_layout, split_k, split_k_blocks, ep
     return o
 
 
-def grouped_gemm(a, b, scale_a=None, scale_b=None, offs=None, *, model, scaling=None,
+def _run_oracle(tensors, o, bound, device, grouping):
+    """The CPU forward, or the oracle on `device` (cpu | cuda: the GPU oracle, same bits, no
+    bound) with `grouping` (m | k: torch's 2d x 2d K-grouped product, out (G, M, N))."""
+    if device == "cpu" and grouping == "m":
+        return _core.grouped_gemm(tensors, o, bound)
+    return _core.grouped_gemm_on(tensors, o, bound, device, grouping)
+
+
+def _presets_are_m_grouped(grouping):
+    if grouping != "m":
+        raise ValueError("kernel= presets are M-grouped (grouping='m'); name the model with "
+                         "model= for grouping='k'")
+
+
+def grouped_gemm(a, b, scale_a=None, scale_b=None, offs=None, *, model=None, scaling=None,
                  b_layout="nk", split_k=1, split_k_blocks=0, epilogue="model", out_dtype="f32",
-                 bound=False, kernel=None, device="cpu", grouping="m"):
-    """`fp8-check oracle grouped-gemm`: Y[r] = A[r]·B[g(r)]^T under accumulation `model`; rows
-    past offs[-1] are +0. Returns Y (M, N) (and the per-element bound with bound=True)."""
+                 bound=False, kernel=None, device="cpu", grouping="m", fast_accum=False):
+    """`fp8-check oracle grouped-gemm`: Y[r] = A[r]·B[g(r)]^T under accumulation `model`, or
+    kernel= a preset (docs/presets.md: its first member); rows past offs[-1] are +0. Returns
+    Y (M, N) (and the per-element bound with bound=True).
+    device='cuda': the GPU oracle (the same bits; no bound; RuntimeError without a device).
+    grouping='k': torch's 2d x 2d product, A (M, K), B (N, K) or (K, N), offs the K ends: out
+    (G, M, N), an empty group +0 (fp8-check --grouping k)."""
+    if kernel is not None:
+        _presets_are_m_grouped(grouping)
+        from ._presets import grouped_gemm_kernel
+
+        return grouped_gemm_kernel(a, b, scale_a, scale_b, offs, kernel=kernel,
+                                   fast_accum=fast_accum, bound=bound, model=model,
+                                   scaling=scaling, b_layout=b_layout, split_k=split_k,
+                                   split_k_blocks=split_k_blocks, epilogue=epilogue,
+                                   out_dtype=out_dtype)
+    if model is None:
+        raise ValueError("grouped_gemm: model= or kernel= is required")
     tensors, like = _gemm_inputs(a, b, scale_a, scale_b, offs)
     o = _gemm_options(tensors, model, scaling, b_layout, split_k, split_k_blocks, epilogue,
                       out_dtype, kernel, device, grouping)
-    y, bnd, _ = _core.grouped_gemm(tensors, o, bound)
+    y, bnd, _ = _run_oracle(tensors, o, bound, device, grouping)
     y = give_back(from_triple(*y), like)
     return (y, bnd) if bound else y
 
@@ -224,18 +248,32 @@ def _failing(got_bits, ref_bits, bound, exact, out_dtype, within):
     return fail & ~np.where(finite, near, other)
 
 
-def verify_grouped_gemm(got, a, b, scale_a=None, scale_b=None, offs=None, *, model,
+def verify_grouped_gemm(got, a, b, scale_a=None, scale_b=None, offs=None, *, model=None,
                         scaling=None, b_layout="nk", split_k=1, split_k_blocks=0,
                         epilogue="model", out_dtype="f32", within_bound=False, max_report=10,
-                        kernel=None, device="cpu", grouping="m"):
-    """`fp8-check verify grouped-gemm`: compares `got` (M, N) with the oracle per group. Rows
-    past offs[-1] are not compared. Returns a VerifyReport."""
+                        kernel=None, device="cpu", grouping="m", fast_accum=False):
+    """`fp8-check verify grouped-gemm`: compares `got` (M, N) with the oracle per group, under
+    `model` or each member of kernel= (docs/presets.md; the report's `matched` names the member).
+    Rows past offs[-1] are not compared. Returns a VerifyReport."""
+    if kernel is not None:
+        _presets_are_m_grouped(grouping)
+        from ._presets import verify_kernel
+
+        return verify_kernel(got, a, b, scale_a, scale_b, offs, kernel=kernel,
+                             fast_accum=fast_accum, within_bound=within_bound,
+                             max_report=max_report, model=model, scaling=scaling,
+                             b_layout=b_layout, split_k=split_k, split_k_blocks=split_k_blocks,
+                             epilogue=epilogue, out_dtype=out_dtype)
+    if model is None:
+        raise ValueError("verify_grouped_gemm: model= or kernel= is required")
     tensors, _ = _gemm_inputs(a, b, scale_a, scale_b, offs)
     o = _gemm_options(tensors, model, scaling, b_layout, split_k, split_k_blocks, epilogue,
                       out_dtype, kernel, device, grouping)
     g_arr = as_array(got, what="got")[0]
-    ref, bnd, config = _core.grouped_gemm(tensors, o, True)
+    ref, bnd, config = _run_oracle(tensors, o, device == "cpu" or within_bound, device, grouping)
     ref_arr = from_triple(*ref)
+    if bnd is None:  # the GPU oracle computes no bound
+        bnd = np.full(ref_arr.shape, np.nan)
     if g_arr.dtype != ref_arr.dtype:
         raise ValueError(f"--got: 'got' is {g_arr.dtype} but --out-dtype is {out_dtype}")
     if g_arr.shape != ref_arr.shape:
@@ -245,7 +283,15 @@ def verify_grouped_gemm(got, a, b, scale_a=None, scale_b=None, offs=None, *, mod
     if within_bound:
         o_exact = _gemm_options(tensors, "exact", o.scaling, b_layout, 1, 0, "model", "f32",
                                 None, "cpu", "m")
-        exact = from_triple(*_core.grouped_gemm(tensors, o_exact, False)[0]).astype(np.float64)
+        exact = from_triple(*_run_oracle(tensors, o_exact, False, "cpu", grouping)[0])
+        exact = exact.astype(np.float64)
+    if grouping == "k":  # (G, M, N) compared as the (G·M, N) stacking: group g = rows g·M..
+        g_count, m = int(config["G"]), int(config["M"])
+        stacked = np.arange(1, g_count + 1, dtype=np.int64) * m
+        tensors = {"offs": triple(stacked, "offs")}
+        config = dict(config, M=str(g_count * m))
+        g_arr, ref_arr, bnd = (x.reshape(g_count * m, -1) for x in (g_arr, ref_arr, bnd))
+        exact = None if exact is None else exact.reshape(g_count * m, -1)
     return _report(g_arr, ref_arr, bnd, exact, tensors, config, out_dtype, within_bound,
                    max_report)
 
@@ -326,7 +372,3 @@ def save(path, tensors, metadata=None):
     items = [(name, triple(as_array(x, what=name)[0], name)) for name, x in tensors.items()]
     _core.write_tensor_file(str(path), items, dict(metadata or {}))
 
-
-def explain(*args, **kwargs):
-    """Not in fp8ref yet (the CLI has no explain either)."""
-    raise NotImplementedError("explain: not in fp8ref yet")

@@ -56,15 +56,13 @@ def assert_bitwise_equal(got, want, *, format=None, offs=None, name="tensor"):
 
 def assert_grouped_gemm_matches(out, a, b, scale_a=None, scale_b=None, offs=None, *,
                                 model=None, kernel=None, **options):
-    """`out` (M, N) equals the oracle's grouped GEMM of (a, b, scales, offs) under `model`
-    (bitwise; within_bound=True accepts the model's bound of the exact value). Options are
+    """`out` (M, N) equals the oracle's grouped GEMM of (a, b, scales, offs) under `model`, or
+    under some member of kernel= (a preset, docs/presets.md) (bitwise; within_bound=True accepts the model's bound of the exact value). Options are
     verify_grouped_gemm's (scaling, b_layout, split_k, epilogue, out_dtype, ...)."""
-    if kernel is not None:
-        raise NotImplementedError("assert_grouped_gemm_matches: kernel= presets are not in "
-                                  "fp8ref yet; name the accumulation model with model=")
-    if model is None:
-        raise ValueError("assert_grouped_gemm_matches: model= is required")
-    report = verify_grouped_gemm(out, a, b, scale_a, scale_b, offs, model=model, **options)
+    if model is None and kernel is None:
+        raise ValueError("assert_grouped_gemm_matches: model= or kernel= is required")
+    report = verify_grouped_gemm(out, a, b, scale_a, scale_b, offs, model=model, kernel=kernel,
+                                 **options)
     if not report.ok:
         raise AssertionError(str(report))
     return report

@@ -8,8 +8,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
+
+#include "tensor_io/tensor.h"
 
 namespace fp8ref::py {
 
@@ -39,7 +43,16 @@ inline std::vector<std::size_t> shape_of(const AnyArray& a) {
   return s;
 }
 
+// A tensor crossing into and out of the module: (dtype name, shape, 1-D bytes).
+using PyTensor = std::tuple<std::string, std::vector<std::int64_t>, ByteArray>;
+using OutTensor = std::tuple<std::string, std::vector<std::int64_t>, NumpyArray<std::uint8_t>>;
+// The owned tensor of a PyTensor (ValueError on a dtype / size mismatch), and back (no copy).
+tensor_io::Tensor to_tensor(const std::string& what, const PyTensor& t);
+OutTensor from_tensor(tensor_io::Tensor&& t);
+
 void register_codec(nb::module_& m);
 void register_tensors(nb::module_& m);
+void register_oracle(nb::module_& m);  // oracle_bindings.cpp
+void register_presets(nb::module_& m);  // preset_bindings.cpp
 
 }  // namespace fp8ref::py

@@ -19,4 +19,6 @@ NB_MODULE(_core, m) {
   });
   fp8ref::py::register_codec(m);
   fp8ref::py::register_tensors(m);
+  fp8ref::py::register_oracle(m);
+  fp8ref::py::register_presets(m);
 }

@@ -26,34 +26,33 @@
 #include "tensor_io/tensor_file.h"
 
 namespace fp8ref::py {
+
+tensor_io::Tensor to_tensor(const std::string& what, const PyTensor& t) {
+  const auto& [name, shape, bytes] = t;
+  const auto dtype = tensor_io::dtype_from_name(name);
+  if (!dtype) throw cli::UsageError(what + ": unknown dtype '" + name + "'");
+  tensor_io::Tensor x{*dtype, shape, {}};
+  const std::uint64_t n = tensor_io::checked_numel(shape, what);
+  if (tensor_io::bytes_for(*dtype, n) != bytes.size())
+    throw cli::UsageError(what + ": " + std::to_string(bytes.size()) + " bytes for " + name + " " +
+                          tensor_io::shape_string(shape));
+  x.data.assign(bytes.data(), bytes.data() + bytes.size());
+  return x;
+}
+
+OutTensor from_tensor(tensor_io::Tensor&& t) {
+  const std::size_t n = t.data.size();
+  return {std::string(tensor_io::dtype_name(t.dtype)), t.shape,
+          owning_array(std::move(t.data), {n})};
+}
+
 namespace {
 
 using cli::UsageError;
 using tensor_io::DType;
 using tensor_io::Tensor;
 
-using PyTensor = std::tuple<std::string, std::vector<std::int64_t>, ByteArray>;
-using OutTensor = std::tuple<std::string, std::vector<std::int64_t>, NumpyArray<std::uint8_t>>;
 using Metadata = std::map<std::string, std::string>;
-
-Tensor to_tensor(const std::string& what, const PyTensor& t) {
-  const auto& [name, shape, bytes] = t;
-  const auto dtype = tensor_io::dtype_from_name(name);
-  if (!dtype) throw UsageError(what + ": unknown dtype '" + name + "'");
-  Tensor x{*dtype, shape, {}};
-  const std::uint64_t n = tensor_io::checked_numel(shape, what);
-  if (tensor_io::bytes_for(*dtype, n) != bytes.size())
-    throw UsageError(what + ": " + std::to_string(bytes.size()) + " bytes for " + name + " " +
-                     tensor_io::shape_string(shape));
-  x.data.assign(bytes.data(), bytes.data() + bytes.size());
-  return x;
-}
-
-OutTensor from_tensor(Tensor&& t) {
-  const std::size_t n = t.data.size();
-  return {std::string(tensor_io::dtype_name(t.dtype)), t.shape,
-          owning_array(std::move(t.data), {n})};
-}
 
 std::tuple<std::vector<std::tuple<std::string, OutTensor>>, Metadata> from_file(
     tensor_io::TensorFile&& tf) {

@@ -163,10 +163,10 @@ def test_diff_equals_cli_diff_json(fp8_check, tmp_path, rng):
     (lambda t: fp8ref.grouped_gemm(t["a"], t["b"], offs=np.array([5, 3, 40]), model="exact"),
      ValueError, "--offs"),
     (lambda t: fp8ref.grouped_gemm(t["a"], t["b"], offs=t["offs"], model="exact",
-                                   kernel="deepgemm"), NotImplementedError, "kernel="),
-    (lambda t: fp8ref.grouped_gemm(t["a"], t["b"], offs=t["offs"], model="exact",
-                                   device="cuda"), NotImplementedError, "device"),
-    (lambda t: fp8ref.explain(), NotImplementedError, "explain"),
+                                   kernel="deepgemm"), ValueError, "--kernel: unknown kernel"),
+    (lambda t: fp8ref.explain(t["a"], t["a"], t["b"], offs=t["offs"]), ValueError, "got: shape"),
+    (lambda t: fp8ref.grouped_gemm(t["a"], t["b"], offs=t["offs"], grouping="k",
+                                   kernel="torch._scaled_grouped_mm"), ValueError, "M-grouped"),
 ])
 def test_gemm_bad_input_errors(rng, call, error, message):
     with pytest.raises(error, match=message) as e:

@@ -31,8 +31,8 @@ cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release "${python_args[@]}" \
 
 step build
 targets=(fp8-check fp8ref_gpu_cast_test fp8ref_gpu_mma_sync_test fp8ref_gpu_oracle_test
-  fp8ref_gpu_quantize_test fp8ref_gpu_pad_permute_test proptests_gpu_oracle_emulated_test
-  fp8ref_gpu_quantize_bench)
+  fp8ref_gpu_quantize_test fp8ref_gpu_quantize_dual_test fp8ref_gpu_swiglu_quantize_test
+  fp8ref_gpu_pad_permute_test proptests_gpu_oracle_emulated_test fp8ref_gpu_quantize_bench)
 [[ -n "$pykit" ]] && targets+=(_core)
 cmake --build $B -j16 --target "${targets[@]}" -- -k 0 > "$OUT/build.log" 2>&1
 say "build exit $?"
@@ -51,9 +51,12 @@ sanitize() {  # tool binary filter
   say "$1 $(basename "$2") [$3]: exit $? $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
 }
 sanitize memcheck $T/fp8ref_gpu_quantize_test '*Grouped*:*GridSize*:*BadInput*'
+sanitize memcheck $T/fp8ref_gpu_quantize_dual_test '*'
+sanitize memcheck $T/fp8ref_gpu_swiglu_quantize_test '*'
 sanitize memcheck $T/fp8ref_gpu_pad_permute_test '*'
 sanitize memcheck $T/fp8ref_gpu_oracle_test '*Empty*:*Reject*:*Dgrad*'
-sanitize racecheck $T/fp8ref_gpu_quantize_test '*GridSize*'
+sanitize racecheck $T/fp8ref_gpu_quantize_test '*GridSize*:*Grouped*'
+sanitize racecheck $T/fp8ref_gpu_quantize_dual_test '*GridSize*'
 
 step "fuzz: every GPU suite, $FUZZ_SECONDS s"
 timeout $((FUZZ_SECONDS + 60)) $B/tools/fp8-check fuzz --suite gpu.quantize --suite gpu.pad \

@@ -17,11 +17,12 @@ cmake -S . -B $B "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DFP8REF_PYTHON="$(comma
   -Drapidcheck_DIR="$PWD/../kit/root/usr/lib/x86_64-linux-gnu/cmake/rapidcheck" \
   >"$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
 step build
-cmake --build $B -j16 --target fp8ref_gpu_quantize_test fp8ref_gpu_pad_permute_test fp8-check \
-  fp8ref_gpu_quantize_bench >"$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -40; exit 1; }
+cmake --build $B -j16 --target fp8ref_gpu_quantize_test fp8ref_gpu_quantize_dual_test \
+  fp8ref_gpu_swiglu_quantize_test proptests_reference_swiglu_test fp8ref_gpu_pad_permute_test \
+  fp8-check fp8ref_gpu_quantize_bench >"$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -40; exit 1; }
 
 step ctest
-ctest --test-dir $B -R "GpuQuantize|GpuPad|GpuPermute|fuzz.gpu.(quantize|pad|permute)" --output-on-failure \
+ctest --test-dir $B -R "GpuQuantize|GpuQuantizeDual|GpuSwigluQuantize|Swiglu\.|GpuPad|GpuPermute|fuzz.gpu.(quantize|pad|permute)" --output-on-failure \
   --timeout 200 >"$OUT/ctest_gpu.log" 2>&1
 grep -E "tests passed|tests failed|Failed|\*\*\*" "$OUT/ctest_gpu.log" | head -30
 
@@ -30,11 +31,20 @@ T=$B/proptests/gpu
 timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 $T/fp8ref_gpu_quantize_test \
   --gtest_filter='*Grouped*:*GridSize*:*BadInput*' >"$OUT/memcheck_quantize.log" 2>&1
 echo "memcheck quantize rc=$?: $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_quantize.log")"
+timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 $T/fp8ref_gpu_quantize_dual_test \
+  >"$OUT/memcheck_quantize_dual.log" 2>&1
+echo "memcheck quantize_dual rc=$?: $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_quantize_dual.log")"
+timeout 60 compute-sanitizer --tool racecheck --error-exitcode 9 $T/fp8ref_gpu_quantize_dual_test \
+  --gtest_filter='*GridSize*' >"$OUT/racecheck_quantize_dual.log" 2>&1
+echo "racecheck quantize_dual rc=$?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/racecheck_quantize_dual.log")"
+timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 $T/fp8ref_gpu_swiglu_quantize_test \
+  >"$OUT/memcheck_swiglu_quantize.log" 2>&1
+echo "memcheck swiglu_quantize rc=$?: $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_swiglu_quantize.log")"
 timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 $T/fp8ref_gpu_pad_permute_test \
   --gtest_filter='*Permute*' >"$OUT/memcheck_pad_permute.log" 2>&1
 echo "memcheck pad_permute rc=$?: $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_pad_permute.log")"
 timeout 60 compute-sanitizer --tool racecheck --error-exitcode 9 $T/fp8ref_gpu_quantize_test \
-  --gtest_filter='*GridSize*' >"$OUT/racecheck_quantize.log" 2>&1
+  --gtest_filter='*GridSize*:*Grouped*' >"$OUT/racecheck_quantize.log" 2>&1
 echo "racecheck quantize rc=$?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/racecheck_quantize.log")"
 
 step fuzz

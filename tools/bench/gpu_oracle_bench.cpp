@@ -6,6 +6,8 @@
 // the groups, default 4096: one eighth of the layer) once per model, scaled to the layer by
 // M / rows (its time per row does not depend on the group; a small sample would overstate it, the
 // CPU decodes all of B once per call); sampled rows are also compared bitwise with the GPU's.
+// Then the layer's K-grouped wgrad on the GPU, and one large-M campaign case checked with the GPU
+// oracle (gpu.oracle_large's check) and with the CPU oracle on every row, in cases per minute.
 // Usage: fp8ref_gpu_oracle_bench [--m 32768] [--experts 8] [--n 2048] [--k 7168] [--cpu-rows 4096]
 #include <omp.h>
 
@@ -20,6 +22,7 @@
 
 #include "gpu/device.h"
 #include "gpu/oracle/grouped_gemm_oracle.h"
+#include "gpu/oracle/grouped_wgrad_oracle.h"
 #include "reference/grouped_gemm.h"
 
 namespace {
@@ -128,6 +131,69 @@ void run_row(Layer& l, const Options& o, bool zipf, AccumulationModel model) {
               (long long)diff);
 }
 
+// The layer's K-grouped wgrad dW[g] = C[g] + dY_g^T X_g (dY: the first M·N codes of A, X = A,
+// 1×128 scales along tokens, C = 0) on the GPU under hopper_promoted_blockwise: kernel seconds,
+// with the host transposes and transfers, and products per second. The CPU is not timed here.
+void run_wgrad_row(Layer& l, bool zipf) {
+  set_groups(l, zipf);
+  std::vector<std::int64_t> offs(std::size_t(l.G), 0);
+  for (std::int32_t g : l.map) ++offs[std::size_t(g)];
+  std::int64_t end = 0, blocks = 0;
+  for (auto& o : offs) blocks += ceil_div(o, 128), o = end += o;
+  const std::vector<float> sdy(std::size_t(blocks * l.N), 0x1p-8f),
+      sx(std::size_t(blocks * l.K), 0x1p-8f);
+  const std::vector<float> c(std::size_t(l.G * l.N * l.K), 0.0f);
+  std::vector<std::uint16_t> dw(c.size());
+  const WgradOperands op{l.M,
+                         l.N,
+                         l.K,
+                         l.G,
+                         Format::e4m3,
+                         Format::e4m3,
+                         std::span<const std::uint8_t>(l.a).first(std::size_t(l.M * l.N)),
+                         l.a,
+                         Scaling::blockwise,
+                         sdy,
+                         sx,
+                         c};
+  const auto t0 = Clock::now();
+  gpu::oracle_grouped_gemm_wgrad(op, offs, {AccumulationModel::hopper_promoted_blockwise, 1},
+                                 {OutDtype::bf16, {}, dw, {}});
+  const double wall = seconds_since(t0), kernel = gpu::oracle_last_kernel_seconds();
+  const double products = double(l.M) * double(l.N) * double(l.K);
+  std::printf("%-9s %-26s %9.3f %9.3f %10.3e %10s %10s %8s\n", zipf ? "zipf1.2" : "balanced",
+              "wgrad promoted_blockwise", kernel, wall, products / kernel, "-", "-", "-");
+}
+
+// One gpu.oracle_large-sized case (M = 8192 in 8 balanced groups, N = 256, K = 512, blockwise,
+// hopper_promoted_blockwise): the suite's check (two GPU runs, the CPU on 48 sampled rows)
+// against a CPU suite's check of the same case (the CPU oracle on every row), in cases / minute.
+void run_campaign_case() {
+  Layer l = make_layer({8192, 8, 256, 512, 0}, 7);
+  set_groups(l, false);
+  std::vector<std::uint16_t> y(std::size_t(l.M * l.N)), z(y.size());
+  const ModelChoice m{AccumulationModel::hopper_promoted_blockwise, 1};
+  auto t0 = Clock::now();
+  for (int run = 0; run < 2; ++run)
+    gpu::oracle_grouped_gemm_forward(l.op(), l.map, m, RowPolicy::zero,
+                                     {OutDtype::bf16, {}, y, {}});
+  std::vector<std::int32_t> sampled(l.map.size(), -1);
+  for (std::int64_t i = 0; i < 48; ++i) {
+    const std::size_t r = std::size_t(i * (l.M / 48));
+    sampled[r] = l.map[r];
+  }
+  ref::grouped_gemm_forward(l.op(), sampled, m, RowPolicy::zero, {OutDtype::bf16, {}, z, {}});
+  const double gpu_case = seconds_since(t0);
+  t0 = Clock::now();
+  ref::grouped_gemm_forward(l.op(), l.map, m, RowPolicy::zero, {OutDtype::bf16, {}, z, {}});
+  const double cpu_case = seconds_since(t0);
+  std::printf(
+      "\ncampaign case M=8192 N=256 K=512 (G=8, blockwise): GPU-oracle check %.3f s "
+      "(%.0f cases/min), CPU-oracle check %.3f s (%.0f cases/min): %.1fx, bits %s\n",
+      gpu_case, 60 / gpu_case, cpu_case, 60 / cpu_case, cpu_case / gpu_case,
+      y == z ? "equal" : "DIFFER");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -172,5 +238,7 @@ int main(int argc, char** argv) {
     for (AccumulationModel m :
          {AccumulationModel::hopper_promoted_blockwise, AccumulationModel::exact})
       run_row(l, o, zipf, m);
+  for (bool zipf : {false, true}) run_wgrad_row(l, zipf);
+  run_campaign_case();
   return 0;
 }

@@ -112,27 +112,63 @@ void quantize_rows(const Buffers& b, std::vector<Row>& rows) {
   }
 }
 
+// The fused calls: the 1x128 kernel with 2 and 8 chunks a lane in flight (default 4), both
+// orientations from one read, SwiGLU then quantize.
+void fused_rows(const Buffers& b, std::vector<Row>& rows) {
+  const gpu::DeviceMatrix x{b.x, Source::bf16, kM, kK};
+  const double in = double(kM * kK * 2), codes = double(kM * kK);
+  const Recipe te{RecipeKind::te, Format::e4m3, Runtime::cuda_kernel, false, 0};
+  const gpu::QuantizeOutput row{static_cast<std::uint8_t*>(b.codes), std::size_t(kM * kK), b.scales,
+                                std::size_t(kM * kK)};
+  for (int chunks : {2, 8}) {
+    const double ms = time_ms([&] {
+      gpu::quantize(x, te, BlockGeometry::b1x128, {}, row, nullptr, {0, chunks});
+    });
+    rows.push_back({"1x128 te e4m3 (" + std::to_string(chunks) + " chunks)", ms,
+                    in + codes + kM * kK / 128 * 4.0});
+  }
+  // Both orientations from one read: codes twice, 1x128 and 128x1 scales.
+  const gpu::QuantizeOutput col{static_cast<std::uint8_t*>(b.codes_pad), std::size_t(kM * kK),
+                                b.out, std::size_t(kM * kK)};
+  double ms = time_ms([&] { gpu::quantize_dual(x, te, row, col, nullptr); });
+  rows.push_back({"dual 1x128 + 128x1 te", ms, in + 2 * codes + 2 * kM * kK / 128 * 4.0});
+  const Recipe mx{RecipeKind::mx_rceil, Format::e4m3, Runtime::cuda_kernel, false, 0};
+  ms = time_ms([&] { gpu::quantize_dual(x, mx, row, col, nullptr); });
+  rows.push_back({"dual 1x32 + 32x1 mx_rceil", ms, in + 2 * codes + 2 * kM * kK / 32.0});
+  // SwiGLU of the tensor read as a merged (M, 2H) gate/up, H = K / 2, then 1x128 quantize.
+  const gpu::QuantizeOutput h{static_cast<std::uint8_t*>(b.codes), std::size_t(kM * kK), b.scales,
+                              std::size_t(kM * kK)};
+  ms = time_ms([&] { gpu::swiglu_quantize(x, te, h, nullptr); });
+  rows.push_back({"swiglu + 1x128 te (H = K/2)", ms, in + codes / 2 + kM * kK / 256 * 4.0});
+}
+
+// Plans (host index maps, uploaded once) are built outside the timed loop: a MoE layer plans once
+// per routing and reuses the plan for codes, scales and the combine.
 void movement_rows(const Buffers& b, std::vector<Row>& rows) {
   // pad: 256 experts of 128 tokens +- jitter, align 128, FP8 rows of K bytes.
   std::vector<std::int64_t> sizes(256, kM / 256);
   for (std::size_t g = 0; g < sizes.size(); g += 2) sizes[g] += 17, sizes[g + 1] -= 17;
-  const gpu::PadLayout pl = gpu::pad_layout(sizes, 128, gpu::EmptyGroups::keep_empty);
+  const gpu::PadPlan pad = gpu::plan_pad(sizes, 128, gpu::EmptyGroups::keep_empty);
+  const std::int64_t cap = pad.layout.capacity;
   double ms = time_ms([&] {
-    gpu::pad_rows({b.codes, kM, kK}, sizes, 128, gpu::EmptyGroups::keep_empty,
-                  {b.codes_pad, pl.capacity, kK}, nullptr);
+    gpu::pad_rows({b.codes, kM, kK}, pad, {b.codes_pad, cap, kK}, nullptr);
   });
-  rows.push_back({"pad fp8 rows to 128", ms, double(kM * kK + pl.capacity * kK)});
-  // permute: 4096 tokens, top-8 of 256 experts, FP8 rows.
-  const std::int64_t T = kM / 8, k = 8, E = 256;
+  rows.push_back({"pad fp8 rows to 128", ms, double(kM * kK + cap * kK)});
+  // permute: 4096 tokens, top-8 of 256 experts, FP8 rows and their TE compact 1x128 scale rows.
+  const std::int64_t T = kM / 8, k = 8, E = 256, SB = kK / 128 * 4;
   std::vector<std::int32_t> expert;
-  std::mt19937 rng(7);
   for (std::int64_t t = 0; t < T; ++t)
     for (std::int64_t j = 0; j < k; ++j) expert.push_back(std::int32_t((t * 37 + j * 32) % E));
-  const gpu::HostRouting routing{T, k, E, expert};
-  ms = time_ms([&] { gpu::permute_rows({b.x, T, kK}, routing, {b.codes_pad, kM, kK}, nullptr); });
+  const gpu::PermutePlan perm = gpu::plan_permute({T, k, E, expert});
+  ms = time_ms([&] { gpu::permute_rows({b.x, T, kK}, perm, {b.codes_pad, kM, kK}, nullptr); });
   rows.push_back({"permute fp8 rows top-8", ms, double(2 * kM * kK)});
   ms = time_ms([&] {
-    gpu::unpermute_combine(static_cast<const float*>(b.y), kK, routing, b.prob,
+    gpu::permute_rows({b.x, T, kK}, perm, {b.codes_pad, kM, kK}, nullptr);
+    gpu::permute_rows({b.scales, T, SB}, perm, {b.y, kM, SB}, nullptr);
+  });
+  rows.push_back({"permute fp8 + 1x128 scales top-8", ms, double(2 * kM * (kK + SB))});
+  ms = time_ms([&] {
+    gpu::unpermute_combine(static_cast<const float*>(b.y), kK, perm, b.prob,
                            gpu::Combine::mul_then_add, static_cast<float*>(b.out),
                            std::size_t(T * kK), nullptr);
   });
@@ -173,6 +209,7 @@ int main(int argc, char** argv) {
   const double copy_gbs = 2.0 * kM * kK * 2 / copy_ms / 1e6;
   std::vector<Row> rows;
   quantize_rows(b, rows);
+  fused_rows(b, rows);
   movement_rows(b, rows);
   std::printf("%-30s %9s %9s %9s\n", "kernel", "ms", "GB/s", "% copy");
   std::printf("%-30s %9.4f %9.1f %9.1f\n", "D2D copy (same run)", copy_ms, copy_gbs, 100.0);

@@ -1,5 +1,5 @@
-// The M-grouped GEMM case of the fuzz suites (gemm_case.h): draw, tags, case file and the
-// fixed-point oracle of one output element.
+// The M-grouped GEMM case of the fuzz suites (gemm_case.h): draw, tags and the fixed-point
+// oracle of one output element.
 #include "campaign/gemm_case.h"
 
 #include <algorithm>
@@ -21,18 +21,6 @@ using ref::Scaling;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-Desc desc_from(const std::string& s) {
-  for (Desc d : {Desc::offs, Desc::aligned, Desc::masked})
-    if (s == to_string(d)) return d;
-  throw std::invalid_argument("case file: unknown descriptor '" + s + "'");
-}
-
-ref::BLayout b_layout_from(const std::string& s) {
-  if (s == "nk") return ref::BLayout::nk;
-  if (s == "kn") return ref::BLayout::kn;
-  throw std::invalid_argument("case file: unknown B layout '" + s + "'");
-}
-
 // The group sizes, then (K, N): small, or MoE-like for few tokens over up to 16 groups.
 void draw_extents(GemmCase& c) {
   const gen::MoeShapeLimits moe;
@@ -51,64 +39,6 @@ void draw_extents(GemmCase& c) {
 }
 
 }  // namespace
-
-OutDtype out_from(const std::string& s) {
-  if (const auto d = parse_out_dtype(s)) return *d;
-  throw std::invalid_argument("case file: unknown output dtype '" + s + "'");
-}
-
-ref::Scaling scaling_from(const std::string& s) {
-  if (const auto x = ref::parse_scaling(s)) return *x;
-  throw std::invalid_argument("case file: unknown scaling '" + s + "'");
-}
-
-Format format_from_name(const std::string& s) {
-  if (const auto f = parse_format(s); f && *f != Format::e8m0) return *f;
-  throw std::invalid_argument("case file: unknown element format '" + s + "'");
-}
-
-std::vector<std::int32_t> rows_of(const gen::GroupSizes& gs, Desc d, std::int64_t m_max,
-                                  std::int64_t& M) {
-  std::vector<std::int32_t> map;
-  const auto G = gs.groups();
-  if (d == Desc::masked) {
-    for (std::int64_t g = 0; g < G; ++g)
-      for (std::int64_t i = 0; i < m_max; ++i)
-        map.push_back(i < gs.sizes[std::size_t(g)] ? std::int32_t(g) : -1);
-  } else {
-    for (std::int64_t g = 0; g < G; ++g) {
-      if (d == Desc::aligned)
-        while (std::int64_t(map.size()) % gs.align) map.push_back(-1);
-      for (std::int64_t i = 0; i < gs.sizes[std::size_t(g)]; ++i) map.push_back(std::int32_t(g));
-    }
-    for (std::int64_t t = 0; t < gs.tail; ++t) map.push_back(-1);
-  }
-  M = std::int64_t(map.size());
-  return map;
-}
-
-std::int64_t sa_count(const GemmCase& c) {
-  switch (c.scaling) {
-    case Scaling::none: return 0;
-    case Scaling::tensorwise: return 1;
-    case Scaling::rowwise: return c.M;
-    case Scaling::blockwise: return c.M * ceil_div(c.K, 128);
-    case Scaling::mx: return c.M * ceil_div(c.K, 32);
-    case Scaling::nvfp4: return c.M * ceil_div(c.K, 16);
-  }
-  return 0;
-}
-std::int64_t sb_count(const GemmCase& c) {
-  switch (c.scaling) {
-    case Scaling::none: return 0;
-    case Scaling::tensorwise: return c.G;
-    case Scaling::rowwise: return c.G * c.N;
-    case Scaling::blockwise: return c.G * ceil_div(c.N, 128) * ceil_div(c.K, 128);
-    case Scaling::mx: return c.G * c.N * ceil_div(c.K, 32);
-    case Scaling::nvfp4: return c.G * c.N * ceil_div(c.K, 16);
-  }
-  return 0;
-}
 
 GemmCase draw_gemm(DrawOptions o) {
   GemmCase c;
@@ -189,108 +119,6 @@ std::vector<std::string> gemm_classes(const DrawOptions& o) {
   for (const char* e : {"scale_product", "b_then_a", "a_then_b"})
     c.push_back(std::string("epilogue:") + e);
   return c;
-}
-
-TensorFile save_gemm(const GemmCase& c) {
-  TensorFile tf;
-  tf.tensors.push_back({"a", u8_tensor(c.a, {c.M, c.K})});
-  tf.tensors.push_back({"b", u8_tensor(c.b, c.b_layout == ref::BLayout::nk
-                                                ? std::vector<std::int64_t>{c.G, c.N, c.K}
-                                                : std::vector<std::int64_t>{c.G, c.K, c.N})});
-  tf.tensors.push_back({"scale_a", f32_tensor(c.sa, {std::int64_t(c.sa.size())})});
-  tf.tensors.push_back({"scale_b", f32_tensor(c.sb, {std::int64_t(c.sb.size())})});
-  tf.tensors.push_back({"row_group", i32_tensor(c.group_of)});
-  save_group_sizes(c.gs, tf);
-  auto& m = tf.metadata;
-  m["desc"] = to_string(c.desc);
-  m["m_max"] = std::to_string(c.m_max);
-  m["N"] = std::to_string(c.N);
-  m["K"] = std::to_string(c.K);
-  m["shape"] = c.moe_shape ? "moe" : "small";
-  m["format_a"] = to_string(c.fa);
-  m["format_b"] = to_string(c.fb);
-  m["values_a"] = gen::to_string(c.va);
-  m["values_b"] = gen::to_string(c.vb);
-  m["scaling"] = ref::to_string(c.scaling);
-  m["b_layout"] = c.b_layout == ref::BLayout::nk ? "nk" : "kn";
-  m["out"] = to_string(c.out);
-  save_model(c.model, m);
-  return tf;
-}
-
-void save_model(const ref::ModelChoice& mc, std::map<std::string, std::string>& m) {
-  m["model"] = to_string(mc.model);
-  m["split_k"] = std::to_string(mc.split_k);
-  m["split_blocks"] = std::to_string(mc.split_blocks);
-  m["epilogue"] = to_string(mc.epilogue);
-}
-
-ref::ModelChoice load_model(const TensorFile& tf) {
-  const auto model = accumulation_model_from_string(get_meta(tf, "model"));
-  if (!model)
-    throw std::invalid_argument("case file: unknown model '" + get_meta(tf, "model") + "'");
-  ref::ModelChoice m{*model, int(get_meta_int(tf, "split_k")),
-                     tf.metadata.count("split_blocks") ? get_meta_int(tf, "split_blocks") : 0};
-  if (tf.metadata.count("epilogue")) {
-    const auto ep = epilogue_from_string(get_meta(tf, "epilogue"));
-    if (!ep)
-      throw std::invalid_argument("case file: unknown epilogue '" + get_meta(tf, "epilogue") + "'");
-    m.epilogue = *ep;
-  }
-  return m;
-}
-
-GemmCase load_gemm(const TensorFile& tf) {
-  GemmCase c;
-  c.gs = load_group_sizes(tf);
-  c.desc = desc_from(get_meta(tf, "desc"));
-  c.m_max = get_meta_int(tf, "m_max");
-  c.N = get_meta_int(tf, "N"), c.K = get_meta_int(tf, "K");
-  if (c.gs.sizes.empty() || c.N < 0 || c.K < 0 || c.m_max < 0)
-    throw std::invalid_argument("case file: bad sizes / extents");
-  for (auto s : c.gs.sizes)
-    if (c.desc == Desc::masked && s > c.m_max)
-      throw std::invalid_argument("case file: bad group size");
-  c.G = c.gs.groups();
-  c.group_of = rows_of(c.gs, c.desc, c.m_max, c.M);
-  c.moe_shape = tf.metadata.count("shape") && get_meta(tf, "shape") == "moe";
-  c.fa = format_from_name(get_meta(tf, "format_a"));
-  c.fb = format_from_name(get_meta(tf, "format_b"));
-  if (!gen::value_class_from_string(get_meta(tf, "values_a"), c.va) ||
-      !gen::value_class_from_string(get_meta(tf, "values_b"), c.vb))
-    throw std::invalid_argument("case file: unknown value class");
-  c.scaling = scaling_from(get_meta(tf, "scaling"));
-  c.b_layout = b_layout_from(get_meta(tf, "b_layout"));
-  c.out = out_from(get_meta(tf, "out"));
-  c.model = load_model(tf);
-  c.a = get_u8(tf, "a");
-  c.b = get_u8(tf, "b");
-  c.sa = get_f32(tf, "scale_a");
-  c.sb = get_f32(tf, "scale_b");
-  if (std::int64_t(c.a.size()) != c.M * c.K || std::int64_t(c.b.size()) != c.G * c.N * c.K ||
-      std::int64_t(c.sa.size()) != sa_count(c) || std::int64_t(c.sb.size()) != sb_count(c))
-    throw std::invalid_argument("case file: tensor sizes do not match the case's shape");
-  return c;
-}
-
-std::string gemm_case_diff(const GemmCase& x, const GemmCase& y) {
-  return first_difference({
-      {"group sizes", x.gs == y.gs},
-      {"descriptor", x.desc == y.desc && x.m_max == y.m_max},
-      {"extents", x.M == y.M && x.N == y.N && x.K == y.K && x.G == y.G},
-      {"shape class", x.moe_shape == y.moe_shape},
-      {"formats", x.fa == y.fa && x.fb == y.fb},
-      {"scaling", x.scaling == y.scaling},
-      {"B layout", x.b_layout == y.b_layout},
-      {"value classes", x.va == y.va && x.vb == y.vb},
-      {"output dtype", x.out == y.out},
-      {"model", x.model.model == y.model.model && x.model.split_k == y.model.split_k &&
-                    x.model.split_blocks == y.model.split_blocks},
-      {"epilogue", x.model.epilogue == y.model.epilogue},
-      {"operands", x.a == y.a && x.b == y.b},
-      {"scales", same_bits(x.sa, y.sa) && same_bits(x.sb, y.sb)},
-      {"row map", x.group_of == y.group_of},
-  });
 }
 
 ExactValue oracle(const GemmCase& c, std::int64_t r, std::int64_t n) {

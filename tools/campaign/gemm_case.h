@@ -1,6 +1,6 @@
-// The M-grouped GEMM case of the fuzz suites (docs/fuzz.md "Adding a GPU
-// suite"): the case struct, its draw from the shared generators of tools/campaign/gen/, its case
-// file (save / load), coverage tags, and the independent fixed-point oracle of one output element.
+// The M-grouped GEMM case of the fuzz suites (docs/fuzz.md "Adding a GPU suite"): its draw from
+// the shared generators of tools/campaign/gen/, coverage tags, and the independent fixed-point
+// oracle of one output element. The case itself and its case file: tools/cases/gemm_case.h.
 // The CPU suites (suites_gemm.cpp) hold the reference to it; GPU GEMM suites reuse it with the
 // kernel in place of the reference.
 #pragma once
@@ -14,31 +14,24 @@
 #include "campaign/gen/group_sizes.h"
 #include "campaign/gen/values.h"
 #include "campaign/suite.h"
+#include "cases/gemm_case.h"
 #include "reference/grouped_gemm.h"
 
 namespace fp8ref::fuzz {
 
-// How the implementation is told which rows belong to which group.
-enum class Desc : std::uint8_t { offs, aligned, masked };
-constexpr const char* to_string(Desc d) {
-  return d == Desc::offs ? "offs" : d == Desc::aligned ? "aligned" : "masked";
-}
-
-struct GemmCase {
-  gen::GroupSizes gs;
-  Desc desc = Desc::offs;
-  std::int64_t M = 0, N = 0, K = 0, G = 0, m_max = 0;
-  bool moe_shape = false;  // drawn from the MoE-like shapes (large K, N); a coverage class only
-  Format fa = Format::e4m3, fb = Format::e4m3;
-  ref::Scaling scaling = ref::Scaling::none;
-  ref::BLayout b_layout = ref::BLayout::nk;
-  gen::ValueClass va = gen::ValueClass::normal, vb = gen::ValueClass::normal;
-  OutDtype out = OutDtype::f32;
-  ref::ModelChoice model{AccumulationModel::exact, 1};
-  std::vector<std::uint8_t> a, b;
-  std::vector<float> sa, sb;
-  std::vector<std::int32_t> group_of;  // oracle's row -> group (-1 padding), built here
-};
+using cases::Desc;
+using cases::format_from_name;
+using cases::gemm_case_diff;
+using cases::GemmCase;
+using cases::load_gemm;
+using cases::load_model;
+using cases::out_from;
+using cases::rows_of;
+using cases::sa_count;
+using cases::save_gemm;
+using cases::save_model;
+using cases::sb_count;
+using cases::scaling_from;
 
 // What a suite lets draw_gemm produce.
 struct DrawOptions {
@@ -48,35 +41,12 @@ struct DrawOptions {
   bool allow_f16_out = false;  // f16 output too (overflows to Inf for large sums: exact only)
 };
 
-// Row -> group of each descriptor, computed from the sizes without reference/group_desc.
-// Sets M to the number of rows.
-std::vector<std::int32_t> rows_of(const gen::GroupSizes& gs, Desc d, std::int64_t m_max,
-                                  std::int64_t& M);
-
-// Scale counts of A and B for the case's scaling (reference/grouped_gemm.h shapes).
-std::int64_t sa_count(const GemmCase& c);
-std::int64_t sb_count(const GemmCase& c);
-
 // A case from the shared generators (inside a RapidCheck property).
 GemmCase draw_gemm(DrawOptions o);
 
 // Coverage tags of a case, and every tag a suite drawing with `o` declares.
 std::vector<std::string> gemm_tags(const GemmCase& c);
 std::vector<std::string> gemm_classes(const DrawOptions& o);
-
-// The case file: operands, scales, group sizes, the row -> group map and every parameter.
-TensorFile save_gemm(const GemmCase& c);
-GemmCase load_gemm(const TensorFile& tf);  // std::invalid_argument on a malformed file
-// A model choice as case-file metadata (model, split_k, split_blocks, epilogue) and back
-// (split_blocks and epilogue optional: files written before they existed).
-// "e4m3" / "e5m2", an output dtype, a scaling of a case file (std::invalid_argument otherwise).
-Format format_from_name(const std::string& s);
-OutDtype out_from(const std::string& s);
-ref::Scaling scaling_from(const std::string& s);
-void save_model(const ref::ModelChoice& m, std::map<std::string, std::string>& metadata);
-ref::ModelChoice load_model(const TensorFile& tf);
-// The first field in which two cases differ ("" when none; floats compared as bits).
-std::string gemm_case_diff(const GemmCase& x, const GemmCase& y);
 
 // The exact value of output element (r, n) (r a row of a group), from the fixed-point oracle.
 gen::ExactValue oracle(const GemmCase& c, std::int64_t r, std::int64_t n);

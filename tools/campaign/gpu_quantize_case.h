@@ -37,15 +37,17 @@ inline ExpectedQuantize expected_quantize(const void* x, Source src, std::int64_
 }
 
 // The recipes the GPU kernels implement (gpu/quantize.h): the campaign's recipes under torch_cuda
-// and TE's kernel, less torchao's power-of-two scales and torch's RCEIL, plus TE's MXFP8 kernel
-// and a TE epsilon.
+// and TE's kernel (torchao's power-of-two scales and torch's RCEIL included), plus TE's MXFP8
+// kernel and a TE epsilon.
 inline std::vector<Recipe> gpu_recipes() {
   std::vector<Recipe> out;
   for (bool p : {false, true})
     out.push_back({RecipeKind::deepgemm, Format::e4m3, Runtime::torch_cuda, p, 0.0f});
   for (Format f : {Format::e4m3, Format::e5m2}) {
-    out.push_back({RecipeKind::torchao, f, Runtime::torch_cuda, false, 0.0f});
-    for (RecipeKind k : {RecipeKind::mx_floor, RecipeKind::mx_ceil, RecipeKind::mx_even})
+    for (bool p : {false, true})
+      out.push_back({RecipeKind::torchao, f, Runtime::torch_cuda, p, 0.0f});
+    for (RecipeKind k :
+         {RecipeKind::mx_floor, RecipeKind::mx_ceil, RecipeKind::mx_even, RecipeKind::mx_rceil})
       out.push_back({k, f, Runtime::torch_cuda, false, 0.0f});
     out.push_back({RecipeKind::mx_rceil, f, Runtime::cuda_kernel, false, 0.0f});
     for (bool p : {false, true}) out.push_back({RecipeKind::te, f, Runtime::cuda_kernel, p, 0.0f});

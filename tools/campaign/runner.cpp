@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "campaign/suite.h"
+#include "cases/split_mix64.h"
 #include "numerics/plant.h"
 #include "tensor_io/safetensors.h"
 #include "tensor_io/tensor_file.h"
@@ -28,13 +29,6 @@ bool g_capture = false;
 TensorFile g_captured;
 std::uint64_t g_fingerprint = 0xcbf29ce484222325ull;
 
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 std::uint64_t fnv1a(const std::string& s) {
   std::uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
@@ -43,7 +37,8 @@ std::uint64_t fnv1a(const std::string& s) {
 
 // The seed of batch b of a suite: depends on the campaign seed, the suite and b only.
 std::uint64_t batch_seed(std::uint64_t seed, const std::string& suite, std::int64_t b) {
-  return splitmix64(seed ^ splitmix64(fnv1a(suite) + splitmix64(std::uint64_t(b))));
+  using cases::SplitMix64;
+  return SplitMix64::mix(seed ^ SplitMix64::mix(fnv1a(suite) + SplitMix64::mix(std::uint64_t(b))));
 }
 
 class CountingListener : public rc::detail::TestListener {

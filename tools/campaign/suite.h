@@ -16,11 +16,31 @@
 #include <vector>
 
 #include "campaign/gen/group_sizes.h"
+#include "cases/enum_tokens.h"
+#include "cases/tensor_form.h"
 #include "tensor_io/tensor.h"
 
 namespace fp8ref::fuzz {
 
 using tensor_io::TensorFile;
+
+// The case-file helpers (tools/cases/tensor_form.h), by their short names in the suites.
+using cases::f32_tensor;
+using cases::first_difference;
+using cases::get_f32;
+using cases::get_i32;
+using cases::get_i64;
+using cases::get_meta;
+using cases::get_meta_int;
+using cases::get_u32;
+using cases::get_u8;
+using cases::i32_tensor;
+using cases::i64_tensor;
+using cases::load_group_sizes;
+using cases::same_bits;
+using cases::save_group_sizes;
+using cases::u32_tensor;
+using cases::u8_tensor;
 
 // A property violation: what differs, where (thrown by checks; RapidCheck reports it).
 struct Violation : std::runtime_error {
@@ -151,29 +171,9 @@ Suite seed_suite(SuiteInfo info, std::int64_t variants,
 std::string hex(std::uint64_t x);
 void add_gpu_quantize_suites(std::vector<Suite>& out);
 void add_gpu_data_suites(std::vector<Suite>& out);
+void add_gpu_gemm_suites(std::vector<Suite>& out);  // suites_gpu_gemm.cpp
+void add_gpu_oracle_suites(std::vector<Suite>& out);  // suites_gpu_oracle.cpp
 // Why the GPU suites cannot run here ("" when a device is present): no CUDA build, no device.
 std::string gpu_unavailable();
-
-// Helpers for the save / load of cases.
-tensor_io::Tensor u8_tensor(const std::vector<std::uint8_t>& v, std::vector<std::int64_t> shape);
-tensor_io::Tensor f32_tensor(const std::vector<float>& v, std::vector<std::int64_t> shape);
-tensor_io::Tensor i64_tensor(const std::vector<std::int64_t>& v);
-tensor_io::Tensor i32_tensor(const std::vector<std::int32_t>& v);
-tensor_io::Tensor u32_tensor(const std::vector<std::uint32_t>& v, std::vector<std::int64_t> shape);
-std::vector<std::uint8_t> get_u8(const TensorFile& tf, const std::string& name);
-std::vector<float> get_f32(const TensorFile& tf, const std::string& name);
-std::vector<std::int64_t> get_i64(const TensorFile& tf, const std::string& name);
-std::vector<std::int32_t> get_i32(const TensorFile& tf, const std::string& name);
-std::vector<std::uint32_t> get_u32(const TensorFile& tf, const std::string& name);
-const std::string& get_meta(const TensorFile& tf, const std::string& key);
-std::int64_t get_meta_int(const TensorFile& tf, const std::string& key);
-// The "group_sizes" tensor and the dist / align / tail metadata. Loading throws on an unknown
-// dist, a negative size, align < 1 or tail < 0; align and tail default to 1 and 0 when absent.
-void save_group_sizes(const gen::GroupSizes& gs, TensorFile& tf);
-gen::GroupSizes load_group_sizes(const TensorFile& tf);
-// Equal as bit patterns (the sign of zero and NaN payloads count).
-bool same_bits(const std::vector<float>& x, const std::vector<float>& y);
-// The name of the first field that differs ("" when none): the *_case_diff functions.
-std::string first_difference(std::initializer_list<std::pair<const char*, bool>> same);
 
 }  // namespace fp8ref::fuzz

@@ -200,7 +200,7 @@ QuantCase load_quant(const TensorFile& tf) {
   q.recipe = {RecipeKind(kind), Format(elem), Runtime(rt), get_meta(tf, "pow2") == "1", 0.0f};
   q.geometry = ref::BlockGeometry(geo);
   q.cols = get_meta_int(tf, "cols");
-  gen::value_class_from_string(get_meta(tf, "values"), q.values);
+  if (const auto v = cases::from_token(gen::kValueClasses, get_meta(tf, "values"))) q.values = *v;
   q.x = get_u32(tf, "x_bits");
   if (q.cols < 1 || std::int64_t(q.x.size()) != q.gs.total() * q.cols)
     throw std::invalid_argument("case file: x does not match the group sizes");

@@ -162,9 +162,11 @@ void add_gpu_suites(std::vector<Suite>& out) {
          if (f != "e4m3" && f != "e5m2")
            throw std::invalid_argument("case file: format must be e4m3 or e5m2");
          c.format = f == "e4m3" ? Format::e4m3 : Format::e5m2;
-         if (tf.metadata.count("values") &&
-             !gen::value_class_from_string(get_meta(tf, "values"), c.values))
-           throw std::invalid_argument("case file: unknown value class");
+         if (tf.metadata.count("values")) {
+           const auto v = cases::from_token(gen::kValueClasses, get_meta(tf, "values"));
+           if (!v) throw std::invalid_argument("case file: unknown value class");
+           c.values = *v;
+         }
          if (tf.metadata.count("scale_exp")) c.scale_exp = int(get_meta_int(tf, "scale_exp"));
          c.x = get_u32(tf, "x_bits");
          return c;
@@ -188,7 +190,9 @@ void add_gpu_suites(std::vector<Suite>& out) {
       {[o] { return draw_gemm(o); }, check_oracle, gemm_tags, save_gemm, load_gemm, gemm_case_diff},
       gpu_unavailable));
   add_gpu_quantize_suites(out);
+  add_gpu_gemm_suites(out);
   add_gpu_data_suites(out);
+  add_gpu_oracle_suites(out);
 }
 
 }  // namespace fp8ref::fuzz

@@ -178,7 +178,7 @@ GpuQuantCase load_gpu_quant(const TensorFile& tf) {
   c.src = src == "bf16" ? Source::bf16 : Source::f32;
   c.grouped = get_meta(tf, "grouped") == "1";
   c.cols = get_meta_int(tf, "cols");
-  gen::value_class_from_string(get_meta(tf, "values"), c.values);
+  if (const auto v = cases::from_token(gen::kValueClasses, get_meta(tf, "values"))) c.values = *v;
   c.layout = int(get_meta_int(tf, "layout"));
   c.max_blocks = int(get_meta_int(tf, "max_blocks"));
   c.x = get_u32(tf, "x_bits");

@@ -1,41 +1,25 @@
-// The K-grouped wgrad case of the `gemm.wgrad` fuzz suite (docs/fuzz.md): the case struct,
-// its draw from the shared generators, its case file (save / load, the model's split-K and
-// epilogue included, so a dumped failure replays the model that failed), and coverage tags.
+// The K-grouped wgrad case of the `gemm.wgrad` fuzz suite (docs/fuzz.md): its draw from the shared
+// generators and its coverage tags. The case itself and its case file: tools/cases/wgrad_case.h.
 #pragma once
 
-#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "campaign/gen/group_sizes.h"
 #include "campaign/gen/values.h"
 #include "campaign/suite.h"
-#include "reference/grouped_gemm.h"
+#include "cases/wgrad_case.h"
 
 namespace fp8ref::fuzz {
 
-struct WgradCase {
-  gen::GroupSizes gs;
-  std::int64_t M = 0, N = 0, K = 0, G = 0;
-  Format fdy = Format::e4m3, fx = Format::e4m3;
-  gen::ValueClass v = gen::ValueClass::normal;
-  ref::Scaling scaling = ref::Scaling::none;  // none, tensorwise, blockwise or mx
-  ref::ModelChoice model{AccumulationModel::exact, 1};
-  OutDtype out = OutDtype::f32;
-  std::vector<std::uint8_t> dy, x;  // (M, N), (M, K)
-  // tensorwise: one each; blockwise / mx: (R, N) and (R, K), R token blocks of 128 / 32 that
-  // restart at each group (reference/grouped_gemm.h); C (G, N, K).
-  std::vector<float> s_dy, s_x, c;
-  std::int64_t block_rows() const;  // R (0 unless blockwise / mx)
-};
+using cases::load_wgrad;
+using cases::save_wgrad;
+using cases::wgrad_case_diff;
+using cases::WgradCase;
 
 WgradCase draw_wgrad();  // inside a RapidCheck property
 std::vector<std::string> wgrad_tags(const WgradCase& w);
 std::vector<std::string> wgrad_classes();
-TensorFile save_wgrad(const WgradCase& w);
-WgradCase load_wgrad(const TensorFile& tf);  // std::invalid_argument on a malformed file
-// The first field in which two cases differ ("" when none; floats compared as bits).
-std::string wgrad_case_diff(const WgradCase& x, const WgradCase& y);
 
 // Registers `gemm.wgrad` (suites_wgrad.cpp).
 void add_wgrad_suite(std::vector<Suite>& out);

@@ -137,20 +137,20 @@ void load_operands(const TensorFile& tf, const GemmOptions& o, GemmCase& c) {
   c.fa = fp8_format(a, "--a"), c.fb = fp8_format(b, "--b");
   if (o.b_layout != "nk" && o.b_layout != "kn")
     usage("--b-layout: expected nk or kn, got '" + o.b_layout + "'");
-  c.layout = o.b_layout == "nk" ? BLayout::nk : BLayout::kn;
+  c.b_layout = o.b_layout == "nk" ? BLayout::nk : BLayout::kn;
   if (a.shape.size() != 2)
     usage("--a: '" + o.a + "' has shape " + shape_string(a.shape) + ", expected (M, K)");
   c.M = a.shape[0], c.K = a.shape[1];
   const std::string k = "K = " + std::to_string(c.K);
-  const std::string want = c.layout == BLayout::nk ? "(G, N, " + k + ") or (N, " + k + ")"
-                                                   : "(G, " + k + ", N) or (" + k + ", N)";
+  const std::string want = c.b_layout == BLayout::nk ? "(G, N, " + k + ") or (N, " + k + ")"
+                                                     : "(G, " + k + ", N) or (" + k + ", N)";
   const std::size_t g_axis = b.shape.size() == 3 ? 1 : 0;
   const bool rank_ok = b.shape.size() == 2 || b.shape.size() == 3;
-  if (!rank_ok || b.shape[g_axis + (c.layout == BLayout::nk ? 1 : 0)] != c.K)
+  if (!rank_ok || b.shape[g_axis + (c.b_layout == BLayout::nk ? 1 : 0)] != c.K)
     usage("--b: '" + o.b + "' has shape " + shape_string(b.shape) + ", expected " + want +
           " for --b-layout " + o.b_layout + " (K from A " + shape_string(a.shape) + ")");
   c.G = g_axis ? b.shape[0] : 1;
-  c.N = b.shape[g_axis + (c.layout == BLayout::nk ? 0 : 1)];
+  c.N = b.shape[g_axis + (c.b_layout == BLayout::nk ? 0 : 1)];
   c.a = operand_codes(a), c.b = operand_codes(b);
 }
 
@@ -203,7 +203,7 @@ namespace {
 GemmCase kgroup_case(const KGroupedCase& k, const Tensor& a, const Tensor& b, BLayout layout,
                      std::int64_t s, std::int64_t e) {
   GemmCase c;
-  c.M = k.M, c.N = k.N, c.K = e - s, c.G = 1, c.layout = layout, c.offs = {k.M};
+  c.M = k.M, c.N = k.N, c.K = e - s, c.G = 1, c.b_layout = layout, c.offs = {k.M};
   c.fa = fp8_format(a, "--a"), c.fb = fp8_format(b, "--b");
   c.a.resize(std::size_t(c.M * c.K));
   for (std::int64_t m = 0; m < c.M; ++m)
@@ -227,8 +227,65 @@ GemmCase KGroupedCase::stacked() const {
   return c;
 }
 
+namespace {
+
+// (rows, cols) row-major to (cols, rows).
+template <class T>
+std::vector<T> transposed(const std::vector<T>& v, std::int64_t rows, std::int64_t cols) {
+  std::vector<T> t(v.size());
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c)
+      t[std::size_t(c * rows + r)] = v[std::size_t(r * cols + c)];
+  return t;
+}
+
+// --grouping k with blockwise / mx scales: the wgrad form of KGroupedCase (gemm_case.h).
+void load_kgrouped_blocks(const TensorFile& tf, const GemmOptions& o, const Tensor& a,
+                          const Tensor& b, BLayout layout, KGroupedCase& k, Scaling sc) {
+  const std::int64_t blk = sc == Scaling::blockwise ? kScaleBlockK : kMxBlockK;
+  std::int64_t rb = 0, s = 0;
+  for (const std::int64_t e : k.offs) rb += ceil_div(e - s, blk), s = e;
+  rb += ceil_div(k.K - s, blk);
+  const char* rule = sc == Scaling::blockwise
+                         ? "(rows, R): 1x128 blocks along K restarting at each group start"
+                         : "(rows, R): 1x32 blocks along K restarting at each group start";
+  const std::vector<float> sa = load_scales(tf, o, o.scale_a, "--scale-a", {k.M, rb}, rule);
+  const std::vector<float> sb = load_scales(tf, o, o.scale_b, "--scale-b", {k.N, rb}, rule);
+  k.block_scaling = sc;
+  k.fa = fp8_format(a, "--a"), k.fb = fp8_format(b, "--b");
+  k.dy = transposed(a.data, k.M, k.K);
+  k.x = layout == BLayout::kn ? b.data : transposed(b.data, k.N, k.K);
+  k.sdy = transposed(sa, k.M, rb);
+  k.sx = transposed(sb, k.N, rb);
+}
+
+// Each group of a K-grouped case as a one-group forward case with its scalar scales (block
+// scalings keep theirs in the wgrad form).
+void add_kgroups(KGroupedCase& k, const Tensor& a, const Tensor& b, BLayout layout, Scaling sc,
+                 const std::vector<float>& sa, const std::vector<float>& sb) {
+  std::int64_t s = 0;
+  for (std::int64_t g = 0; g < k.G; ++g) {
+    const std::int64_t e = k.offs[std::size_t(g)];
+    k.groups.push_back(kgroup_case(k, a, b, layout, s, e));
+    GemmCase& c = k.groups.back();
+    s = e;
+    if (k.block_scaling != Scaling::none) continue;
+    c.scaling = sc;
+    if (sc == Scaling::tensorwise) c.sa = sa, c.sb = sb;
+    if (sc == Scaling::rowwise) {
+      c.sa.assign(sa.begin() + g * k.M, sa.begin() + (g + 1) * k.M);
+      c.sb.assign(sb.begin() + g * k.N, sb.begin() + (g + 1) * k.N);
+    }
+  }
+}
+
+}  // namespace
+
 KGroupedCase load_kgrouped_case(const GemmOptions& o) {
-  const TensorFile tf = load_file(o.in);
+  return load_kgrouped_case(load_file(o.in), o);
+}
+
+KGroupedCase load_kgrouped_case(const TensorFile& tf, const GemmOptions& o) {
   const Tensor& a = find_tensor(tf, o.in, o.a, "--a");
   const Tensor& b = find_tensor(tf, o.in, o.b, "--b");
   fp8_format(a, "--a"), fp8_format(b, "--b");
@@ -253,8 +310,9 @@ KGroupedCase load_kgrouped_case(const GemmOptions& o) {
   k.offs = load_offsets(tf, o, probe);
   k.G = probe.G;
   const Scaling sc = parse_scaling(o.scaling);
-  if (sc != Scaling::none && sc != Scaling::tensorwise && sc != Scaling::rowwise)
-    usage("--grouping k takes --scaling none, tensorwise or rowwise, not " + o.scaling);
+  if (sc == Scaling::nvfp4)
+    usage("--grouping k takes --scaling none, tensorwise, rowwise, blockwise or mx, not " +
+          o.scaling);
   if ((sc == Scaling::none) != (o.scale_a.empty() && o.scale_b.empty()) ||
       (sc != Scaling::none && (o.scale_a.empty() || o.scale_b.empty())))
     usage("--scaling " + o.scaling +
@@ -268,19 +326,9 @@ KGroupedCase load_kgrouped_case(const GemmOptions& o) {
     sa = load_scales(tf, o, o.scale_a, "--scale-a", {k.G * k.M}, "(G*M) per group and row");
     sb = load_scales(tf, o, o.scale_b, "--scale-b", {k.G * k.N}, "(G*N) per group and column");
   }
-  std::int64_t s = 0;
-  for (std::int64_t g = 0; g < k.G; ++g) {
-    const std::int64_t e = k.offs[std::size_t(g)];
-    k.groups.push_back(kgroup_case(k, a, b, layout, s, e));
-    GemmCase& c = k.groups.back();
-    c.scaling = sc;
-    if (sc == Scaling::tensorwise) c.sa = sa, c.sb = sb;
-    if (sc == Scaling::rowwise) {
-      c.sa.assign(sa.begin() + g * k.M, sa.begin() + (g + 1) * k.M);
-      c.sb.assign(sb.begin() + g * k.N, sb.begin() + (g + 1) * k.N);
-    }
-    s = e;
-  }
+  if (sc == Scaling::blockwise || sc == Scaling::mx)
+    load_kgrouped_blocks(tf, o, a, b, layout, k, sc);
+  add_kgroups(k, a, b, layout, sc, sa, sb);
   return k;
 }
 

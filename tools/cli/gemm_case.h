@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cases/gemm_case.h"
 #include "numerics/models.h"
 #include "reference/grouped_gemm.h"
 #include "tensor_io/tensor_file.h"
@@ -29,38 +30,40 @@ struct GemmOptions {
   std::string device = "cpu";  // cpu | cuda | auto: where the oracle runs (docs/gpu_oracle.md)
   bool bound = false, within_bound = false;
   std::size_t max_report = 10;
+  std::string kernel;  // a kernel preset (reference/kernel_preset.h), with fast_accum
+  bool fast_accum = false, strength = false, json = false;
 };
 
-// The case as the reference op takes it (owning storage).
-struct GemmCase {
-  std::int64_t M = 0, N = 0, K = 0, G = 1;
-  Format fa = Format::e4m3, fb = Format::e4m3;
-  ref::BLayout layout = ref::BLayout::nk;
-  ref::Scaling scaling = ref::Scaling::none;
-  std::vector<std::uint8_t> a, b;
-  std::vector<float> sa, sb;
-  std::vector<float> ta, tb;  // nvfp4 tensor scales: (1) and (G), or none
-  std::vector<std::int64_t> offs;
-  ref::GroupedGemmOperands operands() const {
-    return {M, N, K, G, fa, fb, a, b, layout, scaling, sa, sb, ta, tb};
-  }
-};
+// The case as the reference op takes it (owning storage): tools/cases/gemm_case.h.
+using cases::GemmCase;
 
 // --grouping k: A (M, K) and B (N, K) `nk` or (K, N) `kn` whose K columns are cut into G groups
 // by `offs` (cumulative K ends; columns past offs[G-1] belong to no group); output (G, M, N),
 // out[g] = the forward of group g's K columns alone, so its 128-K blocks start at the group's
 // first column. Scales: none; tensorwise scale_a (1), scale_b (1); rowwise scale_a (G·M),
 // scale_b (G·N), one per output row / column of each group, as torch `_scaled_grouped_mm` takes
-// them. `groups[g]` is group g as a one-group forward case (K = 0 for an empty group).
+// them; blockwise / mx as below. `groups[g]` is group g as a one-group forward case (K = 0 for an
+// empty group).
 struct KGroupedCase {
   std::int64_t M = 0, N = 0, K = 0, G = 0;
   std::vector<std::int64_t> offs;
   std::vector<GemmCase> groups;
+  // blockwise (1x128) / mx (1x32) scales along K, restarting at each group start: scale_a
+  // (M, R), scale_b (N, R), R = sum_g ceil(k_g / blk) + ceil((K - offs[G-1]) / blk). Such a
+  // case is evaluated as the wgrad of reference/grouped_gemm.h with K as its tokens: dy = A^T
+  // (K, M), x = B as (K, N), scales transposed to (R, M) / (R, N), C = -0 (so RN(C + acc) is
+  // acc); `groups` then carry no scales.
+  ref::Scaling block_scaling = ref::Scaling::none;
+  Format fa = Format::e4m3, fb = Format::e4m3;
+  std::vector<std::uint8_t> dy, x;
+  std::vector<float> sdy, sx;
   // The (G·M, N) stacking of the output as an M-grouped case (group g: rows [g·M, (g+1)·M)),
   // for the per-group comparison of verify.
   GemmCase stacked() const;
 };
 KGroupedCase load_kgrouped_case(const GemmOptions& o);
+// The same on tensors already in memory (the Python module's arrays).
+KGroupedCase load_kgrouped_case(const tensor_io::TensorFile& tf, const GemmOptions& o);
 
 [[noreturn]] void usage(const std::string& what);
 

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <unordered_set>
 
+#include "cases/split_mix64.h"
 #include "tensor_io/safetensors.h"
 
 namespace fp8ref::cli {
@@ -18,17 +19,7 @@ namespace {
 constexpr std::uint32_t kSign = 0x80000000u;
 constexpr std::uint32_t kF32Inf = 0x7f800000u;
 
-// splitmix64 (Steele, Lea, Flood 2014): fully specified, so the draws are the same everywhere.
-struct SplitMix64 {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  std::uint64_t below(std::uint64_t n) { return next() % n; }  // n << 2^64: bias is negligible
-};
+using cases::SplitMix64;
 
 std::uint32_t f32_bits(double exact) {
   const float f = static_cast<float>(exact);

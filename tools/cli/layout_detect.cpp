@@ -14,6 +14,7 @@
 #include "cli/errors.h"
 #include "cli/quantize.h"
 #include "numerics/scale_layout.h"
+#include "tensor_io/element_values.h"
 #include "tensor_io/tensor.h"
 #include "tensor_io/tensor_file.h"
 
@@ -100,6 +101,7 @@ namespace {
 
 struct DetectOptions {
   std::string dump, canonical, like, block;
+  std::string row_groups;      // FILE:offs: cumulative group ends along the grid's rows
   std::string source, recipe;  // --source X --recipe R --block B: canonical scales by quantizing
   bool json = false;
 };
@@ -310,6 +312,65 @@ Tensor canonical_from_source(const DetectOptions& o, const Tensor& x, const std:
   return *s;
 }
 
+// blocked_128x4 per row group: the rows of group i (ends `offs`) start a new 128-row tile at
+// sum_{h<i} align(m_h, 128), each group swizzled as blocked_128x4 on its own, padding codes 0.
+// This is the form in which MX grouped GEMMs take token-grouped 1x32 scales (docs/recipes.md
+// "Layouts").
+LayoutImage row_group_blocked(const std::vector<std::int64_t>& offs, std::int64_t c,
+                              const std::vector<std::uint8_t>& codes) {
+  const std::int64_t c4 = (c + 3) / 4 * 4;
+  std::int64_t rows = 0, s = 0;
+  for (const std::int64_t e : offs) rows += (e - s + 127) / 128 * 128, s = e;
+  LayoutImage im{"blocked_128x4_row_groups", std::vector<std::uint8_t>(std::size_t(rows * c4), 0),
+                 std::vector<std::int64_t>(std::size_t(rows * c4), -1), 1};
+  std::int64_t base = 0;
+  s = 0;
+  for (const std::int64_t e : offs) {
+    for (std::int64_t ri = s; ri < e; ++ri)
+      for (std::int64_t ci = 0; ci < c; ++ci) {
+        const auto at = std::size_t(base * c4 + detail::blocked_offset(ri - s, ci, c4 / 4));
+        im.bytes[at] = codes[std::size_t(ri * c + ci)];
+        im.owner[at] = ri * c + ci;
+      }
+    base += (e - s + 127) / 128 * 128, s = e;
+  }
+  return im;
+}
+
+// --row-groups FILE:offs: the per-group blocked candidate, from E8M0 codes or power-of-two f32
+// scales (their UE8M0 codes).
+void add_row_group_candidates(const DetectOptions& o, const Grid& g, const Tensor& ref, bool values,
+                              std::vector<LayoutImage>& cands) {
+  tensor_io::TensorFile tf;
+  std::string label;
+  const Tensor& t = load_one(o.row_groups, tf, label);
+  if (tensor_io::dtype_is_float(t.dtype) || t.shape.size() != 1 || g.g != 1)
+    throw UsageError("--row-groups: " + label +
+                     " must be a 1-D integer tensor of group ends, for "
+                     "a 2-D scale grid");
+  std::vector<std::int64_t> offs;
+  std::int64_t prev = 0;
+  for (std::uint64_t i = 0; i < t.numel(); ++i) {
+    const double v = tensor_io::decode_bits(t.dtype, tensor_io::raw_bits(t, i));
+    if (!(v >= double(prev) && v <= double(g.r)))
+      throw UsageError("--row-groups: " + label + "[" + std::to_string(i) +
+                       "] is not a group end in [" + std::to_string(prev) + ", " +
+                       std::to_string(g.r) + "]");
+    offs.push_back(prev = std::int64_t(v));
+  }
+  std::vector<std::uint8_t> codes(std::size_t(g.r * g.c), 0x7F);
+  if (values && ref.dtype == tensor_io::DType::F32) {
+    std::vector<std::uint32_t> bits(codes.size());
+    std::memcpy(bits.data(), ref.bytes().data(), bits.size() * 4);
+    if (!all_pow2(bits)) return;
+    codes = ue8m0_from_f32(ScaleGridF32{1, g.r, g.c, bits}).codes;
+  } else if (values) {
+    const auto b = ref.bytes();
+    codes.assign(b.begin(), b.end());
+  }
+  cands.push_back(row_group_blocked(offs, g.c, codes));
+}
+
 void run_detect(const DetectOptions& o) {
   const int refs = !o.canonical.empty() + !o.like.empty() + !o.source.empty();
   if (refs != 1)
@@ -348,6 +409,7 @@ void run_detect(const DetectOptions& o) {
     throw UsageError("--canonical scales must be F32 (scales) or F8_E8M0 / U8 (E8M0 codes), got " +
                      std::string(tensor_io::dtype_name(ref.dtype)));
   }
+  if (!o.row_groups.empty()) add_row_group_candidates(o, g, ref, values, cands);
   if (!values)  // the reciprocal variants differ only in values
     std::erase_if(cands, [](const LayoutImage& c) { return c.reciprocal; });
   report(o, cands, dump_t.bytes(), g, values, dump_label, ref_label);
@@ -375,6 +437,9 @@ void add_layout_command(CLI::App& app) {
   d->add_option("--block", o->block,
                 "Block geometry RxC with --like (1x128, 128x128, 1x32, ...), or quantize's "
                 "--block with --source");
+  d->add_option("--row-groups", o->row_groups,
+                "FILE[:offs]: cumulative group ends along the rows; adds blocked_128x4 per row "
+                "group (each group starts a new 128-row tile)");
   d->add_flag("--json", o->json, "Machine-readable output (schema fp8ref.layout_detect/1)");
   d->callback([o] { run_detect(*o); });
 }

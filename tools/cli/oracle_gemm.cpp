@@ -11,12 +11,16 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/errors.h"
 #include "cli/gemm_case.h"
+#include "cli/kernel_match.h"
 #include "cli/number_options.h"
+#include "cli/oracle_run.h"
 #include "numerics/models.h"
 #include "reference/group_desc.h"
 #include "reference/grouped_gemm.h"
@@ -24,100 +28,10 @@
 #include "tensor_io/mapped_file.h"
 #include "tensor_io/tensor_file.h"
 
-#ifdef FP8REF_CLI_HAVE_GPU
-#include "gpu/device.h"
-#include "gpu/oracle/grouped_gemm_oracle.h"
-#endif
-
 namespace fp8ref::cli {
 namespace {
 
 using namespace fp8ref::tensor_io;
-
-struct OracleRun {
-  std::vector<std::uint32_t> bits;  // f32 bits, or bf16 / f16 in the low 16 bits
-  std::vector<double> bound;
-};
-
-// Where the oracle runs: --device cpu, cuda (a one-line error, exit 2, without a usable device,
-// or when a bound is asked: the GPU oracle computes none) or auto (cuda when usable, else cpu).
-bool use_gpu(const GemmOptions& o) {
-  if (o.device != "cpu" && o.device != "cuda" && o.device != "auto")
-    usage("--device: '" + o.device + "' is not cpu, cuda or auto");
-  if (o.device == "cpu") return false;
-  const bool needs_bound = o.bound || o.within_bound;
-#ifdef FP8REF_CLI_HAVE_GPU
-  const bool present = gpu::device_available();
-  const std::string why = present ? "" : gpu::device_description();
-#else
-  const bool present = false;
-  const std::string why = "fp8-check was built without CUDA";
-#endif
-  if (o.device == "auto") return present && !needs_bound;
-  if (!present) usage("--device cuda: " + why);
-  if (needs_bound)
-    usage("--device cuda: --bound / --within-bound need the CPU oracle (--device cpu)");
-  return true;
-}
-
-OracleRun run_oracle(const GemmCase& c, ref::ModelChoice m, OutDtype d, bool on_gpu = false) {
-  std::vector<float> f(d == OutDtype::f32 ? std::size_t(c.M * c.N) : 0);
-  std::vector<std::uint16_t> h(d == OutDtype::f32 ? 0 : std::size_t(c.M * c.N));
-  OracleRun r{std::vector<std::uint32_t>(std::size_t(c.M * c.N)),
-              std::vector<double>(std::size_t(c.M * c.N))};
-#ifdef FP8REF_CLI_HAVE_GPU
-  if (on_gpu)
-    gpu::oracle_grouped_gemm_forward_offs(c.operands(), c.offs, m, ref::RowPolicy::zero,
-                                          {d, f, h, {}});
-  else
-#else
-  (void)on_gpu;
-#endif
-    ref::grouped_gemm_forward_offs(c.operands(), c.offs, m, ref::RowPolicy::zero,
-                                   {d, f, h, r.bound});
-  for (std::size_t i = 0; i < r.bits.size(); ++i)
-    r.bits[i] = d == OutDtype::f32 ? std::bit_cast<std::uint32_t>(f[i]) : h[i];
-  return r;
-}
-
-// --grouping k: each group's forward into its (M, N) slice of (G, M, N); an empty group (no K
-// columns) is +0 with bound 0, as torch writes it.
-OracleRun run_oracle_k(const KGroupedCase& k, ref::ModelChoice m, OutDtype d, bool on_gpu) {
-  const auto mn = std::size_t(k.M * k.N);
-  OracleRun r{std::vector<std::uint32_t>(std::size_t(k.G) * mn),
-              std::vector<double>(std::size_t(k.G) * mn)};
-  for (std::size_t g = 0; g < k.groups.size(); ++g) {
-    if (k.groups[g].K == 0) continue;
-    const OracleRun one = run_oracle(k.groups[g], m, d, on_gpu);
-    std::copy(one.bits.begin(), one.bits.end(), r.bits.begin() + std::ptrdiff_t(g * mn));
-    std::copy(one.bound.begin(), one.bound.end(), r.bound.begin() + std::ptrdiff_t(g * mn));
-  }
-  return r;
-}
-
-// The case as verify compares it and the oracle's run: M-grouped as loaded, or K-grouped stacked
-// (G·M, N) with the output's shape (G, M, N).
-struct LoadedRun {
-  GemmCase c;
-  OracleRun r;
-  std::vector<std::int64_t> shape;
-  std::string what;
-};
-LoadedRun load_and_run(const GemmOptions& o, ref::ModelChoice m, OutDtype d, bool on_gpu) {
-  if (o.grouping == "m") {
-    GemmCase c = load_case(o);
-    OracleRun r = run_oracle(c, m, d, on_gpu);
-    std::vector<std::int64_t> shape{c.M, c.N};
-    return {std::move(c), std::move(r), std::move(shape), ""};
-  }
-  if (o.grouping != "k") usage("--grouping: expected m or k, got '" + o.grouping + "'");
-  const KGroupedCase k = load_kgrouped_case(o);
-  return {k.stacked(),
-          run_oracle_k(k, m, d, on_gpu),
-          {k.G, k.M, k.N},
-          "K-grouped M=" + std::to_string(k.M) + " N=" + std::to_string(k.N) +
-              " K=" + std::to_string(k.K) + " G=" + std::to_string(k.G)};
-}
 
 DType out_tensor_dtype(OutDtype d) {
   return d == OutDtype::f32 ? DType::F32 : d == OutDtype::bf16 ? DType::BF16 : DType::F16;
@@ -134,14 +48,32 @@ std::string describe(const GemmCase& c, const ref::ModelChoice& m, const GemmOpt
          o.out_dtype + ", " + (what.empty() ? std::string(buf) : what);
 }
 
-void run_oracle_command(const GemmOptions& o) {
+// The members of a --kernel preset (or the one --model configuration).
+std::vector<ref::ModelChoice> configurations(GemmOptions& o, const GivenOptions& given,
+                                             std::optional<ResolvedKernel>& rk) {
+  if (!o.kernel.empty()) {
+    rk = resolve_kernel(o, given);
+    return rk->members;
+  }
+  if (!given.model) usage("--model or --kernel is required");
+  return {parse_model(o)};
+}
+
+void run_oracle_command(GemmOptions o, const GivenOptions& given) {
   if (tensor_io::same_file(o.out, o.in))
     throw UsageError("--out " + o.out + " is the input file " + o.in + ": refused");
-  const ref::ModelChoice m = parse_model(o);
+  std::optional<ResolvedKernel> rk;
+  const std::vector<ref::ModelChoice> configs = configurations(o, given, rk);
+  const ref::ModelChoice m = configs.front();
+  if (configs.size() > 1)
+    std::printf(
+        "kernel %s: writing its first member; the kernel may also run %zu other%s "
+        "(verify --kernel tries each)\n",
+        std::string(rk->preset->alias).c_str(), configs.size() - 1, configs.size() == 2 ? "" : "s");
   const OutDtype d = parse_out_dtype(o.out_dtype);
-  const LoadedRun lr = load_and_run(o, m, d, use_gpu(o));
+  const LoadedCase lr = load_for_run(o);
   const GemmCase& c = lr.c;
-  const OracleRun& r = lr.r;
+  const OracleRun r = run_loaded(lr, m, d, use_gpu(o));
   const int w = d == OutDtype::f32 ? 4 : 2;
   Tensor y{out_tensor_dtype(d), lr.shape,
            std::vector<std::uint8_t>(r.bits.size() * std::size_t(w))};
@@ -223,7 +155,7 @@ VerifyCounts compare(const GemmCase& c, const Tensor& got, const OracleRun& r, c
       gc.max_abs = std::max(gc.max_abs, std::fabs(out_value(gb, d) - out_value(rb, d)));
       const double exact = o.within_bound ? double(std::bit_cast<float>(ex.bits[i])) : 0.0;
       if (element_passes(gb, rb, r.bound[i], exact, d, o.within_bound)) continue;
-      if (std::size_t(v.failures++) < o.max_report)
+      if (std::size_t(v.failures++) < o.max_report && !o.json)
         std::printf("  [%lld, %lld] group %d: got %s (%.9g)  ref %s (%.9g)  bound %.3g\n",
                     (long long)row, (long long)n, g, hex(gb, d).c_str(), out_value(gb, d),
                     hex(rb, d).c_str(), out_value(rb, d), r.bound[i]);
@@ -232,42 +164,125 @@ VerifyCounts compare(const GemmCase& c, const Tensor& got, const OracleRun& r, c
   return v;
 }
 
-void run_verify_command(const GemmOptions& o) {
-  const ref::ModelChoice m = parse_model(o);
-  const OutDtype d = parse_out_dtype(o.out_dtype);
-  const bool on_gpu = use_gpu(o);
-  const LoadedRun lr = load_and_run(o, m, d, on_gpu);
-  const GemmCase& c = lr.c;
-  const std::string got_path = o.got_file.empty() ? o.in : o.got_file;
-  const TensorFile gf = load_file(got_path);
+// The got tensor, checked against the output dtype and shape.
+const Tensor& load_got(const GemmOptions& o, const TensorFile& gf, const std::string& got_path,
+                       OutDtype d, const std::vector<std::int64_t>& shape) {
   const Tensor& got = find_tensor(gf, got_path, o.got, "--got");
   if (got.dtype != out_tensor_dtype(d))
     usage("--got: '" + o.got + "' is " + std::string(dtype_name(got.dtype)) +
           " but --out-dtype is " + o.out_dtype);
-  if (got.shape != lr.shape)
+  if (got.shape != shape)
     usage("--got: '" + o.got + "' has shape " + shape_string(got.shape) + ", expected " +
-          shape_string(lr.shape));
-  const OracleRun& r = lr.r;
+          shape_string(shape));
+  return got;
+}
+
+void print_selection(const Selection& sel, const std::optional<ResolvedKernel>& rk,
+                     const GemmOptions& o) {
+  if (rk)
+    std::printf("kernel: %s = %s (%s), %s scaling, %s accumulation: %zu member%s\n",
+                std::string(rk->preset->alias).c_str(), std::string(rk->preset->name).c_str(),
+                std::string(rk->preset->measured).c_str(), o.scaling.c_str(),
+                o.fast_accum ? "fast" : "default", rk->members.size(),
+                rk->members.size() == 1 ? "" : "s");
+  for (const MemberScore& m : sel.scores)
+    std::printf("  %-64s %s\n", ref::describe_member(m.m).c_str(),
+                m.error       ? ("refused: " + m.why).c_str()
+                : m.head_only ? (std::to_string(m.mismatches) + "+ mismatches (first rows)").c_str()
+                              : (std::to_string(m.mismatches) + " mismatches").c_str());
+  if (rk || sel.scores.size() > 1)
+    std::printf("matched: %s\n",
+                sel.matched ? ref::describe_member(sel.chosen).c_str() : "none (best below)");
+  if (sel.strength) {
+    std::printf("strength: %zu configuration%s reproduce%s the data\n", sel.also.size() + 1,
+                sel.also.empty() ? "" : "s", sel.also.empty() ? "s" : "");
+    for (const std::string& a : sel.also)
+      std::printf("  also matches %s: cannot tell them apart\n", a.c_str());
+    for (const std::string& w : sel.warnings) std::printf("warning: %s\n", w.c_str());
+  }
+}
+
+void print_verify_json(const Selection& sel, const std::optional<ResolvedKernel>& rk,
+                       const GemmOptions& o, const VerifyCounts& v, bool pass) {
+  nlohmann::json j{{"schema", "fp8ref.verify_grouped_gemm/1"},
+                   {"result", pass ? "PASS" : "DIFFERS"},
+                   {"failures", v.failures},
+                   {"scaling", o.scaling},
+                   {"b_layout", o.b_layout},
+                   {"out_dtype", o.out_dtype},
+                   {"configuration", ref::describe_member(sel.chosen)},
+                   {"matched", pass ? nlohmann::json(ref::describe_member(sel.chosen))
+                                    : nlohmann::json(nullptr)}};
+  if (rk)
+    j["kernel"] = {
+        {"name", rk->preset->name}, {"alias", rk->preset->alias}, {"fast_accum", o.fast_accum}};
+  for (const MemberScore& m : sel.scores)
+    j["members"].push_back(
+        {{"configuration", ref::describe_member(m.m)},
+         {"mismatches", m.error ? nlohmann::json(nullptr) : nlohmann::json(m.mismatches)},
+         {"first_rows_only", m.head_only}});
+  if (sel.strength) {
+    j["strength"] = {{"matching_configurations", sel.also.size() + (pass ? 1 : 0)},
+                     {"also_matches", sel.also},
+                     {"warnings", sel.warnings}};
+  }
+  for (const GroupCount& g : v.groups)
+    j["groups"].push_back(
+        {{"rows", g.rows}, {"elements", g.elements}, {"mismatches", g.mismatches}});
+  std::printf("%s\n", j.dump(2).c_str());
+}
+
+void run_verify_command(GemmOptions o, const GivenOptions& given) {
+  std::optional<ResolvedKernel> rk;
+  const std::vector<ref::ModelChoice> configs = configurations(o, given, rk);
+  const OutDtype d = parse_out_dtype(o.out_dtype);
+  const bool on_gpu = use_gpu(o);
+  const LoadedCase lc = load_for_run(o);
+  const GemmCase& c = lc.c;
+  const std::string got_path = o.got_file.empty() ? o.in : o.got_file;
+  const TensorFile gf = load_file(got_path);
+  const Tensor& got = load_got(o, gf, got_path, d, lc.shape);
+  const Selection sel =
+      select_configuration(lc, got, configs, d, on_gpu, o.strength, rk.has_value());
+  const ref::ModelChoice m = sel.chosen;
+  const OracleRun r = run_loaded(lc, m, d, on_gpu);
   const OracleRun ex = o.within_bound
-                           ? load_and_run(o, {AccumulationModel::exact, 1}, OutDtype::f32, false).r
+                           ? run_loaded(lc, {AccumulationModel::exact, 1}, OutDtype::f32, false)
                            : OracleRun{};
-  std::printf(
-      "fp8-check verify grouped-gemm: %s, %s, oracle on %s\n", describe(c, m, o, lr.what).c_str(),
-      o.within_bound ? "within the model's bound of exact" : "bitwise", on_gpu ? "cuda" : "cpu");
+  if (!o.json) {
+    print_selection(sel, rk, o);
+    std::printf(
+        "fp8-check verify grouped-gemm: %s, %s, oracle on %s\n", describe(c, m, o, lc.what).c_str(),
+        o.within_bound ? "within the model's bound of exact" : "bitwise", on_gpu ? "cuda" : "cpu");
+  }
   const VerifyCounts v = compare(c, got, r, ex, d, o);
-  std::printf("  group      rows  elements  mismatches  max |got-ref|\n");
-  for (std::size_t g = 0; g < v.groups.size(); ++g)
-    std::printf("  %5zu  %8lld  %8lld  %10lld  %.6g\n", g, (long long)v.groups[g].rows,
-                (long long)v.groups[g].elements, (long long)v.groups[g].mismatches,
-                v.groups[g].max_abs);
-  if (v.padding_rows)
-    std::printf("  rows outside every group: %lld (not compared)\n", (long long)v.padding_rows);
-  std::printf("result: %s (%lld element%s failing)\n", v.failures ? "DIFFERS" : "PASS",
-              (long long)v.failures, v.failures == 1 ? "" : "s");
+  if (o.json) {
+    print_verify_json(sel, rk, o, v, v.failures == 0);
+  } else {
+    std::printf("  group      rows  elements  mismatches  max |got-ref|\n");
+    for (std::size_t g = 0; g < v.groups.size(); ++g)
+      std::printf("  %5zu  %8lld  %8lld  %10lld  %.6g\n", g, (long long)v.groups[g].rows,
+                  (long long)v.groups[g].elements, (long long)v.groups[g].mismatches,
+                  v.groups[g].max_abs);
+    if (v.padding_rows)
+      std::printf("  rows outside every group: %lld (not compared)\n", (long long)v.padding_rows);
+    std::printf("result: %s (%lld element%s failing)\n", v.failures ? "DIFFERS" : "PASS",
+                (long long)v.failures, v.failures == 1 ? "" : "s");
+  }
   if (v.failures) throw ExitCode{1};
 }
 
-void add_gemm_options(CLI::App* c, GemmOptions& o) {
+}  // namespace
+
+void add_kernel_options(CLI::App* c, GemmOptions& o) {
+  c->add_option("--kernel", o.kernel,
+                "A kernel preset (docs/presets.md): torch._scaled_mm, torch._scaled_grouped_mm, "
+                "deep_gemm.fp8_gemm_nt, ...; fixes model, epilogue and split-K family");
+  c->add_flag("--fast-accum", o.fast_accum, "--kernel: the kernel's fast-accumulation mode");
+}
+
+GemmFlags add_gemm_options(CLI::App* c, GemmOptions& o) {
+  GemmFlags f{};
   c->add_option("--in", o.in, "Tensor file holding the operands (safetensors, npz, torch zip)")
       ->required();
   c->add_option("--a", o.a, "A (M, K), F8_E4M3 or F8_E5M2; F4 (e2m1) for the Blackwell models")
@@ -292,32 +307,39 @@ void add_gemm_options(CLI::App* c, GemmOptions& o) {
                 "m: groups of rows (B (G, N, K)); k: groups of K, A (M, K), B (N, K) nk or "
                 "(K, N) kn, rowwise scales (G*M) / (G*N), output (G, M, N)")
       ->capture_default_str();
-  c->add_option("--b-layout", o.b_layout, "nk | kn")->capture_default_str();
-  c->add_option("--scaling", o.scaling, "none | tensorwise | rowwise | blockwise | mx | nvfp4")
-      ->capture_default_str();
-  c->add_option("--model", o.model,
-                "Accumulation model (docs/models.md), e.g. exact, hopper_promoted_blockwise, "
-                "blackwell_mxf8f6f4, blackwell_mxf4nvf4, rtx_blackwell_mxf4; aliases "
-                "promoted_blockwise, promoted_tensorwise, promoted_rowwise")
-      ->required();
-  c->add_option("--split-k", o.split_k, "Split-K: S equal slices (hopper models)")
-      ->check(count_in(1, 1u << 20))
-      ->capture_default_str();
-  c->add_option("--split-k-blocks", o.split_blocks,
-                "Split-K: slices of L 128-blocks each (hopper models; instead of --split-k)")
-      ->check(count_in(0, 1u << 20));
-  c->add_option("--epilogue", o.epilogue,
-                "Scalar-scale order: model | scale_product | b_then_a | a_then_b (a_then_b: torch "
-                "_scaled_grouped_mm rowwise)")
-      ->capture_default_str();
-  c->add_option("--out-dtype", o.out_dtype, "f32 | bf16 | f16")->capture_default_str();
+  f.b_layout = c->add_option("--b-layout", o.b_layout, "nk | kn (--kernel: read from B's shape)")
+                   ->capture_default_str();
+  f.scaling = c->add_option("--scaling", o.scaling,
+                            "none | tensorwise | rowwise | blockwise | mx | nvfp4 (--kernel: read "
+                            "from the scale sizes)")
+                  ->capture_default_str();
+  add_kernel_options(c, o);
+  f.model =
+      c->add_option("--model", o.model,
+                    "Accumulation model (docs/models.md), e.g. exact, hopper_promoted_blockwise, "
+                    "blackwell_mxf8f6f4, blackwell_mxf4nvf4, rtx_blackwell_mxf4; aliases "
+                    "promoted_blockwise, promoted_tensorwise, promoted_rowwise (or --kernel)");
+  f.split_k = c->add_option("--split-k", o.split_k, "Split-K: S equal slices (hopper models)")
+                  ->check(count_in(1, 1u << 20))
+                  ->capture_default_str();
+  f.split_blocks =
+      c->add_option("--split-k-blocks", o.split_blocks,
+                    "Split-K: slices of L 128-blocks each (hopper models; instead of --split-k)")
+          ->check(count_in(0, 1u << 20));
+  f.epilogue =
+      c->add_option(
+           "--epilogue", o.epilogue,
+           "Scalar-scale order: model | scale_product | b_then_a | a_then_b (a_then_b: torch "
+           "_scaled_grouped_mm rowwise)")
+          ->capture_default_str();
+  f.out_dtype = c->add_option("--out-dtype", o.out_dtype, "f32 | bf16 | f16 (--kernel: --got's)")
+                    ->capture_default_str();
   c->add_option("--device", o.device,
                 "Where the oracle runs: cpu | cuda (the GPU oracle, same bits) | auto (cuda when a "
                 "device is present and no bound is asked)")
       ->capture_default_str();
+  return f;
 }
-
-}  // namespace
 
 void add_oracle_command(CLI::App& app) {
   CLI::App* oracle =
@@ -326,12 +348,12 @@ void add_oracle_command(CLI::App& app) {
   auto o = std::make_shared<GemmOptions>();
   CLI::App* c = oracle->add_subcommand(
       "grouped-gemm", "M-grouped forward Y[r] = A[r]·B[g(r)]^T (exit 0, 2 bad input)");
-  add_gemm_options(c, *o);
+  const GemmFlags f = add_gemm_options(c, *o);
   c->add_option("--out", o->out, "Output file (.safetensors, .npz, .npy)")->required();
   c->add_option("--out-name", o->out_name, "Name of the output tensor")->capture_default_str();
   c->add_flag("--bound", o->bound,
               "Also write <out-name>.bound (F64): the per-element bound against exact");
-  c->callback([o] { run_oracle_command(*o); });
+  c->callback([o, f] { run_oracle_command(*o, f.given()); });
 }
 
 void add_verify_command(CLI::App& app) {
@@ -341,7 +363,7 @@ void add_verify_command(CLI::App& app) {
   auto o = std::make_shared<GemmOptions>();
   CLI::App* c = verify->add_subcommand(
       "grouped-gemm", "Check a dumped grouped forward (exit 0 pass, 1 differs, 2 bad input)");
-  add_gemm_options(c, *o);
+  const GemmFlags f = add_gemm_options(c, *o);
   c->add_option("--got", o->got, "The result to check, (M, N) in --out-dtype")->required();
   c->add_option("--got-file", o->got_file, "File holding --got (default: --in)");
   c->add_flag("--within-bound", o->within_bound,
@@ -349,7 +371,11 @@ void add_verify_command(CLI::App& app) {
   c->add_option("--max-report", o->max_report, "Failing elements listed")
       ->check(count_in(0, kMaxReport))
       ->capture_default_str();
-  c->callback([o] { run_verify_command(*o); });
+  c->add_flag("--strength", o->strength,
+              "Also score the wide set of configurations: report the others that reproduce the "
+              "data, and warn on vacuous data");
+  c->add_flag("--json", o->json, "Print the result as JSON (schema fp8ref.verify_grouped_gemm/1)");
+  c->callback([o, f] { run_verify_command(*o, f.given()); });
 }
 
 }  // namespace fp8ref::cli

@@ -7,7 +7,25 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/gemm_case.h"
+#include "cli/kernel_match.h"
+
 namespace fp8ref::cli {
+
+// The operand options shared by oracle, verify and explain grouped-gemm, and which of those a
+// --kernel preset fills when they are not given.
+struct GemmFlags {
+  CLI::Option *scaling, *b_layout, *out_dtype, *model, *split_k, *split_blocks, *epilogue;
+  GivenOptions given() const {
+    return {scaling->count() > 0,
+            b_layout->count() > 0,
+            out_dtype->count() > 0,
+            model->count() > 0,
+            split_k->count() + split_blocks->count() > 0,
+            epilogue->count() > 0};
+  }
+};
+GemmFlags add_gemm_options(CLI::App* c, GemmOptions& o);
 
 void add_oracle_command(CLI::App& app);
 void add_verify_command(CLI::App& app);

@@ -3,6 +3,7 @@
 // shape) and "scales" (the layout's bytes: F32, F8_E8M0, U8 or I32) with the recipe as metadata.
 #include "cli/quantize.h"
 
+#include <array>
 #include <bit>
 #include <cstdio>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "cases/enum_tokens.h"
 #include "cli/errors.h"
 #include "cli/quantize_subbyte.h"
 #include "numerics/scale_layout.h"
@@ -30,25 +32,22 @@ namespace {
 using tensor_io::DType;
 using tensor_io::Tensor;
 
-template <class E, std::size_t N>
-E parse_token(const std::string& what, const std::string& s, const E (&all)[N]) {
-  std::string names;
-  for (const E e : all) {
-    if (to_string(e) == s) return e;
-    names += (names.empty() ? "" : ", ") + std::string(to_string(e));
-  }
-  throw UsageError("unknown " + what + " '" + s + "' (one of: " + names + ")");
+template <class List>
+auto parse_token(const std::string& what, const std::string& s, const List& all) {
+  if (const auto e = cases::from_token(all, s)) return *e;
+  throw UsageError("unknown " + what + " '" + s + "' (one of: " + cases::token_list(all, ", ") +
+                   ")");
 }
 
-constexpr RecipeKind kRecipes[] = {RecipeKind::deepgemm, RecipeKind::torchao,  RecipeKind::te,
-                                   RecipeKind::mx_floor, RecipeKind::mx_rceil, RecipeKind::mx_ceil,
-                                   RecipeKind::mx_even};
-constexpr ref::BlockGeometry kBlocks[] = {
-    ref::BlockGeometry::tensorwise, ref::BlockGeometry::rowwise, ref::BlockGeometry::per_channel,
-    ref::BlockGeometry::b1x128,     ref::BlockGeometry::b128x1,  ref::BlockGeometry::b128x128,
-    ref::BlockGeometry::b1x32,      ref::BlockGeometry::b32x1};
-constexpr Runtime kRuntimes[] = {Runtime::torch_cpu, Runtime::torch_cuda, Runtime::cuda_kernel};
-constexpr Format kFormats[] = {Format::e4m3, Format::e5m2};
+constexpr std::array kRecipes = {RecipeKind::deepgemm, RecipeKind::torchao,  RecipeKind::te,
+                                 RecipeKind::mx_floor, RecipeKind::mx_rceil, RecipeKind::mx_ceil,
+                                 RecipeKind::mx_even};
+constexpr std::array kBlocks = {ref::BlockGeometry::tensorwise,  ref::BlockGeometry::rowwise,
+                                ref::BlockGeometry::per_channel, ref::BlockGeometry::b1x128,
+                                ref::BlockGeometry::b128x1,      ref::BlockGeometry::b128x128,
+                                ref::BlockGeometry::b1x32,       ref::BlockGeometry::b32x1};
+constexpr std::array kRuntimes = {Runtime::torch_cpu, Runtime::torch_cuda, Runtime::cuda_kernel};
+constexpr std::array kFormats = {Format::e4m3, Format::e5m2};
 
 struct Layout {
   std::optional<ScaleLayoutF32> f32;
@@ -364,7 +363,8 @@ void add_quantize_command(CLI::App& app) {
       "quantize", "Quantize a tensor under a named scale recipe, block geometry and scale layout");
   sub->add_option("--recipe", o->recipe,
                   "deepgemm, torchao, te, mx_floor, mx_rceil, mx_ceil, mx_even; FP4 / FP6: "
-                  "nvfp4_te, nvfp4_torchao, mxfp4, mxfp6")
+                  "nvfp4_te, nvfp4_torchao, mxfp4, mxfp6 (mxfp4_ceil / _even / _rceil, mxfp6_...: "
+                  "the scale mode; FLOOR by default)")
       ->required();
   sub->add_option("--block", o->block,
                   "tensorwise, rowwise, per_channel, 1x128, 128x1, 128x128, 1x32, 32x1; 1x16, "

@@ -23,6 +23,7 @@ struct SubbyteChoice {
   Nvfp4Recipe nv;
   Runtime rt;
   Format elem;
+  RecipeKind mx_mode;  // MXFP4 / MXFP6 scale mode
   int block_rows;
   bool blocked;  // 128x4 layout
 };
@@ -32,6 +33,16 @@ Runtime parse_runtime(const std::string& s, Runtime dflt) {
   for (const Runtime r : {Runtime::torch_cpu, Runtime::torch_cuda, Runtime::cuda_kernel})
     if (to_string(r) == s) return r;
   throw UsageError("unknown runtime '" + s + "' (one of: torch_cpu, torch_cuda, cuda_kernel)");
+}
+
+// The scale mode of an MX recipe name's suffix: "" or "_floor" (torchao's default), "_ceil",
+// "_even", "_rceil".
+RecipeKind mx_subbyte_mode(const std::string& suffix) {
+  if (suffix.empty() || suffix == "_floor") return RecipeKind::mx_floor;
+  if (suffix == "_ceil") return RecipeKind::mx_ceil;
+  if (suffix == "_even") return RecipeKind::mx_even;
+  if (suffix == "_rceil") return RecipeKind::mx_rceil;
+  throw UsageError("unknown MX scale mode '" + suffix + "' (floor, ceil, even, rceil)");
 }
 
 SubbyteChoice parse_choice(const QuantizeOptions& o) {
@@ -57,16 +68,21 @@ SubbyteChoice parse_choice(const QuantizeOptions& o) {
   }
   if (o.block != "1x32")
     throw UsageError("recipe " + o.recipe + " takes --block 1x32, not " + o.block);
-  if (!o.runtime.empty() && o.runtime != "torch_cpu" && o.runtime != "torch_cuda")
-    throw UsageError("recipe " + o.recipe + " is torchao's to_mx: runtime torch_cpu or torch_cuda");
+  const bool fp4 = o.recipe.rfind("mxfp4", 0) == 0;
+  c.mx_mode = mx_subbyte_mode(o.recipe.substr(5));
+  const bool rceil = c.mx_mode == RecipeKind::mx_rceil;
+  if (!o.runtime.empty() && o.runtime != "torch_cpu" && o.runtime != "torch_cuda" &&
+      !(rceil && o.runtime == "cuda_kernel"))
+    throw UsageError("recipe " + o.recipe + " is torchao's to_mx: runtime torch_cpu or torch_cuda" +
+                     (rceil ? " (or cuda_kernel: cvt.rp.satfinite.ue8m0x2)" : ""));
   c.rt = parse_runtime(o.runtime, Runtime::torch_cuda);
-  if (o.recipe == "mxfp4") {
+  if (fp4) {
     if (o.format != "e4m3" && o.format != "e2m1")
-      throw UsageError("recipe mxfp4 has e2m1 elements, not " + o.format);
+      throw UsageError("recipe " + o.recipe + " has e2m1 elements, not " + o.format);
     c.elem = Format::e2m1;
   } else {  // mxfp6: e2m3 (the default) or e3m2
     if (o.format != "e4m3" && o.format != "e2m3" && o.format != "e3m2")
-      throw UsageError("recipe mxfp6 has e2m3 or e3m2 elements, not " + o.format);
+      throw UsageError("recipe " + o.recipe + " has e2m3 or e3m2 elements, not " + o.format);
     c.elem = o.format == "e3m2" ? Format::e3m2 : Format::e2m3;
   }
   return c;
@@ -86,7 +102,11 @@ std::vector<float> source_f32(const Tensor& x) {
 }  // namespace
 
 bool is_subbyte_recipe(const std::string& r) {
-  return r == "nvfp4_te" || r == "nvfp4_torchao" || r == "mxfp4" || r == "mxfp6";
+  if (r == "nvfp4_te" || r == "nvfp4_torchao") return true;
+  for (const char* fam : {"mxfp4", "mxfp6"})
+    for (const char* mode : {"", "_floor", "_ceil", "_even", "_rceil"})
+      if (r == std::string(fam) + mode) return true;
+  return false;
 }
 
 tensor_io::TensorFile quantize_subbyte_tensor(const Tensor& x, const QuantizeOptions& o,
@@ -113,7 +133,7 @@ tensor_io::TensorFile quantize_subbyte_tensor(const Tensor& x, const QuantizeOpt
         scales.insert(scales.end(), q.scales.begin(), q.scales.end());
         global.push_back(q.global_decode);
       } else {
-        const MxSubbyteQuantized q = mx_subbyte_quantize(c.elem, p, rows, cols);
+        const MxSubbyteQuantized q = mx_subbyte_quantize(c.elem, c.mx_mode, c.rt, p, rows, cols);
         codes.insert(codes.end(), q.codes.begin(), q.codes.end());
         scales.insert(scales.end(), q.scales.begin(), q.scales.end());
       }

@@ -7,22 +7,13 @@
 #include <cmath>
 #include <iterator>
 
+#include "cases/split_mix64.h"
 #include "numerics/codec.h"
 
 namespace fp8ref::cli {
 namespace {
 
-// SplitMix64 (Steele, Lea, Flood 2014): a counter-based generator, one 64-bit word per call.
-struct SplitMix {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  std::uint64_t below(std::uint64_t n) { return next() % n; }
-};
+using cases::SplitMix64;
 
 // Weights out of 64: ties and f32 midpoints dominate, since that is where codecs go wrong.
 constexpr std::array<int, kSampleClassCount> kWeights = {6, 12, 16, 18, 8, 4};
@@ -67,7 +58,7 @@ double next_code_value(Format f, std::uint8_t c) {
 }
 
 // x moved by a small amount: exact, +-1 f64 ulp, +-2^-40 relative, +-2^-24 relative.
-double perturb(double x, SplitMix& rng) {
+double perturb(double x, SplitMix64& rng) {
   switch (rng.below(7)) {
     case 0: return x;
     case 1: return from_bits(to_bits(x) + 1);
@@ -79,7 +70,7 @@ double perturb(double x, SplitMix& rng) {
   }
 }
 
-std::uint64_t draw_in_range(Format f, SplitMix& rng) {
+std::uint64_t draw_in_range(Format f, SplitMix64& rng) {
   int lo = 0, hi = 0;
   exponent_range(f, lo, hi);
   const int e = lo + static_cast<int>(rng.below(static_cast<std::uint64_t>(hi - lo + 1)));
@@ -87,7 +78,7 @@ std::uint64_t draw_in_range(Format f, SplitMix& rng) {
   return (rng.next() & kSignBit) | (std::uint64_t(e + 1023) << 52) | frac;
 }
 
-std::uint64_t draw_f32_midpoint(Format f, SplitMix& rng) {
+std::uint64_t draw_f32_midpoint(Format f, SplitMix64& rng) {
   int lo = 0, hi = 0;
   exponent_range(f, lo, hi);
   // A random f32 magnitude in range (f32 subnormals when e < -126), then its successor.
@@ -106,7 +97,7 @@ std::uint64_t draw_f32_midpoint(Format f, SplitMix& rng) {
   return (rng.next() & kSignBit) | moved;
 }
 
-std::uint64_t draw_fp8_value(Format f, SplitMix& rng, bool tie) {
+std::uint64_t draw_fp8_value(Format f, SplitMix64& rng, bool tie) {
   const auto c = static_cast<std::uint8_t>(rng.below(std::uint64_t{max_code(f)} + 1));
   const double a = decode_f64(f, c);
   const double x = tie ? (a + next_code_value(f, c)) / 2 : a;  // exact midpoint
@@ -114,7 +105,7 @@ std::uint64_t draw_fp8_value(Format f, SplitMix& rng, bool tie) {
   return sign | to_bits(perturb(x, rng));
 }
 
-std::uint64_t draw_special(SplitMix& rng) {
+std::uint64_t draw_special(SplitMix64& rng) {
   static constexpr std::uint64_t kFixed[] = {
       0x0000000000000000ULL,  // 0
       0x7FF0000000000000ULL,  // Inf
@@ -162,7 +153,7 @@ std::string_view to_string(SampleClass c) {
 SampleDraw draw_f64_sample(Format format, std::uint64_t seed, std::uint64_t i) {
   // Start each input's stream at a scrambled point, so that neighbouring inputs do not share
   // draws (consecutive counters would: state + k * golden).
-  SplitMix rng{SplitMix{seed ^ (i * 0xD1B54A32D192ED03ULL)}.next()};
+  SplitMix64 rng{SplitMix64{seed ^ (i * 0xD1B54A32D192ED03ULL)}.next()};
   int w = static_cast<int>(rng.below(64));
   int cls = 0;
   while (w >= kWeights[static_cast<std::size_t>(cls)])

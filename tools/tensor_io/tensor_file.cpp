@@ -7,6 +7,7 @@
 #include "mapped_file.h"
 #include "npy.h"
 #include "safetensors.h"
+#include "torch_save_writer.h"
 #include "torch_zip.h"
 #include "zip_archive.h"
 
@@ -84,8 +85,10 @@ void write_tensor_file(const std::string& path, const TensorFile& tf) {
   } else if (ends_with(".npy")) {
     if (tf.tensors.size() != 1) fail(path, "an .npy file holds exactly one tensor");
     write_file_atomic(path, serialize_npy(tf.tensors[0].tensor, path));
+  } else if (ends_with(".pt") || ends_with(".pth")) {
+    write_file_atomic(path, serialize_torch_save(tf, path));
   } else {
-    fail(path, "cannot tell the output format from the extension (.safetensors, .npz, .npy)");
+    fail(path, "cannot tell the output format from the extension (.safetensors, .npz, .npy, .pt)");
   }
 }
 

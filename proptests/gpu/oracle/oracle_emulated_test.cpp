@@ -86,5 +86,32 @@ TEST(GpuOracleEmulated, EmptyShapesAndGroups) {
   }
 }
 
+// +Inf in the first 128-block, -Inf in the second, NaN in the third: the promoted sums, split-K
+// slices and fp32_sequential meet the default NaN of Inf - Inf and the NaN code's NaN in one
+// operation, where x86 alone would let the compiler's operand order pick the bits.
+TEST(GpuOracleEmulated, TwoNaNsMeetInTheOrderWritten) {
+  std::vector<std::uint8_t> a(384, 0x3C), b(384, 0x3C);  // e5m2 1.0
+  a[0] = 0x7C, a[128] = 0xFC, a[256] = 0x7E;             // +Inf, -Inf, NaN
+  const std::vector<float> one{1.0f}, one_b{1.0f}, blk(3, 1.0f);
+  for (const auto& [model, scaling, split] :
+       std::vector<std::tuple<AccumulationModel, Scaling, int>>{
+           {AccumulationModel::hopper_promoted_tensorwise, Scaling::tensorwise, 1},
+           {AccumulationModel::hopper_promoted_rowwise, Scaling::tensorwise, 1},
+           {AccumulationModel::hopper_unpromoted, Scaling::tensorwise, 3},
+           {AccumulationModel::hopper_promoted_blockwise, Scaling::blockwise, 1},
+           {AccumulationModel::fp32_sequential, Scaling::tensorwise, 1},
+           {AccumulationModel::exact, Scaling::tensorwise, 1}}) {
+    const bool bw = scaling == Scaling::blockwise;
+    OracleCase c{{1, 1, 384, 1, Format::e5m2, Format::e5m2, a, b, scaling, bw ? blk : one,
+                  bw ? blk : one_b, std::vector<std::int32_t>{0}},
+                 {model, split},
+                 OutDtype::f32,
+                 RowPolicy::zero};
+    const auto want = cpu_bits(c);
+    EXPECT_EQ(want, emulated_bits(c)) << c.describe();
+    EXPECT_GT(want[0] & 0x7FFFFFFFu, 0x7F800000u) << c.describe() << ": not NaN";
+  }
+}
+
 }  // namespace
 }  // namespace fp8ref::test

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cases/compare.h"
 #include "numerics/scale_recipe.h"
 #include "proptests/common/sweep_report.h"
 #include "proptests/common/test_level.h"
@@ -45,9 +46,8 @@ BlockScale rceil_scale_oracle(Runtime rt, Format elem, float amax) {
   return {s, factor, false, e};
 }
 
-bool same_bits(const BlockScale& a, const BlockScale& b) {
-  return std::bit_cast<std::uint32_t>(a.s) == std::bit_cast<std::uint32_t>(b.s) &&
-         std::bit_cast<std::uint32_t>(a.factor) == std::bit_cast<std::uint32_t>(b.factor) &&
+bool same_scale(const BlockScale& a, const BlockScale& b) {
+  return cases::same_bits(a.s, b.s) && cases::same_bits(a.factor, b.factor) &&
          a.divide == b.divide && a.e8m0 == b.e8m0;
 }
 
@@ -139,7 +139,7 @@ TEST(TorchRceilScale, BlockScaleEqualsLog2FormulaForEachRuntimeAndFormat) {
       const BlockScale ref_z = rceil_scale_oracle(r.runtime, r.elem, amax);
       const BlockScale got_z = block_scale(r, amax, Source::f32);
       // Equal codes in a logged mismatch mean s or the factor differ.
-      if (!same_bits(ref_z, got_z)) l.add(x, int(k), ref_z.e8m0, got_z.e8m0);
+      if (!same_scale(ref_z, got_z)) l.add(x, int(k), ref_z.e8m0, got_z.e8m0);
     };
     test::SweepLog log =
         test::parallel_sweep(n, [&](std::uint64_t b, std::uint64_t e, test::SweepLog& l) {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cases/compare.h"
 #include "proptests/common/test_level.h"
 #include "proptests/reference/quantize/scale_case.h"
 #include "proptests/reference/quantize/scale_gen.h"
@@ -97,10 +98,7 @@ Quantized gather(const std::vector<Quantized>& shards, int dim, std::int64_t m, 
   return z;
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() &&
-         (a.size() * 4 == 0 || std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
-}
+using cases::same_bits;
 
 // Shard sizes along a dimension: multiples of the block extent (0..2 blocks each), the last one
 // possibly partial; at least one element in all.

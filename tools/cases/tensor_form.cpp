@@ -1,14 +1,15 @@
-// The save / load helpers of the case files (tools/campaign/suite.h): tensors of the
-// element types the cases use, metadata, and the group sizes every suite's case carries.
+// The safetensors form of a case (tensor_form.h): tensor helpers, metadata and group sizes.
+#include "cases/tensor_form.h"
+
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "campaign/suite.h"
+#include "cases/enum_tokens.h"
 #include "tensor_io/tensor_file.h"
 
-namespace fp8ref::fuzz {
+namespace fp8ref::cases {
 
 namespace {
 template <class T>
@@ -82,17 +83,18 @@ std::int64_t get_meta_int(const TensorFile& tf, const std::string& key) {
   }
 }
 
-void save_group_sizes(const gen::GroupSizes& gs, TensorFile& tf) {
+void save_group_sizes(const GroupSizes& gs, TensorFile& tf) {
   tf.tensors.push_back({"group_sizes", i64_tensor(gs.sizes)});
   tf.metadata["dist"] = to_string(gs.dist);
   tf.metadata["align"] = std::to_string(gs.align);
   tf.metadata["tail"] = std::to_string(gs.tail);
 }
 
-gen::GroupSizes load_group_sizes(const TensorFile& tf) {
-  gen::GroupSizes gs;
-  if (!gen::size_dist_from_string(get_meta(tf, "dist"), gs.dist))
-    throw std::invalid_argument("case file: unknown dist '" + get_meta(tf, "dist") + "'");
+GroupSizes load_group_sizes(const TensorFile& tf) {
+  GroupSizes gs;
+  const auto dist = from_token(kSizeDists, get_meta(tf, "dist"));
+  if (!dist) throw std::invalid_argument("case file: unknown dist '" + get_meta(tf, "dist") + "'");
+  gs.dist = *dist;
   gs.align = tf.metadata.count("align") ? get_meta_int(tf, "align") : 1;
   gs.tail = tf.metadata.count("tail") ? get_meta_int(tf, "tail") : 0;
   gs.sizes = get_i64(tf, "group_sizes");
@@ -102,15 +104,4 @@ gen::GroupSizes load_group_sizes(const TensorFile& tf) {
   return gs;
 }
 
-bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
-  return x.size() == y.size() &&
-         (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
-}
-
-std::string first_difference(std::initializer_list<std::pair<const char*, bool>> same) {
-  for (const auto& [what, ok] : same)
-    if (!ok) return what;
-  return "";
-}
-
-}  // namespace fp8ref::fuzz
+}  // namespace fp8ref::cases

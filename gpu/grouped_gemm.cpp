@@ -1,0 +1,235 @@
+// Host launcher of the FP8 grouped GEMM (gpu/grouped_gemm.h): checks every argument and throws
+// one line before any launch, builds the group table (row ranges and tile prefix) and the scale
+// strides of the forward / dgrad view, then launches gpu/grouped_gemm_kernels.cu.
+#include "gpu/grouped_gemm.h"
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gpu/grouped_gemm_kernels.h"
+
+namespace fp8ref::gpu {
+namespace {
+
+using detail::GemmKernelArgs;
+using detail::GemmScaleMode;
+using detail::kGemmBlockK;
+using detail::kGemmBlockM;
+using detail::kGemmBlockN;
+
+[[noreturn]] void bad(const std::string& what) {
+  throw std::invalid_argument("fp8ref gpu grouped GEMM: " + what);
+}
+
+GemmScaleMode scale_mode(Scaling s) {
+  switch (s) {
+    case Scaling::tensorwise: return GemmScaleMode::tensorwise;
+    case Scaling::rowwise: return GemmScaleMode::rowwise;
+    case Scaling::blockwise: return GemmScaleMode::blockwise;
+    default:
+      bad(std::string("scaling ") + to_string(s) + " is not implemented (tensorwise, " +
+          "rowwise, blockwise)");
+  }
+}
+
+bool is_e5m2(Format f, const char* name) {
+  if (f != Format::e4m3 && f != Format::e5m2)
+    bad(std::string(name) + " must be e4m3 or e5m2 codes");
+  return f == Format::e5m2;
+}
+
+void check_aligned(const void* p, const char* name) {
+  if (p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 16 != 0)
+    bad(std::string(name) + " must be a 16-byte aligned device pointer");
+}
+
+void check_size(std::int64_t got, std::int64_t want, const char* name) {
+  if (got != want)
+    bad(std::string(name) + " has " + std::to_string(got) + " elements, expected " +
+        std::to_string(want));
+}
+
+// The kernel's view: Y (M, N) = A (M, K) · B[g] (N, K)ᵀ, scale sizes checked by the caller.
+GemmKernelArgs kernel_view(std::int64_t M, std::int64_t N, std::int64_t K, std::int64_t G,
+                           const DeviceGemmOutput& y) {
+  if (M < 0 || M >= (std::int64_t(1) << 31)) bad("M must be in [0, 2^31)");
+  if (N <= 0 || N % kGemmBlockN != 0) bad("N = " + std::to_string(N) + " is not a multiple of 128");
+  if (K <= 0 || K % kGemmBlockK != 0) bad("K = " + std::to_string(K) + " is not a multiple of 128");
+  if (G < 1 || G > detail::kGemmMaxGroups) bad("G must be in [1, 256]");
+  if (y.dtype != OutDtype::f32 && y.dtype != OutDtype::bf16) bad("output must be f32 or bf16");
+  check_size(y.size, M * N, "output");
+  if (M > 0) check_aligned(y.y, "output");
+  GemmKernelArgs p{};
+  p.M = M, p.N = N, p.K = K, p.y = y.y, p.out_bf16 = y.dtype == OutDtype::bf16;
+  return p;
+}
+
+// Group g = rows [start[g], end[g]); the tile prefix counts 128-row tiles per group.
+void set_groups(GemmKernelArgs& p, const std::vector<std::int64_t>& start,
+                const std::vector<std::int64_t>& end) {
+  p.groups.count = int(start.size());
+  p.groups.tile_prefix[0] = 0;
+  for (std::size_t g = 0; g < start.size(); ++g) {
+    p.groups.start[g] = std::int32_t(start[g]);
+    p.groups.end[g] = std::int32_t(end[g]);
+    const std::int64_t tiles = (end[g] - start[g] + kGemmBlockM - 1) / kGemmBlockM;
+    p.groups.tile_prefix[g + 1] = std::int32_t(p.groups.tile_prefix[g] + tiles);
+  }
+}
+
+void contiguous_groups(GemmKernelArgs& p, std::int64_t G, std::span<const std::int64_t> offs) {
+  if (std::int64_t(offs.size()) != G) bad("offs must have G = " + std::to_string(G) + " entries");
+  std::vector<std::int64_t> start(offs.size()), end(offs.begin(), offs.end());
+  std::int64_t prev = 0;
+  for (std::size_t g = 0; g < offs.size(); ++g) {
+    if (offs[g] < prev) bad("offs out of order at group " + std::to_string(g));
+    if (offs[g] > p.M) bad("offs[" + std::to_string(g) + "] exceeds M");
+    start[g] = prev, prev = offs[g];
+  }
+  set_groups(p, start, end);
+}
+
+// Forward-shaped operands (A (M, K), B (G, N, K)) with their scales into p.
+void set_operands(GemmKernelArgs& p, std::int64_t G, Format fa, Format fb, const std::uint8_t* a,
+                  const std::uint8_t* b, Scaling scaling, const float* sa, std::int64_t sa_size,
+                  const float* sb, std::int64_t sb_size, bool dgrad) {
+  p.a_e5m2 = is_e5m2(fa, "A"), p.b_e5m2 = is_e5m2(fb, "B");
+  p.mode = scale_mode(scaling);
+  if (p.M > 0) check_aligned(a, "A");
+  check_aligned(b, "B");
+  const std::int64_t nkb = p.K / kGemmBlockK, nnb = p.N / kGemmBlockN;
+  switch (p.mode) {
+    case GemmScaleMode::tensorwise:
+      check_size(sa_size, 1, "scale_a (tensorwise)"),
+          check_size(sb_size, G, "scale_b (tensorwise)");
+      break;
+    case GemmScaleMode::rowwise:
+      check_size(sa_size, p.M, "scale_a (rowwise)");
+      check_size(sb_size, G * p.N, "scale_b (rowwise)");
+      break;
+    case GemmScaleMode::blockwise:
+      check_size(sa_size, p.M * nkb, "scale_a (blockwise 1x128)");
+      check_size(sb_size, G * nnb * nkb, "scale_b (blockwise 128x128)");
+      p.sa_row = nkb, p.sb_group = nnb * nkb;
+      p.sb_ntile = dgrad ? 1 : nkb, p.sb_kblock = dgrad ? nnb : 1;
+      break;
+  }
+  if (sa_size > 0 && sa == nullptr) bad("scale_a is null");
+  if (sb_size > 0 && sb == nullptr) bad("scale_b is null");
+  p.a = a, p.b = b, p.scale_a = sa, p.scale_b = sb;
+}
+
+// Rows of block scales of a K-grouped operand: ceil(m_g / 128) per group, plus the tail's.
+std::int64_t wgrad_scale_rows(std::int64_t M, std::span<const std::int64_t> offs,
+                              std::vector<std::int32_t>& blk0) {
+  std::int64_t rows = 0, prev = 0;
+  for (std::int64_t end : offs) {
+    blk0.push_back(std::int32_t(rows));
+    rows += (end - prev + 127) / 128, prev = end;
+  }
+  return rows + (M - prev + 127) / 128;
+}
+
+void check_wgrad(const DeviceWgradOperands& op, std::span<const std::int64_t> offs,
+                 const DeviceGemmOutput& dw) {
+  if (op.M < 0 || op.M >= (std::int64_t(1) << 31) || op.M % 16 != 0)
+    bad("wgrad needs M (tokens) a multiple of 16 below 2^31");
+  if (op.N <= 0 || op.N % 128 != 0)
+    bad("N = " + std::to_string(op.N) + " is not a multiple of 128");
+  if (op.K <= 0 || op.K % 128 != 0)
+    bad("K = " + std::to_string(op.K) + " is not a multiple of 128");
+  if (op.G < 1 || op.G > detail::kGemmMaxGroups) bad("G must be in [1, 256]");
+  if (std::int64_t(offs.size()) != op.G) bad("offs must have G entries");
+  std::int64_t prev = 0;
+  for (std::size_t g = 0; g < offs.size(); ++g) {
+    if (offs[g] < prev) bad("offs out of order at group " + std::to_string(g));
+    if (offs[g] > op.M) bad("offs[" + std::to_string(g) + "] exceeds M");
+    if (offs[g] % 16 != 0) bad("wgrad needs every offs entry a multiple of 16");
+    prev = offs[g];
+  }
+  if (op.scaling != Scaling::blockwise && op.scaling != Scaling::tensorwise)
+    bad(std::string("wgrad scaling ") + to_string(op.scaling) + " is not implemented (blockwise, " +
+        "tensorwise)");
+  if (dw.dtype != OutDtype::f32 && dw.dtype != OutDtype::bf16) bad("output must be f32 or bf16");
+  check_size(dw.size, op.G * op.N * op.K, "dW");
+  check_aligned(dw.y, "dW"), check_aligned(op.c, "C");
+  if (op.M > 0) check_aligned(op.x_t, "X^T"), check_aligned(op.dy_t, "dY^T");
+}
+
+}  // namespace
+
+ModelChoice grouped_gemm_declared_model(Scaling s) {
+  switch (scale_mode(s)) {
+    case GemmScaleMode::blockwise: return {AccumulationModel::hopper_promoted_blockwise, 1};
+    case GemmScaleMode::rowwise:
+      return {AccumulationModel::hopper_promoted_rowwise, 1, 0, Epilogue::a_then_b};
+    case GemmScaleMode::tensorwise: return {AccumulationModel::hopper_promoted_tensorwise, 1};
+  }
+  bad("unreachable scaling");
+}
+
+void grouped_gemm_forward(const DeviceGemmOperands& op, std::span<const std::int64_t> offs,
+                          const DeviceGemmOutput& y, cudaStream_t stream) {
+  GemmKernelArgs p = kernel_view(op.M, op.N, op.K, op.G, y);
+  set_operands(p, op.G, op.fa, op.fb, op.a, op.b, op.scaling, op.scale_a, op.scale_a_size,
+               op.scale_b, op.scale_b_size, false);
+  contiguous_groups(p, op.G, offs);
+  detail::launch_grouped_gemm(p, stream);
+}
+
+void grouped_gemm_forward_masked(const DeviceGemmOperands& op, std::int64_t m_max,
+                                 std::span<const std::int64_t> masked_m, const DeviceGemmOutput& y,
+                                 cudaStream_t stream) {
+  GemmKernelArgs p = kernel_view(op.M, op.N, op.K, op.G, y);
+  set_operands(p, op.G, op.fa, op.fb, op.a, op.b, op.scaling, op.scale_a, op.scale_a_size,
+               op.scale_b, op.scale_b_size, false);
+  if (m_max < 0 || op.G * m_max != op.M) bad("masked layout needs M = G * m_max");
+  if (std::int64_t(masked_m.size()) != op.G) bad("masked_m must have G entries");
+  std::vector<std::int64_t> start(masked_m.size()), end(masked_m.size());
+  for (std::size_t g = 0; g < masked_m.size(); ++g) {
+    if (masked_m[g] < 0 || masked_m[g] > m_max)
+      bad("masked_m[" + std::to_string(g) + "] is outside [0, m_max]");
+    start[g] = std::int64_t(g) * m_max, end[g] = start[g] + masked_m[g];
+  }
+  set_groups(p, start, end);
+  detail::launch_grouped_gemm(p, stream);
+}
+
+void grouped_gemm_dgrad(const DeviceDgradOperands& op, std::span<const std::int64_t> offs,
+                        const DeviceGemmOutput& da, cudaStream_t stream) {
+  if (op.w_layout != BLayout::kn)
+    bad("dgrad needs W stored (G, K, N) (kn): FP8 wgmma reads no transposed operand");
+  if (op.N % kGemmBlockN != 0) bad("N = " + std::to_string(op.N) + " is not a multiple of 128");
+  GemmKernelArgs p = kernel_view(op.M, op.K, op.N, op.G, da);  // output K columns, reduce over N
+  set_operands(p, op.G, op.fdy, op.fw, op.dy, op.w, op.scaling, op.scale_dy, op.scale_dy_size,
+               op.scale_w, op.scale_w_size, true);
+  contiguous_groups(p, op.G, offs);
+  detail::launch_grouped_gemm(p, stream);
+}
+
+void grouped_gemm_wgrad(const DeviceWgradOperands& op, std::span<const std::int64_t> offs,
+                        const DeviceGemmOutput& dw, cudaStream_t stream) {
+  check_wgrad(op, offs, dw);
+  detail::WgradKernelArgs p{};
+  std::vector<std::int32_t> blk0;
+  const std::int64_t rows = wgrad_scale_rows(op.M, offs, blk0);
+  const bool blockwise = op.scaling == Scaling::blockwise;
+  check_size(op.scale_dy_size, blockwise ? rows * op.N : 1, "scale_dy");
+  check_size(op.scale_x_size, blockwise ? rows * op.K : 1, "scale_x");
+  if ((op.scale_dy_size > 0 && op.scale_dy == nullptr) ||
+      (op.scale_x_size > 0 && op.scale_x == nullptr))
+    bad("a scale tensor is null");
+  p.dy_t = op.dy_t, p.x_t = op.x_t, p.scale_dy = op.scale_dy, p.scale_x = op.scale_x, p.c = op.c;
+  p.dw = dw.y, p.M = op.M, p.N = op.N, p.K = op.K, p.groups = int(op.G);
+  p.blockwise = blockwise, p.out_bf16 = dw.dtype == OutDtype::bf16;
+  p.dy_e5m2 = is_e5m2(op.fdy, "dY"), p.x_e5m2 = is_e5m2(op.fx, "X");
+  std::int64_t prev = 0;
+  for (std::size_t g = 0; g < offs.size(); ++g) {
+    p.start[g] = std::int32_t(prev), p.end[g] = std::int32_t(offs[g]), p.blk0[g] = blk0[g];
+    prev = offs[g];
+  }
+  detail::launch_grouped_wgrad(p, stream);
+}
+
+}  // namespace fp8ref::gpu

@@ -1,0 +1,121 @@
+// The FP8 grouped GEMM on Hopper tensor cores (sm_90a wgmma), held bitwise to the accumulation
+// model it declares (docs/gpu_gemm.md): M-grouped forward Y[r] = A[r]·B[g(r)]ᵀ with contiguous
+// groups (torch `offs`) or masked groups (DeepGEMM's (G, M_max) + masked_m), and dgrad
+// dA[r] = dY[r]·W[g(r)] on W stored (G, K, N); e4m3 / e5m2 operands; blockwise 1×128 · 128×128,
+// rowwise or tensorwise scales; bf16 or f32 output. Rows of no group are never written.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <span>
+
+#include "numerics/grouped_gemm_types.h"
+#include "numerics/out_dtype.h"
+
+namespace fp8ref::gpu {
+
+// The model each scaling's kernel implements bit for bit (docs/gpu_gemm.md §3):
+//   blockwise  -> hopper_promoted_blockwise                (DeepGEMM / cuBLASLt 1×128 · 128×128)
+//   rowwise    -> hopper_promoted_rowwise, epilogue a_then_b (torch `_scaled_grouped_mm`)
+//   tensorwise -> hopper_promoted_tensorwise
+// Throws std::invalid_argument for any other scaling.
+ModelChoice grouped_gemm_declared_model(Scaling s);
+
+// Device operands of the forward. B is (G, N, K) (`nk`: K contiguous, the only layout FP8 wgmma
+// reads from shared memory). Scales (f32 decode scales) as GroupedGemmOperands documents;
+// the sizes are element counts, checked against the shapes. Requirements, checked before any
+// launch (std::invalid_argument, one line): N and K multiples of 128, M < 2^31, G <= 256,
+// pointers 16-byte aligned, fa / fb e4m3 or e5m2, scaling tensorwise / rowwise / blockwise.
+struct DeviceGemmOperands {
+  std::int64_t M, N, K, G;
+  Format fa, fb;
+  const std::uint8_t* a;  // (M, K)
+  const std::uint8_t* b;  // (G, N, K)
+  Scaling scaling;
+  const float* scale_a;
+  std::int64_t scale_a_size;
+  const float* scale_b;
+  std::int64_t scale_b_size;
+};
+// Y (M, N) row-major: f32, or bf16 bit patterns; `size` in elements.
+struct DeviceGemmOutput {
+  OutDtype dtype;  // f32 or bf16
+  void* y;
+  std::int64_t size;
+};
+
+// Contiguous groups: group g holds rows [offs[g-1], offs[g]) (offs[-1] = 0), host array of
+// length G, non-decreasing, offs[G-1] <= M; empty groups allowed.
+void grouped_gemm_forward(const DeviceGemmOperands& op, std::span<const std::int64_t> offs,
+                          const DeviceGemmOutput& y, cudaStream_t stream);
+
+// Masked groups: A and Y are (G, m_max, ·) = (M = G·m_max rows); group g holds rows
+// [g·m_max, g·m_max + masked_m[g]) (host array, each in [0, m_max]).
+void grouped_gemm_forward_masked(const DeviceGemmOperands& op, std::int64_t m_max,
+                                 std::span<const std::int64_t> masked_m, const DeviceGemmOutput& y,
+                                 cudaStream_t stream);
+
+// dgrad dA (M, K) = dY (M, N) · W[g] (N, K) with W stored `kn` = (G, K, N) (N contiguous), as
+// ref::grouped_gemm_dgrad: the forward with reduction dimension N. Scales as DgradOperands
+// documents (blockwise scale_w is the forward's (G, N/128, K/128) tensor). N and K multiples of
+// 128. W stored `nk` is refused (FP8 wgmma has no transposed shared-memory operand).
+struct DeviceDgradOperands {
+  std::int64_t M, N, K, G;
+  Format fdy, fw;
+  const std::uint8_t* dy;  // (M, N)
+  const std::uint8_t* w;   // (G, K, N)
+  BLayout w_layout;        // must be kn
+  Scaling scaling;
+  const float* scale_dy;
+  std::int64_t scale_dy_size;
+  const float* scale_w;
+  std::int64_t scale_w_size;
+};
+void grouped_gemm_dgrad(const DeviceDgradOperands& op, std::span<const std::int64_t> offs,
+                        const DeviceGemmOutput& da, cudaStream_t stream);
+
+// K-grouped wgrad dW[g] (N, K) = C[g] + sum over the tokens t of group g (ascending) of
+// dY[t, n]·X[t, k], as ref::grouped_gemm_wgrad, on the token-contiguous (transposed) copies
+// dYᵀ (N, M) and Xᵀ (K, M) that FP8 wgmma reads (the quantizers' column-wise output). Group g holds
+// tokens [offs[g-1], offs[g]) (host array); M and every offs entry multiples of 16 (16-byte rows
+// of tokens); N and K multiples of 128. Scalings: blockwise, scale_dy (R, N) and scale_x (R, K)
+// with one row per 128-token block restarting at each group start (R as ref::WgradOperands says);
+// tensorwise, scale_dy (1) and scale_x (1). Declared models as the forward's. C and dW (G, N, K);
+// dW f32 or bf16; an empty group's dW is C (bf16: C rounded; a NaN in C becomes the canonical
+// bf16 NaN 0x7FFF there).
+struct DeviceWgradOperands {
+  std::int64_t M, N, K, G;
+  Format fdy, fx;
+  const std::uint8_t* dy_t;  // (N, M)
+  const std::uint8_t* x_t;   // (K, M)
+  Scaling scaling;
+  const float* scale_dy;
+  std::int64_t scale_dy_size;
+  const float* scale_x;
+  std::int64_t scale_x_size;
+  const float* c;  // (G, N, K)
+};
+void grouped_gemm_wgrad(const DeviceWgradOperands& op, std::span<const std::int64_t> offs,
+                        const DeviceGemmOutput& dw, cudaStream_t stream);
+
+// Host-memory conveniences for tests and tools: the operands travel to the device and back in
+// each call; `out` (f32 or u16 span of M·N) keeps what it held in rows of no group.
+void grouped_gemm_forward_host(const GroupedGemmOperands& op, std::span<const std::int64_t> offs,
+                               const GemmOutput& out);
+void grouped_gemm_forward_masked_host(const GroupedGemmOperands& op, std::int64_t m_max,
+                                      std::span<const std::int64_t> masked_m,
+                                      const GemmOutput& out);
+void grouped_gemm_dgrad_host(const DgradOperands& op, std::span<const std::int64_t> offs,
+                             const GemmOutput& out);
+struct HostWgradOperands {
+  std::int64_t M, N, K, G;
+  Format fdy, fx;
+  std::span<const std::uint8_t> dy_t, x_t;  // (N, M), (K, M)
+  Scaling scaling;
+  std::span<const float> scale_dy, scale_x, c;
+};
+void grouped_gemm_wgrad_host(const HostWgradOperands& op, std::span<const std::int64_t> offs,
+                             const GemmOutput& dw);
+
+}  // namespace fp8ref::gpu

@@ -1,0 +1,140 @@
+// Host-memory entry points of the FP8 grouped GEMM (gpu/grouped_gemm.h): copy the operands to the
+// device, run the launcher on the default stream, copy the output back. For tests and tools; the
+// device-pointer entry points are what a framework calls.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <stdexcept>
+
+#include "gpu/device.h"
+#include "gpu/grouped_gemm.h"
+
+namespace fp8ref::gpu {
+namespace {
+
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t bytes) {
+    if (bytes > 0) FP8REF_CUDA_CHECK(cudaMalloc(&p_, bytes));
+  }
+  template <class T>
+  explicit DeviceBuffer(std::span<const T> host) : DeviceBuffer(host.size_bytes()) {
+    if (!host.empty())
+      FP8REF_CUDA_CHECK(cudaMemcpy(p_, host.data(), host.size_bytes(), cudaMemcpyHostToDevice));
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { cudaFree(p_); }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(p_);
+  }
+
+ private:
+  void* p_ = nullptr;
+};
+
+// Output span of `out`'s dtype as bytes (f32 or u16 patterns).
+std::span<std::uint8_t> out_bytes(const GemmOutput& out) {
+  if (out.dtype == OutDtype::f32)
+    return {reinterpret_cast<std::uint8_t*>(out.f32.data()), out.f32.size_bytes()};
+  if (out.dtype == OutDtype::bf16)
+    return {reinterpret_cast<std::uint8_t*>(out.u16.data()), out.u16.size_bytes()};
+  throw std::invalid_argument("fp8ref gpu grouped GEMM: output must be f32 or bf16");
+}
+std::int64_t out_elems(const GemmOutput& out) {
+  return std::int64_t(out.dtype == OutDtype::f32 ? out.f32.size() : out.u16.size());
+}
+
+// Runs `launch(device output)` with the output's current content on the device, then copies back.
+template <class Launch>
+void with_output(const GemmOutput& out, Launch launch) {
+  const std::span<std::uint8_t> host = out_bytes(out);
+  DeviceBuffer y{std::span<const std::uint8_t>(host)};
+  launch(DeviceGemmOutput{out.dtype, y.as<void>(), out_elems(out)});
+  FP8REF_CUDA_CHECK(cudaDeviceSynchronize());
+  if (!host.empty())
+    FP8REF_CUDA_CHECK(cudaMemcpy(host.data(), y.as<void>(), host.size(), cudaMemcpyDeviceToHost));
+}
+
+template <class Run>
+void forward_on_device(const GroupedGemmOperands& op, const GemmOutput& out, Run run) {
+  if (op.b_layout != BLayout::nk)
+    throw std::invalid_argument("fp8ref gpu grouped GEMM: B must be stored (G, N, K) (nk)");
+  DeviceBuffer a{op.a}, b{op.b}, sa{op.scale_a}, sb{op.scale_b};
+  const DeviceGemmOperands d{op.M,
+                             op.N,
+                             op.K,
+                             op.G,
+                             op.fa,
+                             op.fb,
+                             a.as<const std::uint8_t>(),
+                             b.as<const std::uint8_t>(),
+                             op.scaling,
+                             sa.as<const float>(),
+                             std::int64_t(op.scale_a.size()),
+                             sb.as<const float>(),
+                             std::int64_t(op.scale_b.size())};
+  with_output(out, [&](const DeviceGemmOutput& y) { run(d, y); });
+}
+
+}  // namespace
+
+void grouped_gemm_forward_host(const GroupedGemmOperands& op, std::span<const std::int64_t> offs,
+                               const GemmOutput& out) {
+  forward_on_device(op, out, [&](const DeviceGemmOperands& d, const DeviceGemmOutput& y) {
+    grouped_gemm_forward(d, offs, y, nullptr);
+  });
+}
+
+void grouped_gemm_forward_masked_host(const GroupedGemmOperands& op, std::int64_t m_max,
+                                      std::span<const std::int64_t> masked_m,
+                                      const GemmOutput& out) {
+  forward_on_device(op, out, [&](const DeviceGemmOperands& d, const DeviceGemmOutput& y) {
+    grouped_gemm_forward_masked(d, m_max, masked_m, y, nullptr);
+  });
+}
+
+void grouped_gemm_dgrad_host(const DgradOperands& op, std::span<const std::int64_t> offs,
+                             const GemmOutput& out) {
+  DeviceBuffer dy{op.dy}, w{op.w}, sdy{op.scale_dy}, sw{op.scale_w};
+  const DeviceDgradOperands d{op.M,
+                              op.N,
+                              op.K,
+                              op.G,
+                              op.fdy,
+                              op.fw,
+                              dy.as<const std::uint8_t>(),
+                              w.as<const std::uint8_t>(),
+                              op.w_layout,
+                              op.scaling,
+                              sdy.as<const float>(),
+                              std::int64_t(op.scale_dy.size()),
+                              sw.as<const float>(),
+                              std::int64_t(op.scale_w.size())};
+  with_output(out, [&](const DeviceGemmOutput& y) { grouped_gemm_dgrad(d, offs, y, nullptr); });
+}
+
+void grouped_gemm_wgrad_host(const HostWgradOperands& op, std::span<const std::int64_t> offs,
+                             const GemmOutput& dw) {
+  DeviceBuffer dy{op.dy_t}, x{op.x_t}, sdy{op.scale_dy}, sx{op.scale_x}, c{op.c};
+  const DeviceWgradOperands d{op.M,
+                              op.N,
+                              op.K,
+                              op.G,
+                              op.fdy,
+                              op.fx,
+                              dy.as<const std::uint8_t>(),
+                              x.as<const std::uint8_t>(),
+                              op.scaling,
+                              sdy.as<const float>(),
+                              std::int64_t(op.scale_dy.size()),
+                              sx.as<const float>(),
+                              std::int64_t(op.scale_x.size()),
+                              c.as<const float>()};
+  with_output(dw, [&](const DeviceGemmOutput& y) { grouped_gemm_wgrad(d, offs, y, nullptr); });
+}
+
+}  // namespace fp8ref::gpu

@@ -1,0 +1,70 @@
+// The FP8 grouped GEMM kernel's launch interface (internal to gpu/: gpu/grouped_gemm.cpp checks the
+// arguments and fills GemmKernelArgs, gpu/grouped_gemm_kernels.cu runs them). One CTA computes one
+// 128×128 output tile of one group: tiles never straddle two groups (docs/gpu_gemm.md §2).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace fp8ref::gpu::detail {
+
+inline constexpr int kGemmBlockM = 128;  // output rows of a tile (two warpgroups of 64)
+inline constexpr int kGemmBlockN = 128;  // output columns of a tile (wgmma m64n128k32)
+inline constexpr int kGemmBlockK = 128;  // K per pipeline stage = the promotion interval
+inline constexpr int kGemmMaxGroups = 256;
+
+enum class GemmScaleMode : std::uint8_t { tensorwise, rowwise, blockwise };
+
+// Groups as row ranges [start, end) of A and Y (contiguous offsets, or masked_m's (G, M_max)
+// slots); tile_prefix[g] = output row tiles of groups before g, tile_prefix[G] = all of them.
+struct GemmGroupTable {
+  int count;
+  std::int32_t start[kGemmMaxGroups];
+  std::int32_t end[kGemmMaxGroups];
+  std::int32_t tile_prefix[kGemmMaxGroups + 1];
+};
+
+// Y (M, N) = per row r of group g: A[r] (K) · B[g] (N, K)ᵀ, both K contiguous (device pointers).
+// Scales (f32 decode scales):
+//   tensorwise: scale_a[0], scale_b[g]
+//   rowwise:    scale_a[r], scale_b[g·N + n]
+//   blockwise:  scale_a[r·sa_row + kb], scale_b[g·sb_group + (n/128)·sb_ntile + kb·sb_kblock]
+struct GemmKernelArgs {
+  const std::uint8_t* a;
+  const std::uint8_t* b;
+  const float* scale_a;
+  const float* scale_b;
+  void* y;
+  std::int64_t M, N, K;
+  std::int64_t sa_row, sb_group, sb_ntile, sb_kblock;
+  GemmScaleMode mode;
+  bool out_bf16;
+  bool a_e5m2, b_e5m2;
+  GemmGroupTable groups;
+};
+
+// Throws CudaError (gpu/device.h) when the launch fails; arguments are assumed valid.
+void launch_grouped_gemm(const GemmKernelArgs& args, cudaStream_t stream);
+
+// K-grouped wgrad dW[g] (N, K) = C[g] + sum over the tokens t of group g of dY[t, n]·X[t, k], on
+// the token-contiguous copies dYᵀ (N, M) and Xᵀ (K, M) (device pointers). Group g = tokens
+// [start[g], end[g]), multiples of 16; its 128-token blocks use scale rows blk0[g] + 0, 1, ...
+// Scales: blockwise scale_dy[row·N + n], scale_x[row·K + k]; tensorwise scale_dy[0], scale_x[0].
+struct WgradKernelArgs {
+  const std::uint8_t* dy_t;
+  const std::uint8_t* x_t;
+  const float* scale_dy;
+  const float* scale_x;
+  const float* c;  // (G, N, K) f32
+  void* dw;        // (G, N, K) f32 or bf16
+  std::int64_t M, N, K;
+  int groups;
+  bool blockwise, out_bf16, dy_e5m2, x_e5m2;
+  std::int32_t start[kGemmMaxGroups];
+  std::int32_t end[kGemmMaxGroups];
+  std::int32_t blk0[kGemmMaxGroups];
+};
+void launch_grouped_wgrad(const WgradKernelArgs& args, cudaStream_t stream);
+
+}  // namespace fp8ref::gpu::detail

@@ -1,0 +1,99 @@
+// sm_90a building blocks of the FP8 GEMM kernels (internal to gpu/): cp.async with zero fill,
+// the wgmma shared-memory descriptor for K-major 128-byte-swizzled tiles, and the
+// wgmma.mma_async m64n128k32 FP8 instruction with f32 accumulation (PTX ISA 8.0 "Asynchronous
+// Warpgroup Level Matrix Multiply-Accumulate"). Included by the .cu files of the kernels only.
+#pragma once
+
+#include <cstdint>
+
+namespace fp8ref::gpu::detail::sm90 {
+
+__device__ __forceinline__ std::uint32_t smem_u32(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+// 16 bytes global -> shared; `valid` false writes zeros without reading (src-size 0).
+__device__ __forceinline__ void cp_async16(std::uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async4(std::uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
+               "r"(valid ? 4 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// mbarrier (PTX ISA "Parallel Synchronization and Communication Instructions: mbarrier"): init
+// with an arrival count, arrive, wait for the phase of a given parity, and the arrival a thread's
+// earlier cp.async copies make when they land (.noinc: counted in the init count).
+__device__ __forceinline__ void mbar_init(std::uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(std::uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred done;\nWAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ void cp_async_arrive_noinc(std::uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+
+// wgmma shared-memory descriptor, K-major, 128-byte swizzle: 8-row atoms 1024 bytes apart (SBO);
+// the leading byte offset is unused for this layout (PTX ISA "Matrix Descriptor Format").
+__device__ __forceinline__ std::uint64_t smem_desc(std::uint32_t addr) {
+  return std::uint64_t((addr & 0x3FFFF) >> 4) | std::uint64_t(1) << 16 |
+         std::uint64_t(1024 >> 4) << 32 | std::uint64_t(1) << 62;
+}
+
+__device__ __forceinline__ void fence_regs(float (&d)[64]) {
+#pragma unroll
+  for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+#define FP8REF_WGMMA_M64N128K32(TA, TB)                                                            \
+  asm volatile(                                                                                    \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                 \
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32." TA "." TB                                     \
+      " {"                                                                                         \
+      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24," \
+      "%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%"  \
+      "47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"                         \
+      "}, %64, %65, p, 1, 1;\n}\n"                                                                 \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),        \
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),    \
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), \
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), \
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), \
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), \
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), \
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), \
+        "+f"(d[63])                                                                                \
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d))
+
+// D (64×128 f32) = A (64×32, smem) · B (128×32, smem)ᵀ + (scale_d ? D : 0).
+template <bool AE5, bool BE5>
+__device__ __forceinline__ void wgmma_k32(float (&d)[64], std::uint64_t desc_a,
+                                          std::uint64_t desc_b, int scale_d) {
+  if constexpr (!AE5 && !BE5)
+    FP8REF_WGMMA_M64N128K32("e4m3", "e4m3");
+  else if constexpr (!AE5 && BE5)
+    FP8REF_WGMMA_M64N128K32("e4m3", "e5m2");
+  else if constexpr (AE5 && !BE5)
+    FP8REF_WGMMA_M64N128K32("e5m2", "e4m3");
+  else
+    FP8REF_WGMMA_M64N128K32("e5m2", "e5m2");
+}
+
+}  // namespace fp8ref::gpu::detail::sm90

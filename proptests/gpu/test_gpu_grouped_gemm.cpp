@@ -1,0 +1,254 @@
+// The FP8 grouped GEMM kernel (gpu/grouped_gemm.h) == its declared accumulation model bitwise
+// (docs/gpu_gemm.md §5): drawn cases of every op, scaling, format pair and output over the
+// generators' group distributions with poisoned padding; operands on which the neighbouring models
+// give other bits; repeated and reordered launches; many waves of tiles against the GPU oracle;
+// merged gate/up equal to two forwards; an empty wgrad group gives C; bad input refused before any
+// launch. The drawn and fixed cases include K-grouped wgrad.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <bit>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "campaign/gpu_gemm_case.h"
+#include "gpu/device.h"
+#include "gpu/grouped_gemm.h"
+#include "gpu/oracle/grouped_gemm_oracle.h"
+#include "proptests/common/test_level.h"
+
+namespace fp8ref {
+namespace {
+
+using fuzz::GemmOp;
+using fuzz::GpuGemmCase;
+
+#define FP8REF_REQUIRE_DEVICE() \
+  if (!gpu::device_available()) GTEST_SKIP() << gpu::device_description();
+
+gen::GroupSizes sizes(std::vector<std::int64_t> s, std::int64_t tail = 5) {
+  gen::GroupSizes gs;
+  gs.dist = gen::SizeDist::zipf, gs.sizes = std::move(s), gs.tail = tail;
+  return gs;
+}
+
+GpuGemmCase make_case(GemmOp op, Scaling s, Format fa, Format fb, OutDtype out,
+                      const gen::GroupSizes& gs, std::int64_t N = 256, std::int64_t K = 512,
+                      std::uint64_t seed = 7) {
+  return fuzz::make_gpu_gemm_case(op, gs, N, K, fa, fb, s, out, gen::ValueClass::normal,
+                                  gen::ValueClass::outliers, seed);
+}
+
+TEST(GpuGroupedGemm, DeclaredModelsAreTheOnesTheOracleUses) {
+  for (Scaling s : {Scaling::blockwise, Scaling::rowwise, Scaling::tensorwise}) {
+    const ModelChoice k = gpu::grouped_gemm_declared_model(s), o = fuzz::declared_gemm_model(s);
+    EXPECT_EQ(k.model, o.model);
+    EXPECT_EQ(k.epilogue, o.epilogue);
+    EXPECT_EQ(k.split_k, 1);
+  }
+}
+
+TEST(GpuGroupedGemm, DrawnCasesEqualTheDeclaredModelBitwise) {
+  FP8REF_REQUIRE_DEVICE();
+  test::check_property(rc::detail::toProperty([] {
+                         const GpuGemmCase c = fuzz::draw_gpu_gemm_case();
+                         for (const auto& t : fuzz::gpu_gemm_tags(c)) RC_CLASSIFY(true, t);
+                         const auto want = fuzz::oracle_gemm_bits(c);
+                         if (c.gs.total() > 0) RC_PRE(fuzz::has_nonzero_output(c, want));
+                         const std::string m =
+                             fuzz::first_gemm_mismatch(c, fuzz::kernel_gemm_bits(c), want);
+                         RC_ASSERT(m == "");
+                       }),
+                       60);
+}
+
+// Every op × scaling × format pair × output on one Zipf-like draw with empty experts, sizes of
+// 1, 128, 129 and 300 rows, and padding rows at the end (wgrad: rounded to multiples of 16).
+TEST(GpuGroupedGemm, EveryOpScalingFormatAndOutputEqualTheModel) {
+  FP8REF_REQUIRE_DEVICE();
+  const gen::GroupSizes gs = sizes({0, 300, 1, 128, 0, 77, 129, 0});
+  for (GemmOp op : {GemmOp::forward, GemmOp::masked, GemmOp::dgrad, GemmOp::wgrad})
+    for (Scaling s : {Scaling::blockwise, Scaling::rowwise, Scaling::tensorwise})
+      if (op != GemmOp::wgrad || s != Scaling::rowwise)  // wgrad has no rowwise scaling
+        for (auto [fa, fb] : {std::pair{Format::e4m3, Format::e4m3},
+                              {Format::e5m2, Format::e4m3},
+                              {Format::e4m3, Format::e5m2}})
+          for (OutDtype out : {OutDtype::bf16, OutDtype::f32}) {
+            const GpuGemmCase c = make_case(op, s, fa, fb, out, gs);
+            const auto want = fuzz::oracle_gemm_bits(c);
+            ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
+            EXPECT_EQ(fuzz::first_gemm_mismatch(c, fuzz::kernel_gemm_bits(c), want), "");
+          }
+}
+
+// The operands separate the declared model from its neighbours: each neighbour differs from the
+// kernel somewhere, so a kernel implementing a neighbour would fail the bitwise tests.
+TEST(GpuGroupedGemm, NeighbouringModelsDisagreeWithTheKernel) {
+  FP8REF_REQUIRE_DEVICE();
+  using AM = AccumulationModel;
+  const std::vector<std::pair<Scaling, std::vector<ModelChoice>>> plan = {
+      {Scaling::blockwise,
+       {{AM::exact, 1},
+        {AM::fp32_sequential, 1},
+        {AM::hopper_mma_sync, 1},
+        {AM::hopper_promoted_blockwise, 2}}},
+      {Scaling::rowwise,
+       {{AM::exact, 1},
+        {AM::hopper_promoted_rowwise, 1, 0, Epilogue::b_then_a},
+        {AM::hopper_unpromoted, 1, 0, Epilogue::a_then_b},
+        {AM::hopper_promoted_rowwise, 2, 0, Epilogue::a_then_b}}},
+      {Scaling::tensorwise,
+       {{AM::exact, 1}, {AM::hopper_unpromoted, 1}, {AM::hopper_promoted_tensorwise, 2}}}};
+  for (const auto& [s, neighbours] : plan) {
+    const GpuGemmCase c = make_case(GemmOp::forward, s, Format::e4m3, Format::e4m3, OutDtype::f32,
+                                    sizes({200, 0, 190}), 256, 896, 11);
+    const auto got = fuzz::kernel_gemm_bits(c);
+    EXPECT_EQ(fuzz::first_gemm_mismatch(c, got, fuzz::oracle_gemm_bits(c)), "");
+    for (const ModelChoice& m : neighbours)
+      EXPECT_NE(fuzz::first_gemm_mismatch(c, got, fuzz::oracle_gemm_bits(c, m)), "")
+          << to_string(s) << ": " << to_string(m.model) << " split " << m.split_k << " "
+          << to_string(m.epilogue) << " gives the kernel's bits";
+  }
+}
+
+TEST(GpuGroupedGemm, RepeatedAndReorderedLaunchesGiveTheSameBits) {
+  FP8REF_REQUIRE_DEVICE();
+  const GpuGemmCase x = make_case(GemmOp::forward, Scaling::blockwise, Format::e4m3, Format::e4m3,
+                                  OutDtype::bf16, sizes({129, 0, 3, 256}));
+  const GpuGemmCase y = make_case(GemmOp::dgrad, Scaling::rowwise, Format::e5m2, Format::e4m3,
+                                  OutDtype::f32, sizes({5, 400}), 384, 256, 3);
+  const auto x1 = fuzz::kernel_gemm_bits(x), y1 = fuzz::kernel_gemm_bits(y);
+  const auto x2 = fuzz::kernel_gemm_bits(x), y2 = fuzz::kernel_gemm_bits(y);
+  EXPECT_EQ(fuzz::first_gemm_mismatch(x, x2, x1), "");
+  EXPECT_EQ(fuzz::first_gemm_mismatch(y, y2, y1), "");
+}
+
+// More tiles than the GPU runs at once (about 1300 CTAs for 132 SMs), checked against the GPU
+// oracle (gpu/oracle/, an emulation on CUDA cores sharing no code with the kernel).
+TEST(GpuGroupedGemm, ManyWavesEqualTheGpuOracle) {
+  FP8REF_REQUIRE_DEVICE();
+  const gen::GroupSizes gs = sizes({7000, 0, 4100, 2500, 1200, 0, 3000, 2713}, 40);
+  for (Scaling s : {Scaling::blockwise, Scaling::rowwise}) {
+    const GpuGemmCase c = make_case(GemmOp::forward, s, Format::e4m3, Format::e4m3, OutDtype::bf16,
+                                    gs, 1024, 1024, 5);
+    const std::size_t n = std::size_t(c.M * c.N);
+    std::vector<std::uint16_t> h(n, fuzz::kOutPoisonBf16);
+    const GroupedGemmOperands op{c.M, c.N, c.K,         c.G, c.fa, c.fb,
+                                 c.a, c.b, BLayout::nk, s,   c.sa, c.sb};
+    gpu::oracle_grouped_gemm_forward_offs(op, c.offs, fuzz::declared_gemm_model(s),
+                                          RowPolicy::untouched, {OutDtype::bf16, {}, h, {}});
+    const std::vector<std::uint32_t> want(h.begin(), h.end());
+    ASSERT_TRUE(fuzz::has_nonzero_output(c, want));
+    EXPECT_EQ(fuzz::first_gemm_mismatch(c, fuzz::kernel_gemm_bits(c), want), "");
+  }
+}
+
+// Merged gate/up: B = concat(W1, W3) along N (N = 2H, H % 128 == 0) gives, column half by column
+// half, the bits of the two separate forwards.
+TEST(GpuGroupedGemm, MergedGateUpEqualsTwoForwards) {
+  FP8REF_REQUIRE_DEVICE();
+  const std::int64_t H = 256, K = 384;
+  const GpuGemmCase merged = make_case(GemmOp::forward, Scaling::blockwise, Format::e4m3,
+                                       Format::e4m3, OutDtype::bf16, sizes({70, 0, 130}), 2 * H, K);
+  const auto both = fuzz::kernel_gemm_bits(merged);
+  for (int half = 0; half < 2; ++half) {
+    GpuGemmCase c = merged;
+    c.N = H;
+    c.b.clear(), c.sb.clear();
+    for (std::int64_t g = 0; g < c.G; ++g) {
+      const auto b0 = merged.b.begin() + (g * 2 * H + half * H) * K;
+      c.b.insert(c.b.end(), b0, b0 + H * K);
+      const std::int64_t per = (2 * H / 128) * (K / 128), half_per = per / 2;
+      const auto s0 = merged.sb.begin() + g * per + half * half_per;
+      c.sb.insert(c.sb.end(), s0, s0 + half_per);
+    }
+    const auto one = fuzz::kernel_gemm_bits(c);
+    for (std::int64_t r = 0; r < c.M; ++r)
+      for (std::int64_t n = 0; n < H; ++n)
+        ASSERT_EQ(one[std::size_t(r * H + n)], both[std::size_t(r * 2 * H + half * H + n)])
+            << "row " << r << " col " << n << " half " << half;
+  }
+}
+
+// Every bad argument is refused with std::invalid_argument before any launch (no device needed:
+// the pointers are never dereferenced).
+TEST(GpuGroupedGemm, BadInputIsRefusedBeforeAnyLaunch) {
+  const auto* p8 = reinterpret_cast<const std::uint8_t*>(std::uintptr_t(1) << 20);
+  const auto* pf = reinterpret_cast<const float*>(std::uintptr_t(1) << 21);
+  void* py = reinterpret_cast<void*>(std::uintptr_t(1) << 22);
+  const gpu::DeviceGemmOperands ok{
+      256, 256,     512, 2,        Format::e4m3, Format::e4m3, p8, p8, Scaling::blockwise,
+      pf,  256 * 4, pf,  2 * 2 * 4};
+  const gpu::DeviceGemmOutput y{OutDtype::bf16, py, 256 * 256};
+  const std::vector<std::int64_t> offs = {100, 256};
+  const auto refused = [&](gpu::DeviceGemmOperands op, std::vector<std::int64_t> o,
+                           gpu::DeviceGemmOutput out, const char* what) {
+    try {
+      gpu::grouped_gemm_forward(op, o, out, nullptr);
+      ADD_FAILURE() << what << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("fp8ref gpu grouped GEMM"), std::string::npos);
+    }
+  };
+  auto op = ok;
+  op.K = 500, refused(op, offs, y, "K not a multiple of 128");
+  op = ok, op.N = 200, refused(op, offs, y, "N not a multiple of 128");
+  op = ok, op.scale_a_size = 256 * 3, refused(op, offs, y, "scale_a of the wrong shape");
+  op = ok, op.scale_b_size = 7, refused(op, offs, y, "scale_b of the wrong shape");
+  op = ok, op.a = p8 + 8, refused(op, offs, y, "misaligned A");
+  op = ok, op.fa = Format::e8m0, refused(op, offs, y, "e8m0 operand");
+  op = ok, op.scaling = Scaling::mx, refused(op, offs, y, "mx scaling");
+  refused(ok, {200, 100}, y, "offsets out of order");
+  refused(ok, {100, 300}, y, "offsets past M");
+  refused(ok, {256}, y, "offsets of the wrong length");
+  refused(ok, offs, {OutDtype::f16, py, 256 * 256}, "f16 output");
+  refused(ok, offs, {OutDtype::bf16, py, 100}, "output of the wrong size");
+  const gpu::DeviceDgradOperands d{256,          256, 512, 2,           Format::e4m3,
+                                   Format::e4m3, p8,  p8,  BLayout::nk, Scaling::rowwise,
+                                   pf,           256, pf,  2 * 512};
+  EXPECT_THROW(gpu::grouped_gemm_dgrad(d, offs, {OutDtype::bf16, py, 256 * 512}, nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(
+      gpu::grouped_gemm_forward_masked(ok, 100, std::vector<std::int64_t>{10, 20}, y, nullptr),
+      std::invalid_argument);  // M != G · m_max
+}
+
+// K-grouped wgrad: an empty group's dW is C, every bit (-0 included), under f32 output.
+TEST(GpuGroupedGemm, WgradEmptyGroupGivesCExactly) {
+  FP8REF_REQUIRE_DEVICE();
+  const GpuGemmCase c = make_case(GemmOp::wgrad, Scaling::blockwise, Format::e4m3, Format::e4m3,
+                                  OutDtype::f32, sizes({0, 64, 0}, 0), 128, 128);
+  const auto got = fuzz::kernel_gemm_bits(c);
+  EXPECT_EQ(fuzz::first_gemm_mismatch(c, got, fuzz::oracle_gemm_bits(c)), "");
+  for (std::int64_t g : {0, 2})
+    for (std::int64_t i = g * c.N * c.K; i < (g + 1) * c.N * c.K; ++i)
+      ASSERT_EQ(got[std::size_t(i)], std::bit_cast<std::uint32_t>(c.c[std::size_t(i)])) << i;
+}
+
+TEST(GpuGroupedGemm, WgradBadInputIsRefusedBeforeAnyLaunch) {
+  const auto* p8 = reinterpret_cast<const std::uint8_t*>(std::uintptr_t(1) << 20);
+  const auto* pf = reinterpret_cast<const float*>(std::uintptr_t(1) << 21);
+  void* py = reinterpret_cast<void*>(std::uintptr_t(1) << 22);
+  // M = 256 tokens in groups of 128 and 128: 2 block-scale rows.
+  const gpu::DeviceWgradOperands ok{
+      256,     128, 256,     2, Format::e4m3, Format::e4m3, p8, p8, Scaling::blockwise, pf,
+      2 * 128, pf,  2 * 256, pf};
+  const gpu::DeviceGemmOutput dw{OutDtype::f32, py, 2 * 128 * 256};
+  const std::vector<std::int64_t> offs = {128, 256};
+  const auto refused = [&](gpu::DeviceWgradOperands op, std::vector<std::int64_t> o,
+                           gpu::DeviceGemmOutput out, const char* what) {
+    EXPECT_THROW(gpu::grouped_gemm_wgrad(op, o, out, nullptr), std::invalid_argument) << what;
+  };
+  auto op = ok;
+  refused(op, {120, 256}, dw, "an offset not a multiple of 16");
+  refused(op, {200, 128}, dw, "offsets out of order");
+  op.scale_x_size = 7, refused(op, offs, dw, "scale_x of the wrong shape");
+  op = ok, op.K = 200, refused(op, offs, dw, "K not a multiple of 128");
+  op = ok, op.M = 250, refused(op, offs, dw, "M not a multiple of 16");
+  op = ok, op.scaling = Scaling::rowwise, refused(op, offs, dw, "rowwise wgrad");
+  refused(ok, offs, {OutDtype::f32, py, 5}, "dW of the wrong size");
+}
+
+}  // namespace
+}  // namespace fp8ref

@@ -1,0 +1,282 @@
+// fp8ref_gpu_gemm_bench: the FP8 grouped GEMM kernel (gpu/grouped_gemm.h) on the MoE layer shape
+// M = 32768 tokens, E = 8 experts, N = 2048, K = 7168 with balanced, Zipf-skewed and two-empty
+// expert loads: forward (blockwise, rowwise, tensorwise) and dgrad (blockwise), TFLOP/s each
+// (docs/benchmarks.md). `--csv FILE` writes the timings for bench/gpu_gemm_torch.py, which times
+// the torch peers in the same session and prints the ratios; `--check` compares every output with
+// the GPU oracle bitwise first. A program that prints ratios, not a test.
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu/device.h"
+#include "gpu/grouped_gemm.h"
+#include "gpu/oracle/grouped_gemm_oracle.h"
+
+namespace {
+
+using namespace fp8ref;
+
+constexpr std::int64_t kM = 32768, kE = 8, kN = 2048, kK = 7168;
+
+struct DeviceArray {
+  void* p = nullptr;
+  explicit DeviceArray(std::size_t bytes) { FP8REF_CUDA_CHECK(cudaMalloc(&p, bytes)); }
+  template <class T>
+  explicit DeviceArray(const std::vector<T>& h) : DeviceArray(h.size() * sizeof(T)) {
+    FP8REF_CUDA_CHECK(cudaMemcpy(p, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  ~DeviceArray() { cudaFree(p); }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(p);
+  }
+};
+
+// Mean milliseconds of `fn` over 10 launches after 2 warm-ups.
+double time_ms(const std::function<void()>& fn) {
+  for (int i = 0; i < 2; ++i) fn();
+  cudaEvent_t a, b;
+  FP8REF_CUDA_CHECK(cudaEventCreate(&a));
+  FP8REF_CUDA_CHECK(cudaEventCreate(&b));
+  FP8REF_CUDA_CHECK(cudaEventRecord(a));
+  constexpr int kIters = 10;
+  for (int i = 0; i < kIters; ++i) fn();
+  FP8REF_CUDA_CHECK(cudaEventRecord(b));
+  FP8REF_CUDA_CHECK(cudaEventSynchronize(b));
+  float ms = 0;
+  FP8REF_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+  cudaEventDestroy(a), cudaEventDestroy(b);
+  return ms / kIters;
+}
+
+// Cumulative expert ends of a load: balanced, Zipf (size ~ 1/rank) or two empty experts.
+std::vector<std::int64_t> expert_offs(const std::string& dist) {
+  std::vector<double> w(kE, 1.0);
+  if (dist == "zipf")
+    for (int e = 0; e < kE; ++e) w[e] = 1.0 / (e + 1);
+  if (dist == "two_empty") w[0] = w[3] = 0.0;
+  double sum = 0;
+  for (double x : w) sum += x;
+  std::vector<std::int64_t> offs;
+  double acc = 0;
+  for (double x : w) offs.push_back(std::llround((acc += x) / sum * double(kM)));
+  offs.back() = kM;
+  return offs;
+}
+
+std::vector<std::uint8_t> random_codes(std::size_t n, std::uint64_t seed) {
+  std::vector<std::uint8_t> v(n);
+  std::uint64_t s = seed;
+  for (auto& x : v) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    x = std::uint8_t((s >> 56) & 0xF7);  // e4m3 and e5m2 without NaN / Inf: exponent field < max
+  }
+  return v;
+}
+std::vector<float> random_scales(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) x = std::ldexp(1.0f + float(rng() % 8) / 8.0f, int(rng() % 9) - 12);
+  return v;
+}
+
+struct Config {
+  const char* op;  // forward or dgrad
+  Scaling scaling;
+};
+
+struct Host {
+  std::vector<std::uint8_t> a, b;  // A (M, K), B (E, N, K); dgrad: dY (M, N), W (E, K, N)
+  std::vector<float> sa, sb;
+};
+
+Host make_host(const Config& c) {
+  const bool dgrad = std::strcmp(c.op, "dgrad") == 0;
+  const std::int64_t red = dgrad ? kN : kK, out = dgrad ? kK : kN;
+  Host h{
+      random_codes(std::size_t(kM * red), 1), random_codes(std::size_t(kE * kN * kK), 2), {}, {}};
+  const std::size_t sa = c.scaling == Scaling::blockwise ? std::size_t(kM * (red / 128))
+                         : c.scaling == Scaling::rowwise ? std::size_t(kM)
+                                                         : 1;
+  const std::size_t sb = c.scaling == Scaling::blockwise ? std::size_t(kE * (kN / 128) * (kK / 128))
+                         : c.scaling == Scaling::rowwise ? std::size_t(kE * out)
+                                                         : std::size_t(kE);
+  h.sa = random_scales(sa, 3), h.sb = random_scales(sb, 4);
+  return h;
+}
+
+// Row -> expert of contiguous expert ends (for the oracle's dgrad).
+std::vector<std::int32_t> row_map_of(const std::vector<std::int64_t>& offs) {
+  std::vector<std::int32_t> map(static_cast<std::size_t>(kM), -1);
+  std::int64_t r = 0;
+  for (std::int64_t g = 0; g < kE; ++g)
+    for (; r < offs[std::size_t(g)]; ++r) map[std::size_t(r)] = std::int32_t(g);
+  return map;
+}
+
+// The kernel on one config and load; returns milliseconds, and with `check` the mismatch count
+// against the GPU oracle (-1 when not checked).
+std::pair<double, std::int64_t> run(const Config& c, const Host& h,
+                                    const std::vector<std::int64_t>& offs, bool check) {
+  const bool dgrad = std::strcmp(c.op, "dgrad") == 0;
+  const std::int64_t out_cols = dgrad ? kK : kN;
+  DeviceArray a(h.a), b(h.b), sa(h.sa), sb(h.sb), y(std::size_t(kM * out_cols) * 2);
+  const gpu::DeviceGemmOutput out{OutDtype::bf16, y.p, kM * out_cols};
+  std::function<void()> launch;
+  if (dgrad) {
+    const gpu::DeviceDgradOperands d{kM,
+                                     kN,
+                                     kK,
+                                     kE,
+                                     Format::e4m3,
+                                     Format::e4m3,
+                                     a.as<std::uint8_t>(),
+                                     b.as<std::uint8_t>(),
+                                     BLayout::kn,
+                                     c.scaling,
+                                     sa.as<float>(),
+                                     std::int64_t(h.sa.size()),
+                                     sb.as<float>(),
+                                     std::int64_t(h.sb.size())};
+    launch = [=] { gpu::grouped_gemm_dgrad(d, offs, out, nullptr); };
+  } else {
+    const gpu::DeviceGemmOperands f{kM,
+                                    kN,
+                                    kK,
+                                    kE,
+                                    Format::e4m3,
+                                    Format::e4m3,
+                                    a.as<std::uint8_t>(),
+                                    b.as<std::uint8_t>(),
+                                    c.scaling,
+                                    sa.as<float>(),
+                                    std::int64_t(h.sa.size()),
+                                    sb.as<float>(),
+                                    std::int64_t(h.sb.size())};
+    launch = [=] { gpu::grouped_gemm_forward(f, offs, out, nullptr); };
+  }
+  const double ms = time_ms(launch);
+  if (!check) return {ms, -1};
+  std::vector<std::uint16_t> got(std::size_t(kM * out_cols)), want(got.size(), 0);
+  FP8REF_CUDA_CHECK(cudaMemcpy(got.data(), y.p, got.size() * 2, cudaMemcpyDeviceToHost));
+  const ModelChoice m = gpu::grouped_gemm_declared_model(c.scaling);
+  const GemmOutput o{OutDtype::bf16, {}, want, {}};
+  if (dgrad)
+    gpu::oracle_grouped_gemm_dgrad(
+        {kM, kN, kK, kE, Format::e4m3, Format::e4m3, h.a, h.b, BLayout::kn, c.scaling, h.sa, h.sb},
+        row_map_of(offs), m, RowPolicy::untouched, o);
+  else
+    gpu::oracle_grouped_gemm_forward_offs(
+        {kM, kN, kK, kE, Format::e4m3, Format::e4m3, h.a, h.b, BLayout::nk, c.scaling, h.sa, h.sb},
+        offs, m, RowPolicy::untouched, o);
+  std::int64_t diffs = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) diffs += got[i] != want[i];
+  return {ms, diffs};
+}
+
+// K-grouped wgrad dW[e] (N, K) = C[e] + dY_eᵀ·X_e (f32 C and dW, blockwise 1×128-along-tokens
+// scales) on the expert loads rounded to multiples of 16 tokens; milliseconds. Not checked here
+// (the GPU oracle has no wgrad; fp8ref_gpu_grouped_wgrad_test holds it to the CPU oracle).
+double run_wgrad(std::vector<std::int64_t> offs) {
+  std::int64_t rows = 0, prev = 0;
+  for (auto& o : offs) {
+    o = o / 16 * 16;
+    rows += (o - prev + 127) / 128, prev = o;
+  }
+  offs.back() = kM;
+  rows += (kM - prev + 127) / 128;  // prev < kM only when the last load was rounded down
+  DeviceArray dy(random_codes(std::size_t(kN * kM), 5)), x(random_codes(std::size_t(kK * kM), 6));
+  DeviceArray sdy(random_scales(std::size_t(rows * kN), 7)),
+      sx(random_scales(std::size_t(rows * kK), 8));
+  DeviceArray c(std::size_t(kE * kN * kK) * 4), dw(std::size_t(kE * kN * kK) * 4);
+  FP8REF_CUDA_CHECK(cudaMemset(c.p, 0, std::size_t(kE * kN * kK) * 4));
+  const gpu::DeviceWgradOperands op{kM,
+                                    kN,
+                                    kK,
+                                    kE,
+                                    Format::e4m3,
+                                    Format::e4m3,
+                                    dy.as<std::uint8_t>(),
+                                    x.as<std::uint8_t>(),
+                                    Scaling::blockwise,
+                                    sdy.as<float>(),
+                                    rows * kN,
+                                    sx.as<float>(),
+                                    rows * kK,
+                                    c.as<float>()};
+  const gpu::DeviceGemmOutput out{OutDtype::f32, dw.p, kE * kN * kK};
+  return time_ms([&] { gpu::grouped_gemm_wgrad(op, offs, out, nullptr); });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string csv_path;
+  bool check = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--check") == 0) {
+      check = true;
+    } else if (std::strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
+      csv_path = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: fp8ref_gpu_gemm_bench [--check] [--csv FILE]\n");
+      return 2;
+    }
+  }
+  if (!gpu::device_available()) {
+    std::printf("SKIPPED: %s\n", gpu::device_description().c_str());
+    return 0;
+  }
+  std::printf("%s; M=%lld E=%lld N=%lld K=%lld, e4m3, bf16 output\n",
+              gpu::device_description().c_str(), (long long)kM, (long long)kE, (long long)kN,
+              (long long)kK);
+  std::printf("%-8s %-11s %-10s %9s %9s %s\n", "op", "scaling", "load", "ms", "TFLOP/s",
+              check ? "mismatches vs GPU oracle" : "");
+  FILE* csv = csv_path.empty() ? nullptr : std::fopen(csv_path.c_str(), "w");
+  if (csv) std::fprintf(csv, "op,scaling,load,offs,ms,tflops\n");
+  const double flop = 2.0 * double(kM) * double(kN) * double(kK);
+  for (const Config& c :
+       {Config{"forward", Scaling::blockwise}, Config{"forward", Scaling::rowwise},
+        Config{"forward", Scaling::tensorwise}, Config{"dgrad", Scaling::blockwise}}) {
+    const Host h = make_host(c);
+    for (const char* dist : {"balanced", "zipf", "two_empty"}) {
+      const auto offs = expert_offs(dist);
+      const auto [ms, diffs] = run(c, h, offs, check);
+      const double tf = flop / (ms * 1e-3) / 1e12;
+      std::printf("%-8s %-11s %-10s %9.3f %9.1f %s\n", c.op, to_string(c.scaling), dist, ms, tf,
+                  diffs < 0 ? "" : std::to_string(diffs).c_str());
+      if (csv) {
+        std::string o;
+        for (auto x : offs) {
+          if (!o.empty()) o += ' ';
+          o += std::to_string(x);
+        }
+        std::fprintf(csv, "%s,%s,%s,%s,%.4f,%.2f\n", c.op, to_string(c.scaling), dist, o.c_str(),
+                     ms, tf);
+      }
+    }
+  }
+  for (const char* dist : {"balanced", "zipf", "two_empty"}) {
+    const double ms = run_wgrad(expert_offs(dist)), tf = flop / (ms * 1e-3) / 1e12;
+    std::printf("%-8s %-11s %-10s %9.3f %9.1f %s\n", "wgrad", "blockwise", dist, ms, tf,
+                check ? "- (f32 C and dW)" : "");
+    if (csv) {
+      std::string o;
+      for (auto x : expert_offs(dist)) {
+        if (!o.empty()) o += ' ';
+        o += std::to_string(x / 16 * 16);
+      }
+      std::fprintf(csv, "wgrad,blockwise,%s,%s,%.4f,%.2f\n", dist, o.c_str(), ms, tf);
+    }
+  }
+  if (csv) std::fclose(csv);
+  return 0;
+}

@@ -1,0 +1,315 @@
+// The GPU grouped GEMM case (gpu_gemm_case.h): building, drawing, the oracle's and the kernel's
+// output bits, and the first mismatch.
+#include "campaign/gpu_gemm_case.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <stdexcept>
+
+#ifdef FP8REF_CAMPAIGN_HAVE_GPU
+#include "gpu/grouped_gemm.h"
+#endif
+
+namespace fp8ref::fuzz {
+namespace {
+
+constexpr std::uint8_t kNanCode = 0x7F;  // NaN in e4m3 (S.1111.111) and in e5m2 (S.11111.11)
+
+// Scales (1 + j/8)·2^e, e in [-8, 8]: distinct per block and not powers of two, so RN(sa·sb)
+// rounds and every promotion order gives other bits.
+std::vector<float> spread_scales(std::int64_t n, std::mt19937_64& rng) {
+  std::vector<float> s(std::size_t(std::max<std::int64_t>(n, 0)));
+  for (auto& x : s) x = std::ldexp(1.0f + float(rng() % 8) / 8.0f, int(rng() % 17) - 8);
+  return s;
+}
+
+// Row -> group map and the descriptors (offs or masked_m) of c.gs; sets M and m_max.
+void set_rows(GpuGemmCase& c) {
+  std::vector<std::int64_t> sizes = c.gs.sizes;
+  std::int64_t tail = c.gs.tail;
+  if (c.op == GemmOp::wgrad) {
+    for (auto& m : sizes) m = m / 16 * 16;
+    tail = tail / 16 * 16;
+  }
+  c.G = std::int64_t(sizes.size());
+  if (c.op == GemmOp::masked) {
+    const std::int64_t biggest = *std::max_element(sizes.begin(), sizes.end());
+    c.m_max = biggest + tail;
+    c.M = c.G * c.m_max;
+    c.row_map.assign(std::size_t(c.M), -1);
+    for (std::int64_t g = 0; g < c.G; ++g) {
+      c.masked_m.push_back(sizes[std::size_t(g)]);
+      std::fill_n(c.row_map.begin() + g * c.m_max, sizes[std::size_t(g)], std::int32_t(g));
+    }
+    return;
+  }
+  std::int64_t end = 0;
+  for (std::int64_t g = 0; g < c.G; ++g) {
+    c.row_map.insert(c.row_map.end(), std::size_t(sizes[std::size_t(g)]), std::int32_t(g));
+    c.offs.push_back(end += sizes[std::size_t(g)]);
+  }
+  c.M = end + tail;
+  c.row_map.resize(std::size_t(c.M), -1);
+}
+
+std::int64_t out_count(const GpuGemmCase& c) {
+  return c.op == GemmOp::wgrad ? c.G * c.N * c.K : c.M * c.N;
+}
+
+// wgrad operands: dY (M, N), X (M, K), C; padding tokens NaN codes, their scale rows NaN; block
+// scale rows ceil(m_g / 128) per group, then the tail's.
+void set_wgrad_operands(GpuGemmCase& c, std::mt19937_64& rng) {
+  const float nan = std::bit_cast<float>(0x7FC0DEADu);
+  c.a = gen::fill_codes(c.fa, c.va, c.M * c.N, c.seed);
+  c.b = gen::fill_codes(c.fb, c.vb, c.M * c.K, c.seed ^ 0x9E3779B97F4A7C15ull);
+  const std::int64_t valid = c.offs.empty() ? 0 : c.offs.back();
+  std::fill(c.a.begin() + valid * c.N, c.a.end(), kNanCode);
+  std::fill(c.b.begin() + valid * c.K, c.b.end(), kNanCode);
+  std::int64_t rows = 0, prev = 0;
+  for (auto end : c.offs) rows += (end - prev + 127) / 128, prev = end;
+  const std::int64_t all = rows + (c.M - valid + 127) / 128;
+  const bool bw = c.scaling == Scaling::blockwise;
+  c.sa = spread_scales(bw ? all * c.N : 1, rng), c.sb = spread_scales(bw ? all * c.K : 1, rng);
+  if (bw) {
+    std::fill(c.sa.begin() + rows * c.N, c.sa.end(), nan);
+    std::fill(c.sb.begin() + rows * c.K, c.sb.end(), nan);
+  }
+  c.c.resize(std::size_t(c.G * c.N * c.K));
+  for (std::size_t i = 0; i < c.c.size(); ++i)
+    c.c[i] = i % 97 == 0 ? -0.0f : std::ldexp(float(rng() % 200) - 100.0f, int(rng() % 9) - 4);
+}
+
+std::vector<std::uint8_t> transpose(const std::vector<std::uint8_t>& a, std::int64_t rows,
+                                    std::int64_t cols) {
+  std::vector<std::uint8_t> t(a.size());
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t k = 0; k < cols; ++k)
+      t[std::size_t(k * rows + r)] = a[std::size_t(r * cols + k)];
+  return t;
+}
+
+// Scale counts per row of A and per group of B in the kernel's view.
+std::int64_t sa_per_row(const GpuGemmCase& c) {
+  return c.scaling == Scaling::blockwise ? c.K / 128 : 1;
+}
+std::int64_t sb_per_group(const GpuGemmCase& c) {
+  return c.scaling == Scaling::blockwise ? (c.N / 128) * (c.K / 128)
+         : c.scaling == Scaling::rowwise ? c.N
+                                         : 1;
+}
+
+// NaN codes and NaN scales in rows of no group and in experts without rows.
+void poison(GpuGemmCase& c) {
+  const float nan = std::bit_cast<float>(0x7FC0DEADu);
+  const std::int64_t spr = sa_per_row(c), spg = sb_per_group(c);
+  for (std::int64_t r = 0; r < c.M; ++r) {
+    if (c.row_map[std::size_t(r)] >= 0) continue;
+    std::fill_n(c.a.begin() + r * c.K, c.K, kNanCode);
+    if (c.scaling != Scaling::tensorwise) std::fill_n(c.sa.begin() + r * spr, spr, nan);
+  }
+  for (std::int64_t g = 0; g < c.G; ++g) {
+    if (std::count(c.row_map.begin(), c.row_map.end(), std::int32_t(g)) > 0) continue;
+    std::fill_n(c.b.begin() + g * c.N * c.K, c.N * c.K, kNanCode);
+    std::fill_n(c.sb.begin() + g * spg, spg, nan);
+  }
+}
+
+std::int64_t group_of_row(const GpuGemmCase& c, std::int64_t r) {
+  return c.row_map[std::size_t(r)];
+}
+
+// Some non-zero code in the rows of groups of A and in B of an expert with rows.
+bool operands_nonzero(const GpuGemmCase& c) {
+  if (c.op == GemmOp::wgrad) {  // some non-zero code in the tokens of groups, in dY and in X
+    const std::int64_t valid = c.offs.back();
+    const auto nz = [](auto first, auto last) {
+      return std::any_of(first, last, [](std::uint8_t x) { return (x & 0x7F) != 0; });
+    };
+    return nz(c.a.begin(), c.a.begin() + valid * c.N) && nz(c.b.begin(), c.b.begin() + valid * c.K);
+  }
+  bool a = false, b = false;
+  for (std::int64_t r = 0; r < c.M && !a; ++r)
+    if (c.row_map[std::size_t(r)] >= 0)
+      for (std::int64_t k = 0; k < c.K && !a; ++k) a = (c.a[std::size_t(r * c.K + k)] & 0x7F) != 0;
+  for (std::int64_t g = 0; g < c.G && !b; ++g)
+    if (c.gs.sizes[std::size_t(g)] > 0)
+      for (std::int64_t i = 0; i < c.N * c.K && !b; ++i)
+        b = (c.b[std::size_t(g * c.N * c.K + i)] & 0x7F) != 0;
+  return a && b;
+}
+
+}  // namespace
+
+GpuGemmCase make_gpu_gemm_case(GemmOp op, const gen::GroupSizes& gs, std::int64_t N, std::int64_t K,
+                               Format fa, Format fb, Scaling scaling, OutDtype out,
+                               gen::ValueClass va, gen::ValueClass vb, std::uint64_t seed) {
+  GpuGemmCase c;
+  c.op = op, c.gs = gs, c.N = N, c.K = K, c.fa = fa, c.fb = fb, c.scaling = scaling, c.out = out;
+  c.va = va, c.vb = vb, c.seed = seed;
+  set_rows(c);
+  std::mt19937_64 rng(seed + 1);
+  if (op == GemmOp::wgrad) {
+    set_wgrad_operands(c, rng);
+    return c;
+  }
+  c.a = gen::fill_codes(fa, va, c.M * K, seed);
+  c.b = gen::fill_codes(fb, vb, c.G * N * K, seed ^ 0x9E3779B97F4A7C15ull);
+  c.sa = spread_scales(scaling == Scaling::tensorwise ? 1 : c.M * sa_per_row(c), rng);
+  c.sb = spread_scales(c.G * sb_per_group(c), rng);
+  poison(c);
+  return c;
+}
+
+GpuGemmCase draw_gpu_gemm_case(std::int64_t max_total) {
+  const auto op = *rc::gen::element(GemmOp::forward, GemmOp::masked, GemmOp::dgrad, GemmOp::wgrad);
+  gen::SizeLimits lim;
+  lim.max_groups = 16;
+  lim.max_total = max_total;
+  lim.max_tail = 130;
+  lim.aligns = {1, 16, 64, 128};
+  const gen::GroupSizes gs = *gen::group_sizes(lim);
+  const std::int64_t N = 128 * *rc::gen::element<std::int64_t>(1, 2, 3);
+  const std::int64_t K = 128 * *rc::gen::element<std::int64_t>(1, 2, 4, 7);
+  auto scaling = *rc::gen::element(Scaling::blockwise, Scaling::rowwise, Scaling::tensorwise);
+  if (op == GemmOp::wgrad && scaling == Scaling::rowwise) scaling = Scaling::blockwise;
+  const auto fa = *rc::gen::element(Format::e4m3, Format::e5m2);
+  const auto fb = *rc::gen::element(Format::e4m3, Format::e5m2);
+  const auto out = *rc::gen::element(OutDtype::bf16, OutDtype::f32);
+  const auto value = rc::gen::element(gen::ValueClass::normal, gen::ValueClass::outliers,
+                                      gen::ValueClass::subnormal_heavy, gen::ValueClass::near_max,
+                                      gen::ValueClass::integer);
+  const auto va = *value, vb = *value;
+  GpuGemmCase c = make_gpu_gemm_case(op, gs, N, K, fa, fb, scaling, out, va, vb,
+                                     *rc::gen::arbitrary<std::uint64_t>());
+  std::int64_t rows = 0;
+  for (std::int32_t g : c.row_map) rows += g >= 0;
+  RC_PRE(rows == 0 || operands_nonzero(c));  // a vacuous case proves nothing
+  return c;
+}
+
+ModelChoice declared_gemm_model(Scaling s) {
+  if (s == Scaling::blockwise) return {AccumulationModel::hopper_promoted_blockwise, 1};
+  if (s == Scaling::rowwise)
+    return {AccumulationModel::hopper_promoted_rowwise, 1, 0, Epilogue::a_then_b};
+  return {AccumulationModel::hopper_promoted_tensorwise, 1};
+}
+
+std::vector<std::uint32_t> oracle_gemm_bits(const GpuGemmCase& c) {
+  return oracle_gemm_bits(c, declared_gemm_model(c.scaling));
+}
+
+std::vector<std::uint32_t> oracle_gemm_bits(const GpuGemmCase& c, const ModelChoice& m) {
+  const std::size_t n = std::size_t(out_count(c));
+  std::vector<float> f(c.out == OutDtype::f32 ? n : 0, std::bit_cast<float>(kOutPoisonF32));
+  std::vector<std::uint16_t> h(c.out == OutDtype::f32 ? 0 : n, kOutPoisonBf16);
+  const GemmOutput y{c.out, f, h, {}};
+  if (c.op == GemmOp::wgrad) {
+    const ref::WgradOperands w{c.M, c.N, c.K,       c.G,  c.fa, c.fb,
+                               c.a, c.b, c.scaling, c.sa, c.sb, c.c};
+    ref::grouped_gemm_wgrad(w, c.offs, m, y);
+  } else if (c.op == GemmOp::dgrad) {
+    const DgradOperands d{c.M, c.K, c.N,         c.G,       c.fa, c.fb,
+                          c.a, c.b, BLayout::kn, c.scaling, c.sa, c.sb};
+    ref::grouped_gemm_dgrad(d, c.row_map, m, RowPolicy::untouched, y);
+  } else {
+    const GroupedGemmOperands op{c.M, c.N, c.K,         c.G,       c.fa, c.fb,
+                                 c.a, c.b, BLayout::nk, c.scaling, c.sa, c.sb};
+    ref::grouped_gemm_forward(op, c.row_map, m, RowPolicy::untouched, y);
+  }
+  std::vector<std::uint32_t> bits(n);
+  for (std::size_t i = 0; i < n; ++i)
+    bits[i] = c.out == OutDtype::f32 ? std::bit_cast<std::uint32_t>(f[i]) : h[i];
+  return bits;
+}
+
+std::vector<std::uint32_t> kernel_gemm_bits(const GpuGemmCase& c) {
+#ifdef FP8REF_CAMPAIGN_HAVE_GPU
+  const std::size_t n = std::size_t(out_count(c));
+  std::vector<float> f(c.out == OutDtype::f32 ? n : 0, std::bit_cast<float>(kOutPoisonF32));
+  std::vector<std::uint16_t> h(c.out == OutDtype::f32 ? 0 : n, kOutPoisonBf16);
+  const GemmOutput y{c.out, f, h, {}};
+  if (c.op == GemmOp::wgrad) {
+    const auto dy_t = transpose(c.a, c.M, c.N), x_t = transpose(c.b, c.M, c.K);
+    const gpu::HostWgradOperands w{c.M,  c.N, c.K,       c.G,  c.fa, c.fb,
+                                   dy_t, x_t, c.scaling, c.sa, c.sb, c.c};
+    gpu::grouped_gemm_wgrad_host(w, c.offs, y);
+  } else if (c.op == GemmOp::dgrad) {
+    const DgradOperands d{c.M, c.K, c.N,         c.G,       c.fa, c.fb,
+                          c.a, c.b, BLayout::kn, c.scaling, c.sa, c.sb};
+    gpu::grouped_gemm_dgrad_host(d, c.offs, y);
+  } else {
+    const GroupedGemmOperands op{c.M, c.N, c.K,         c.G,       c.fa, c.fb,
+                                 c.a, c.b, BLayout::nk, c.scaling, c.sa, c.sb};
+    if (c.op == GemmOp::masked)
+      gpu::grouped_gemm_forward_masked_host(op, c.m_max, c.masked_m, y);
+    else
+      gpu::grouped_gemm_forward_host(op, c.offs, y);
+  }
+  std::vector<std::uint32_t> bits(n);
+  for (std::size_t i = 0; i < n; ++i)
+    bits[i] = c.out == OutDtype::f32 ? std::bit_cast<std::uint32_t>(f[i]) : h[i];
+  return bits;
+#else
+  (void)c;
+  throw std::runtime_error("gpu.grouped_gemm: built without CUDA");
+#endif
+}
+
+std::string describe(const GpuGemmCase& c) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "[%s M=%lld N=%lld K=%lld G=%lld %s %s·%s %s %s/%s %s seed=%llu]",
+                to_string(c.op), (long long)c.M, (long long)c.N, (long long)c.K, (long long)c.G,
+                to_string(c.scaling), to_string(c.fa).data(), to_string(c.fb).data(),
+                to_string(c.out), gen::to_string(c.va), gen::to_string(c.vb),
+                gen::to_string(c.gs.dist), (unsigned long long)c.seed);
+  return buf;
+}
+
+std::string first_gemm_mismatch(const GpuGemmCase& c, const std::vector<std::uint32_t>& got,
+                                const std::vector<std::uint32_t>& want) {
+  if (got.size() != want.size()) return "output sizes differ " + describe(c);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (got[i] == want[i]) continue;
+    if (c.op == GemmOp::wgrad) {
+      char buf[160];
+      const std::int64_t e = std::int64_t(i);
+      std::snprintf(buf, sizeof buf, "dW[%lld] n %lld k %lld: kernel 0x%08x, model 0x%08x ",
+                    (long long)(e / (c.N * c.K)), (long long)(e / c.K % c.N), (long long)(e % c.K),
+                    got[i], want[i]);
+      return buf + describe(c);
+    }
+    const std::int64_t r = std::int64_t(i) / c.N, n = std::int64_t(i) % c.N;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "row %lld (group %lld) col %lld: kernel 0x%08x, model 0x%08x ",
+                  (long long)r, (long long)group_of_row(c, r), (long long)n, got[i], want[i]);
+    return buf + describe(c);
+  }
+  return "";
+}
+
+bool has_nonzero_output(const GpuGemmCase& c, const std::vector<std::uint32_t>& bits) {
+  const std::uint32_t mag = c.out == OutDtype::f32 ? 0x7FFFFFFFu : 0x7FFFu;
+  if (c.op == GemmOp::wgrad)
+    return std::any_of(bits.begin(), bits.end(), [&](std::uint32_t b) { return (b & mag) != 0; });
+  for (std::int64_t r = 0; r < c.M; ++r) {
+    if (group_of_row(c, r) < 0) continue;
+    for (std::int64_t n = 0; n < c.N; ++n)
+      if ((bits[std::size_t(r * c.N + n)] & mag) != 0) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> gpu_gemm_tags(const GpuGemmCase& c) {
+  std::vector<std::string> t = gen::size_tags(c.gs);
+  t.push_back(std::string("op:") + to_string(c.op));
+  t.push_back(std::string("scaling:") + to_string(c.scaling));
+  t.push_back(std::string("out:") + to_string(c.out));
+  t.push_back("formats:" + std::string(to_string(c.fa)) + "x" + std::string(to_string(c.fb)));
+  if (c.K > 128) t.push_back("promotions:2+");
+  return t;
+}
+
+}  // namespace fp8ref::fuzz

@@ -1,0 +1,84 @@
+// The case of the GPU FP8 grouped GEMM suites (gpu.grouped_gemm, fp8ref_gpu_grouped_gemm_test):
+// forward (torch `offs`), masked forward ((G, m_max) + masked_m) and dgrad (W stored kn), built
+// from the shared tokens-per-group and value generators with poisoned padding (NaN codes and NaN
+// scales in rows of no group and in empty experts, a poisoned output) and scales spread over
+// 2^-8..2^8 with non-power-of-two mantissas, so that the accumulation models disagree. The expected
+// bits come from the CPU oracle (reference/grouped_gemm.h) under the kernel's declared model.
+#pragma once
+
+#include <rapidcheck.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "campaign/gen/group_sizes.h"
+#include "campaign/gen/values.h"
+#include "reference/grouped_gemm.h"
+
+namespace fp8ref::fuzz {
+
+enum class GemmOp : std::uint8_t { forward, masked, dgrad, wgrad };
+constexpr const char* to_string(GemmOp o) {
+  return o == GemmOp::forward  ? "forward"
+         : o == GemmOp::masked ? "masked"
+         : o == GemmOp::dgrad  ? "dgrad"
+                               : "wgrad";
+}
+
+// Shapes in the kernel's view: Y (M, N) = A (M, K) · B[g] (N, K)ᵀ. For dgrad, A = dY (M, K) and
+// B = W stored (G, N, K) kn, i.e. DgradOperands{M, N = K here, K = N here}. For wgrad (K-grouped),
+// M tokens, A = dY (M, N) and B = X (M, K) row-major (the kernel gets their transposes), C and
+// the output (G, N, K); the drawn group sizes and tail are rounded down to multiples of 16 tokens
+// (the kernel's alignment) and rowwise is drawn as blockwise.
+struct GpuGemmCase {
+  GemmOp op = GemmOp::forward;
+  gen::GroupSizes gs;
+  std::int64_t M = 0, N = 0, K = 0, G = 0, m_max = 0;
+  Format fa = Format::e4m3, fb = Format::e4m3;
+  Scaling scaling = Scaling::blockwise;
+  OutDtype out = OutDtype::bf16;
+  gen::ValueClass va = gen::ValueClass::normal, vb = gen::ValueClass::normal;
+  std::uint64_t seed = 0;
+  std::vector<std::uint8_t> a, b;
+  std::vector<float> sa, sb;
+  std::vector<float> c;                      // wgrad: C (G, N, K)
+  std::vector<std::int64_t> offs, masked_m;  // offs: forward / dgrad; masked_m: masked
+  std::vector<std::int32_t> row_map;         // row -> group, -1 for rows of no group
+};
+
+// Poison of the output before a launch (f32 NaN payload / bf16 NaN payload): rows of no group
+// must keep it.
+inline constexpr std::uint32_t kOutPoisonF32 = 0x7FA5A5A5u;
+inline constexpr std::uint16_t kOutPoisonBf16 = 0x7FA5u;
+
+// A case from its parameters (deterministic in `seed`); N and K multiples of 128.
+GpuGemmCase make_gpu_gemm_case(GemmOp op, const gen::GroupSizes& gs, std::int64_t N, std::int64_t K,
+                               Format fa, Format fb, Scaling scaling, OutDtype out,
+                               gen::ValueClass va, gen::ValueClass vb, std::uint64_t seed);
+
+// A case drawn inside a RapidCheck property: every op, scaling, format pair, output and the
+// generators' group distributions (at most max_total rows).
+GpuGemmCase draw_gpu_gemm_case(std::int64_t max_total = 600);
+
+// The model the kernel declares for a scaling (gpu::grouped_gemm_declared_model, restated here so
+// that the oracle side does not take it from the code under test; a test holds the two equal).
+ModelChoice declared_gemm_model(Scaling s);
+
+// The output bits (f32 patterns, or bf16 in the low 16 bits) from the CPU oracle under model m
+// (default: the kernel's declared model); rows of no group keep the poison.
+std::vector<std::uint32_t> oracle_gemm_bits(const GpuGemmCase& c, const ModelChoice& m);
+std::vector<std::uint32_t> oracle_gemm_bits(const GpuGemmCase& c);
+// The same from the kernel (gpu/grouped_gemm.h); std::runtime_error when built without CUDA.
+std::vector<std::uint32_t> kernel_gemm_bits(const GpuGemmCase& c);
+
+// "" when equal, else the first mismatch: row, group, column, both patterns and the case.
+std::string first_gemm_mismatch(const GpuGemmCase& c, const std::vector<std::uint32_t>& got,
+                                const std::vector<std::uint32_t>& want);
+// True when some output of a row of a group is non-zero (a case with rows but only zero outputs
+// proves nothing and is discarded).
+bool has_nonzero_output(const GpuGemmCase& c, const std::vector<std::uint32_t>& bits);
+std::string describe(const GpuGemmCase& c);
+std::vector<std::string> gpu_gemm_tags(const GpuGemmCase& c);
+
+}  // namespace fp8ref::fuzz

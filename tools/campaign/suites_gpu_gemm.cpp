@@ -1,0 +1,93 @@
+// gpu.grouped_gemm (docs/fuzz.md "The suites", docs/gpu_gemm.md §5): the FP8 grouped GEMM kernel
+// (gpu/grouped_gemm.h) == the CPU oracle under the kernel's declared model, bitwise, over forward,
+// masked forward, dgrad and K-grouped wgrad, every scaling, e4m3 / e5m2 pairs, bf16 / f32 output
+// and the generators' group distributions, with poisoned padding rows, scales, empty experts and
+// output; a second launch gives the same bits. The generator rejects all-zero operands; an all-zero
+// output is a failure (a vacuous case).
+#include <bit>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "campaign/gpu_gemm_case.h"
+#include "campaign/suite.h"
+#include "cases/enum_tokens.h"
+
+namespace fp8ref::fuzz {
+namespace {
+
+void check_gpu_gemm(const GpuGemmCase& c) {
+  const auto want = oracle_gemm_bits(c);
+  if (c.gs.total() > 0 && !has_nonzero_output(c, want))
+    throw Violation("gpu.grouped_gemm: vacuous case, every output of a group row is zero " +
+                    describe(c));
+  const auto got = kernel_gemm_bits(c);
+  fold_result(got.data(), got.size() * sizeof got[0]);
+  if (const std::string m = first_gemm_mismatch(c, got, want); !m.empty())
+    throw Violation("gpu.grouped_gemm: " + m);
+  if (const std::string m = first_gemm_mismatch(c, kernel_gemm_bits(c), got); !m.empty())
+    throw Violation("gpu.grouped_gemm second launch: " + m);
+}
+
+TensorFile save_gpu_gemm(const GpuGemmCase& c) {
+  TensorFile tf;
+  save_group_sizes(c.gs, tf);
+  auto& m = tf.metadata;
+  m["op"] = std::to_string(int(c.op));
+  m["N"] = std::to_string(c.N);
+  m["K"] = std::to_string(c.K);
+  m["fa"] = std::to_string(int(c.fa));
+  m["fb"] = std::to_string(int(c.fb));
+  m["scaling"] = to_string(c.scaling);
+  m["out"] = to_string(c.out);
+  m["va"] = gen::to_string(c.va);
+  m["vb"] = gen::to_string(c.vb);
+  m["seed"] = std::to_string(c.seed);
+  return tf;
+}
+
+GpuGemmCase load_gpu_gemm(const TensorFile& tf) {
+  const auto op = get_meta_int(tf, "op"), fa = get_meta_int(tf, "fa"), fb = get_meta_int(tf, "fb");
+  const auto N = get_meta_int(tf, "N"), K = get_meta_int(tf, "K");
+  const auto scaling = parse_scaling(get_meta(tf, "scaling"));
+  const auto out = parse_out_dtype(get_meta(tf, "out"));
+  const auto va = cases::from_token(gen::kValueClasses, get_meta(tf, "va"));
+  const auto vb = cases::from_token(gen::kValueClasses, get_meta(tf, "vb"));
+  if (op < 0 || op > 3 || fa < 0 || fa > 1 || fb < 0 || fb > 1 || !scaling || !out ||
+      N % 128 != 0 || K % 128 != 0 || N <= 0 || K <= 0 || !va || !vb)
+    throw std::invalid_argument("case file: a gpu.grouped_gemm parameter is out of range");
+  const gen::GroupSizes gs = load_group_sizes(tf);
+  if (gs.sizes.empty() || gs.sizes.size() > 256)
+    throw std::invalid_argument("case file: gpu.grouped_gemm needs 1..256 groups");
+  return make_gpu_gemm_case(GemmOp(op), gs, N, K, Format(fa), Format(fb), *scaling, *out, *va, *vb,
+                            std::stoull(get_meta(tf, "seed")));
+}
+
+std::string gpu_gemm_diff(const GpuGemmCase& x, const GpuGemmCase& y) {
+  return first_difference({{"op", x.op == y.op},
+                           {"group sizes", x.gs == y.gs},
+                           {"shape", x.N == y.N && x.K == y.K},
+                           {"formats", x.fa == y.fa && x.fb == y.fb},
+                           {"scaling", x.scaling == y.scaling},
+                           {"output dtype", x.out == y.out},
+                           {"value classes", x.va == y.va && x.vb == y.vb},
+                           {"seed", x.seed == y.seed}});
+}
+
+}  // namespace
+
+void add_gpu_gemm_suites(std::vector<Suite>& out) {
+  out.push_back(make_suite<GpuGemmCase>(
+      {"gpu.grouped_gemm",
+       "FP8 grouped GEMM kernel (wgmma) == CPU oracle under its declared model, bitwise",
+       "gpu",
+       100,
+       {"op:forward", "op:masked", "op:dgrad", "op:wgrad", "scaling:blockwise", "scaling:rowwise",
+        "scaling:tensorwise", "out:bf16", "out:f32", "dist:zipf", "dist:interleaved_empty"},
+       {}},
+      {[] { return draw_gpu_gemm_case(); }, check_gpu_gemm, gpu_gemm_tags, save_gpu_gemm,
+       load_gpu_gemm, gpu_gemm_diff},
+      gpu_unavailable));
+}
+
+}  // namespace fp8ref::fuzz

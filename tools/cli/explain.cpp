@@ -1,0 +1,264 @@
+// fp8-check explain grouped-gemm (explain.h). The story of one element is told on a 1x1 case cut
+// from the operands (the element's row of A, its group's column of B and their scales), so every
+// configuration and every K prefix is evaluated by the same reference forward that verify uses.
+#include "cli/explain.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "cli/errors.h"
+#include "cli/oracle_gemm.h"
+#include "reference/group_desc.h"
+#include "tensor_io/element_values.h"
+
+namespace fp8ref::cli {
+namespace {
+
+using namespace fp8ref::tensor_io;
+using ref::Scaling;
+
+// K elements per scale along K for the per-block scalings (1 for the scalar ones).
+std::int64_t scale_block_k(Scaling s) {
+  switch (s) {
+    case Scaling::blockwise: return kScaleBlockK;
+    case Scaling::mx: return kMxBlockK;
+    case Scaling::nvfp4: return kNvfp4BlockK;
+    default: return 0;
+  }
+}
+
+// Output (row, col) of the M-grouped case `c` as a 1x1 case with B of group g.
+GemmCase element_case(const GemmCase& c, std::int64_t row, std::int64_t col, std::int64_t g) {
+  GemmCase e;
+  e.M = 1, e.N = 1, e.K = c.K, e.G = 1, e.fa = c.fa, e.fb = c.fb, e.scaling = c.scaling;
+  e.b_layout = ref::BLayout::nk, e.offs = {1};
+  e.a.assign(c.a.begin() + row * c.K, c.a.begin() + (row + 1) * c.K);
+  for (std::int64_t k = 0; k < c.K; ++k)
+    e.b.push_back(c.b_layout == ref::BLayout::nk ? c.b[std::size_t((g * c.N + col) * c.K + k)]
+                                                 : c.b[std::size_t((g * c.K + k) * c.N + col)]);
+  const std::int64_t bk = scale_block_k(c.scaling);
+  if (c.scaling == Scaling::tensorwise) e.sa = c.sa, e.sb = {c.sb[std::size_t(g)]};
+  if (c.scaling == Scaling::rowwise)
+    e.sa = {c.sa[std::size_t(row)]}, e.sb = {c.sb[std::size_t(g * c.N + col)]};
+  if (bk > 0) {
+    const std::int64_t nk = (c.K + bk - 1) / bk;
+    e.sa.assign(c.sa.begin() + row * nk, c.sa.begin() + (row + 1) * nk);
+    const std::int64_t b_row =
+        c.scaling == Scaling::blockwise
+            ? g * ((c.N + kScaleBlockK - 1) / kScaleBlockK) + col / kScaleBlockK
+            : g * c.N + col;
+    e.sb.assign(c.sb.begin() + b_row * nk, c.sb.begin() + (b_row + 1) * nk);
+  }
+  if (!c.ta.empty()) e.ta = c.ta, e.tb = {c.tb[std::size_t(g)]};
+  return e;
+}
+
+// The first kp elements of K of a 1x1 case.
+GemmCase prefix(const GemmCase& e, std::int64_t kp) {
+  GemmCase p = e;
+  p.K = kp;
+  p.a.resize(std::size_t(kp)), p.b.resize(std::size_t(kp));
+  if (const std::int64_t bk = scale_block_k(e.scaling); bk > 0) {
+    p.sa.resize(std::size_t((kp + bk - 1) / bk)), p.sb.resize(std::size_t((kp + bk - 1) / bk));
+  }
+  return p;
+}
+
+std::uint32_t eval1(const GemmCase& e, const ref::ModelChoice& m, OutDtype d) {
+  float f = 0;
+  std::uint16_t h = 0;
+  ref::grouped_gemm_forward_offs(
+      e.operands(), e.offs, m, ref::RowPolicy::zero,
+      {d, {&f, d == OutDtype::f32 ? 1u : 0u}, {&h, d == OutDtype::f32 ? 0u : 1u}, {}});
+  return d == OutDtype::f32 ? std::bit_cast<std::uint32_t>(f) : h;
+}
+
+std::int64_t ordered(std::uint32_t bits, OutDtype d) {
+  const std::uint32_t sign = d == OutDtype::f32 ? 0x80000000u : 0x8000u;
+  const std::int64_t mag = std::int64_t(bits & (sign - 1));
+  return bits & sign ? -mag : mag;
+}
+
+// What differs between two configurations: "epilogue", "split_k" or "model".
+// hopper_promoted_tensorwise and _rowwise accumulate alike and differ only in their own epilogue
+// order, which an explicit epilogue replaces.
+std::string difference(const ref::ModelChoice& a, const ref::ModelChoice& b) {
+  const auto acc = [](AccumulationModel m) {
+    return m == AccumulationModel::hopper_promoted_rowwise
+               ? AccumulationModel::hopper_promoted_tensorwise
+               : m;
+  };
+  if (acc(a.model) != acc(b.model)) return "model";
+  if (a.epilogue != b.epilogue && a.split().str() == b.split().str()) return "epilogue";
+  return a.epilogue == b.epilogue ? "split_k" : "model";
+}
+
+// A one-group view of output element i: the 1x1 case, its row, column and group.
+struct Located {
+  GemmCase e;
+  std::int64_t row, col, group;
+  const GemmCase* source;
+};
+Located locate(const LoadedCase& lc, std::size_t i) {
+  const std::int64_t row = std::int64_t(i) / lc.c.N, col = std::int64_t(i) % lc.c.N;
+  if (lc.k) {
+    const std::int64_t g = row / lc.k->M;
+    const GemmCase& gc = lc.k->groups[std::size_t(g)];
+    return {element_case(gc, row % lc.k->M, col, 0), row % lc.k->M, col, g, &gc};
+  }
+  const auto map = ref::row_map_from_offsets(lc.c.offs, lc.c.M);
+  const std::int64_t g = map[std::size_t(row)];
+  return {element_case(lc.c, row, col, g), row, col, g, &lc.c};
+}
+
+void classify(ElementStory& s, const Located& at, const LoadedCase& lc,
+              const std::vector<MemberScore>& ranked, const ref::ModelChoice& best, OutDtype d) {
+  for (std::int64_t g = 0; !lc.k && g < lc.c.G && !s.wrong_group; ++g)
+    if (g != at.group && eval1(element_case(lc.c, at.row, at.col, g), best, d) == s.got)
+      s.wrong_group = g;
+  const bool zero = (s.got << 1) == 0 && (s.ref_z << 1) != 0;
+  const ref::ModelChoice* explaining = nullptr;
+  for (const MemberScore& m : ranked)
+    if (eval1(at.e, m.m, d) == s.got) {
+      s.reproduced_by.push_back(ref::describe_member(m.m));
+      if (explaining == nullptr && ref::describe_member(m.m) != ref::describe_member(best))
+        explaining = &m.m;
+    }
+  const std::string dist = std::to_string(s.ulps) + " ulp";
+  if (s.wrong_group) {
+    s.kind = "wrong_group";
+    s.because = "got equals this element under group " + std::to_string(*s.wrong_group) +
+                "'s weights: the row was assigned to another group (offsets off by some rows?)";
+  } else if (zero) {
+    s.kind = "lost_group";
+    s.because =
+        "got is zero where the model gives a non-zero value: the row's group was not "
+        "computed or was zero-filled";
+  } else if (explaining != nullptr) {
+    s.kind = difference(best, *explaining);
+    s.because = (s.kind == "epilogue"  ? "a scale applied in another order: "
+                 : s.kind == "split_k" ? "K cut into other split-K slices: "
+                                       : "another accumulation model: ") +
+                ref::describe_member(*explaining) + " gives got (" + dist + ")";
+  } else {
+    s.kind = std::abs(s.ulps) == 1 ? "one_ulp" : "unexplained";
+    s.because = std::abs(s.ulps) == 1
+                    ? "got is one ulp of the output from the model, and no candidate gives it"
+                    : "no candidate configuration gives got (" + dist + ")";
+  }
+  const std::int64_t nb = (at.e.K + kScaleBlockK - 1) / kScaleBlockK;
+  for (std::int64_t j = 0; j < nb; ++j) {
+    const GemmCase p = prefix(at.e, std::min(at.e.K, (j + 1) * kScaleBlockK));
+    ChunkSum c{p.K,
+               double(std::bit_cast<float>(eval1(p, {AccumulationModel::exact, 1}, OutDtype::f32))),
+               std::bit_cast<float>(eval1(p, best, OutDtype::f32)), NAN};
+    if (explaining != nullptr) {
+      c.explaining = std::bit_cast<float>(eval1(p, *explaining, OutDtype::f32));
+      if (!s.diverged_chunk &&
+          std::bit_cast<std::uint32_t>(c.explaining) != std::bit_cast<std::uint32_t>(c.best))
+        s.diverged_chunk = j;
+    }
+    s.chain.push_back(c);
+  }
+}
+
+std::string hex(std::uint32_t bits, OutDtype d) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, d == OutDtype::f32 ? "0x%08x" : "0x%04x", bits);
+  return buf;
+}
+
+nlohmann::json story_json(const ElementStory& s, OutDtype d) {
+  nlohmann::json chain = nlohmann::json::array();
+  for (const ChunkSum& c : s.chain)
+    chain.push_back({{"k_end", c.k_end},
+                     {"exact", c.exact},
+                     {"best", c.best},
+                     {"explaining", std::isnan(c.explaining) ? nlohmann::json(nullptr)
+                                                             : nlohmann::json(c.explaining)}});
+  return {{"row", s.row},
+          {"col", s.col},
+          {"group", s.group},
+          {"got", hex(s.got, d)},
+          {"best", hex(s.ref_z, d)},
+          {"ulps", s.ulps},
+          {"kind", s.kind},
+          {"because", s.because},
+          {"reproduced_by", s.reproduced_by},
+          {"wrong_group", s.wrong_group ? nlohmann::json(*s.wrong_group) : nlohmann::json(nullptr)},
+          {"diverged_chunk",
+           s.diverged_chunk ? nlohmann::json(*s.diverged_chunk) : nlohmann::json(nullptr)},
+          {"chain", chain}};
+}
+
+}  // namespace
+
+nlohmann::json explain_json(const ExplainReport& r, OutDtype d, std::size_t top) {
+  nlohmann::json j{{"schema", "fp8ref.explain_grouped_gemm/1"},
+                   {"summary", r.summary},
+                   {"exact_match", r.exact_match},
+                   {"compared", r.compared}};
+  for (std::size_t i = 0; i < r.ranked.size() && i < top; ++i)
+    j["ranking"].push_back({{"configuration", ref::describe_member(r.ranked[i].m)},
+                            {"mismatches", r.ranked[i].mismatches}});
+  j["first"] = r.first ? story_json(*r.first, d) : nlohmann::json(nullptr);
+  return j;
+}
+
+ExplainReport explain(const LoadedCase& lc, const Tensor& got,
+                      const std::vector<ref::ModelChoice>& candidates, std::size_t members,
+                      OutDtype d) {
+  ExplainReport r;
+  std::vector<MemberScore> preset;
+  const auto scores = score_members(lc, got, candidates, d, false, false);
+  for (std::size_t i = 0; i < scores.size(); ++i) {
+    if (scores[i].error) continue;
+    r.ranked.push_back(scores[i]);
+    if (i < members) preset.push_back(scores[i]);
+  }
+  if (r.ranked.empty())
+    usage("explain: the reference accepts none of the configurations for this case");
+  const auto fewer = [](const MemberScore& a, const MemberScore& b) {
+    return a.mismatches < b.mismatches;
+  };
+  std::stable_sort(r.ranked.begin(), r.ranked.end(), fewer);
+  std::stable_sort(preset.begin(), preset.end(), fewer);
+  const std::vector<bool> rows = compared_rows(lc);
+  const auto n = std::size_t(lc.c.N);
+  for (std::size_t i = 0; i < got.numel(); ++i) r.compared += rows[i / n] ? 1 : 0;
+  // The configuration the story is told against: the best preset member, or the best of all.
+  const MemberScore& best = members > 0 && !preset.empty() ? preset.front() : r.ranked.front();
+  r.exact_match = best.mismatches == 0;
+  const std::string cfg = ref::describe_member(best.m), all = std::to_string(r.compared);
+  if (r.exact_match) {
+    r.summary = "MATCH: " + cfg + " reproduces all " + all + " compared elements";
+    return r;
+  }
+  if (lc.k && lc.k->block_scaling != ref::Scaling::none)
+    usage("explain: K-grouped blockwise / mx outputs have no element story yet (ranking: " + cfg +
+          ", " + std::to_string(best.mismatches) + " mismatches)");
+  const OracleRun run = run_loaded(lc, best.m, d, false);
+  std::size_t i = 0;
+  while (!(rows[i / n] && run.bits[i] != std::uint32_t(raw_bits(got, i)))) ++i;
+  const Located at = locate(lc, i);
+  ElementStory s;
+  s.row = at.row, s.col = at.col, s.group = at.group;
+  s.got = std::uint32_t(raw_bits(got, i)), s.ref_z = run.bits[i];
+  s.ulps = ordered(s.got, d) - ordered(s.ref_z, d);
+  classify(s, at, lc, r.ranked, best.m, d);
+  r.summary = "DIFFERS: best " + std::string(members > 0 ? "preset member " : "") + cfg + " (" +
+              std::to_string(best.mismatches) + " of " + all + " elements differ";
+  if (members > 0 && r.ranked.front().mismatches == 0)
+    r.summary += "; " + ref::describe_member(r.ranked.front().m) + ", not a member, reproduces all";
+  r.summary += "); first at [" + std::to_string(s.row) + ", " + std::to_string(s.col) + "] group " +
+               std::to_string(s.group) + ": " + s.kind + ": " + s.because;
+  r.first = std::move(s);
+  return r;
+}
+
+}  // namespace fp8ref::cli

@@ -1,0 +1,61 @@
+// `fp8-check explain grouped-gemm` (docs/cli.md "explain"): given the operands of verify and a
+// dumped output, ranks model configurations by mismatches (a kernel preset's members and the wide
+// candidate set of kernel_match.h), and for a non-match tells the story of the first failing
+// element: got against the best configuration, the distance in output ULPs, which configurations
+// reproduce that element's bits (another epilogue order, split-K, model, or a lost / wrong group),
+// and the chain of partial sums per 128-K chunk under the best configuration next to the exact
+// prefix sums, with the chunk where the explaining configuration departs from it.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/kernel_match.h"
+
+namespace fp8ref::cli {
+
+struct ChunkSum {
+  std::int64_t k_end;      // prefix of K elements [0, k_end)
+  double exact;            // the exact scaled prefix sum
+  float best, explaining;  // the configurations' f32 results on that prefix
+};
+
+struct ElementStory {
+  std::int64_t row = 0, col = 0, group = 0;  // output index (K-grouped: row of group `group`)
+  std::uint32_t got = 0, ref_z = 0;          // bits in the output dtype
+  std::int64_t ulps = 0;                     // got - ref_z in output ULPs (ordered)
+  std::string kind;                          // one_ulp | epilogue | split_k | model | lost_group |
+                                             // wrong_group | unexplained
+  std::string because;                       // the sentence
+  std::vector<std::string> reproduced_by;    // configurations giving got's bits for this element
+  std::optional<std::int64_t> wrong_group;   // the group whose weights give got
+  std::vector<ChunkSum> chain;
+  std::optional<std::int64_t> diverged_chunk;  // first 128-K chunk where best and explaining differ
+};
+
+struct ExplainReport {
+  std::vector<MemberScore> ranked;  // fewest mismatches first; refused configurations dropped
+  std::size_t members = 0;          // a preset's members among the candidates
+  std::int64_t compared = 0;        // elements compared
+  bool exact_match = false;
+  std::optional<ElementStory> first;
+  std::string summary;  // one line
+};
+
+// `candidates`' first `members` entries are a kernel preset's members (0: no preset): then the
+// report is an exact match only when a member reproduces every element, and the story is told
+// against the best member, with any configuration as the explanation.
+ExplainReport explain(const LoadedCase& lc, const tensor_io::Tensor& got,
+                      const std::vector<ref::ModelChoice>& candidates, std::size_t members,
+                      OutDtype d);
+
+// The report as JSON (schema fp8ref.explain_grouped_gemm/1), ranking cut to `top` entries.
+nlohmann::json explain_json(const ExplainReport& r, OutDtype d, std::size_t top);
+
+void add_explain_command(CLI::App& app);
+
+}  // namespace fp8ref::cli
