@@ -122,6 +122,14 @@ void law_slices(const LawCase& c0, std::mt19937_64& rng) {
   c.K = std::min(c0.K, L * S * 128);
   c.a.resize(std::size_t(c.K));
   c.b.resize(std::size_t(c.K));
+  // Slice 0 large (products near 2^6), slices 2.. small (near 2^-6): the small slices survive
+  // only when added after slice 1 has cancelled slice 0.
+  for (std::int64_t k = 0; k < c.K; ++k) {
+    if (k >= L * 128 && k < 2 * L * 128) continue;
+    const int mag = k < L * 128 ? 3 : -3;
+    c.a[std::size_t(k)] = near_pow2(Format::e4m3, mag + int(rng() % 3) - 1, rng);
+    c.b[std::size_t(k)] = near_pow2(c.fb, mag + int(rng() % 3) - 1, rng);
+  }
   for (std::int64_t k = L * 128; k < std::min(c.K, 2 * L * 128); ++k)  // slice 1 = -slice 0
     c.a[std::size_t(k)] = std::uint8_t(c.a[std::size_t(k - L * 128)] ^ 0x80),
     c.b[std::size_t(k)] = c.b[std::size_t(k - L * 128)];
