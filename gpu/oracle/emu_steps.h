@@ -113,43 +113,68 @@ FP8REF_HD float wgmma_special(const std::uint32_t* wa, const std::uint32_t* wb, 
   return sp.result();
 }
 
+// |significand| and max(exponent field, 1) of the finite code in bits [sh, sh + 8) of w: the
+// value is ±mag·2^(field - bias - man_bits). A few shifts and masks with the format constant.
+template <Format kF>
+FP8REF_HD void code_fields(std::uint32_t w, int sh, std::uint32_t& mag, int& field) {
+  constexpr int p = kF == Format::e4m3 ? 3 : 2;
+  constexpr std::uint32_t field_mask = kF == Format::e4m3 ? 15u : 31u;
+  const std::uint32_t f = (w >> (sh + p)) & field_mask;
+  mag = ((w >> sh) & ((1u << p) - 1)) | (f != 0 ? 1u << p : 0u);
+  field = f > 1 ? int(f) : 1;
+}
+
 // The finite part of one wgmma step on 32 packed codes of each operand (zero codes past n):
 // formats as template parameters, so the decode of every lane folds to a few integer operations.
+// Exponents are kept biased (field_a + field_b; C's exponent + bias_a + bias_b), which leaves
+// every difference of exponents unchanged.
 template <Format kFa, Format kFb>
 FP8REF_HD float wgmma_terms(const std::uint32_t wa[8], const std::uint32_t wb[8], float c) {
   constexpr int pab = (kFa == Format::e4m3 ? 3 : 2) + (kFb == Format::e4m3 ? 3 : 2);
+  constexpr int bias = (kFa == Format::e4m3 ? 7 : 15) + (kFb == Format::e4m3 ? 7 : 15);
+  constexpr int kNone = -100000;
   const F32Fields cf = f32_fields(c);
-  int e_max = cf.sig != 0 ? cf.exp : -100000;
-  int prod[kWgmmaK], pexp[kWgmmaK];
+  int e_max = cf.sig != 0 ? cf.exp + bias : kNone;
+  std::uint32_t m16[kWgmmaK];  // |sig_a·sig_b| << 16 (below 2^31: |sig_a·sig_b| <= 225)
+  int pexp[kWgmmaK];           // field_a + field_b
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
   for (int k = 0; k < kWgmmaK; ++k) {
     const int sh = (k & 3) * 8;
-    const Fp8 x = fp8(kFa, std::uint8_t(wa[k >> 2] >> sh)),
-              y = fp8(kFb, std::uint8_t(wb[k >> 2] >> sh));
-    prod[k] = x.sig * y.sig, pexp[k] = x.exp + y.exp;
-    if (prod[k] != 0 && pexp[k] > e_max) e_max = pexp[k];
+    std::uint32_t ma, mb;
+    int fa, fb;
+    code_fields<kFa>(wa[k >> 2], sh, ma, fa);
+    code_fields<kFb>(wb[k >> 2], sh, mb, fb);
+    m16[k] = (ma * mb) << 16, pexp[k] = fa + fb;
+    if (m16[k] != 0 && pexp[k] > e_max) e_max = pexp[k];
   }
-  if (e_max == -100000) return 0.0f;
+  if (e_max == kNone) return 0.0f;
   constexpr int kF = kWgmmaFractionBits;
+  const int e_top = e_max - bias;  // the largest raw exponent E
   // Terms in units of 2^(E - 13): a product sig_a·sig_b·2^(ea + eb - pa - pb), C sig·2^(ec - 23).
-  // Every term is below 2^17 in magnitude, the sum of 33 below 2^23: int32 arithmetic.
-  std::int32_t s = std::int32_t(shift_trunc(cf.sig, cf.exp - 23 - e_max + kF));
+  // Every term is below 2^17 in magnitude, the sum of 33 below 2^23: int32 arithmetic. A
+  // product's |term| is m16 >> (16 - sh), sh = ea + eb - pa - pb - E + 13 <= 13 - pab: the
+  // magnitude truncated (shifts past 31 give 0, as m16 < 2^31).
+  std::int32_t s = std::int32_t(shift_trunc(cf.sig, cf.exp - 23 - e_top + kF));
+  const int base = e_max + 16 + pab - kF;
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
   for (int k = 0; k < kWgmmaK; ++k) {
-    const int sh = pexp[k] - pab - e_max + kF, m = prod[k] < 0 ? -prod[k] : prod[k];
-    const int t = sh >= 0 ? m << sh : (-sh >= 31 ? 0 : m >> -sh);
-    s += prod[k] < 0 ? -t : t;
+    const int sh = (k & 3) * 8;
+    const std::uint32_t r =
+        std::uint32_t(base - pexp[k]) < 31u ? std::uint32_t(base - pexp[k]) : 31u;
+    const std::int32_t t = std::int32_t(m16[k] >> r);
+    const std::int32_t neg = -std::int32_t(((wa[k >> 2] ^ wb[k >> 2]) >> (sh + 7)) & 1u);
+    s += (t ^ neg) - neg;
   }
   if (s == 0) return 0.0f;
   std::uint32_t mag = std::uint32_t(s < 0 ? -s : s);
   const int width = bit_length(mag);
   if (width > 14) mag &= ~((1u << (width - 14)) - 1);  // 14 significant bits
-  if (e_max - kF + width - 1 > 127) return float_of(s < 0 ? 0xFF800000u : 0x7F800000u);
-  const float z = float(double(mag) * pow2(e_max - kF));  // exact (multiple of 2^-149)
+  if (e_top - kF + width - 1 > 127) return float_of(s < 0 ? 0xFF800000u : 0x7F800000u);
+  const float z = float(double(mag) * pow2(e_top - kF));  // exact (multiple of 2^-149)
   return s < 0 ? -z : z;
 }
 

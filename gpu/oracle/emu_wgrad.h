@@ -10,8 +10,10 @@
 
 namespace fp8ref::gpu::emu {
 
-// The wgrad operands with each group's rows contiguous per column: dY^T (N, M) and X^T (K, M);
-// per-block scales transposed to (N, R) and (K, R), R token blocks that restart at each group.
+// The wgrad operands with each group's rows contiguous per column: dY^T (N, M) and X^T (K, M),
+// M here the padded width of the transposed rows (group g starts at column cols[g], a multiple
+// of 16, so that full steps load aligned 16-byte words); per-block scales transposed to (N, R)
+// and (K, R), R token blocks that restart at each group.
 struct WgradView {
   std::int64_t M, N, K, G;
   Format fdy, fx;
@@ -19,6 +21,7 @@ struct WgradView {
   const std::uint8_t* xt;           // (K, M)
   const std::int64_t* rows;         // G + 1 entries: group g owns rows [rows[g], rows[g + 1])
   const std::int64_t* first_block;  // G entries: group g's first token block row
+  const std::int64_t* cols;         // G entries: group g's first column in dY^T and X^T
   const float* sdy;                 // per_block: (N, R); else one scale (1.0f when unscaled)
   const float* sx;                  // per_block: (K, R); else one scale
   std::int64_t R;
@@ -72,8 +75,8 @@ FP8REF_HD std::uint32_t wgrad_element(const WgradView& v, std::int64_t g, std::i
   const float c = v.c[(g * v.N + n) * v.K + k];
   const std::int64_t r0 = v.rows[g], m = v.rows[g + 1] - r0;
   if (m == 0) return f32_to_out(c, v.out);  // an empty group: C converted once
-  const std::uint8_t* a = v.dyt + n * v.M + r0;
-  const std::uint8_t* b = v.xt + k * v.M + r0;
+  const std::uint8_t* a = v.dyt + n * v.M + v.cols[g];
+  const std::uint8_t* b = v.xt + k * v.M + v.cols[g];
   const std::int64_t fb = v.per_block ? v.first_block[g] : 0;
   const Scales sc = v.per_block ? Scales{v.sdy + n * v.R + fb, v.sx + k * v.R + fb, true, v.block_k}
                                 : Scales{v.sdy, v.sx, false, 128};

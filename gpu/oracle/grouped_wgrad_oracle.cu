@@ -103,14 +103,14 @@ void run_wgrad(const WgradOperands& op, const WgradGroups& gr, ModelChoice m,
   const WgradHostData h = wgrad_host_data(op, gr);
   DeviceBuffer<std::uint8_t> dyt(h.dyt.data(), h.dyt.size()), xt(h.xt.data(), h.xt.size());
   DeviceBuffer<std::int64_t> rows(gr.rows.data(), gr.rows.size()),
-      first(gr.first_block.data(), gr.first_block.size());
+      first(gr.first_block.data(), gr.first_block.size()), cols(gr.cols.data(), gr.cols.size());
   DeviceBuffer<float> sdy(h.sdy.data(), h.sdy.size()), sx(h.sx.data(), h.sx.size()),
       c(op.c.data(), op.c.size());
   const bool f32 = dw.dtype == OutDtype::f32;
   DeviceBuffer<std::uint32_t> out32(f32 ? count : 0);
   DeviceBuffer<std::uint16_t> out16(f32 ? 0 : count);
-  const emu::WgradView v =
-      make_wgrad_view(op, gr, m, dw.dtype, {dyt.p, xt.p, rows.p, first.p, sdy.p, sx.p, c.p});
+  const emu::WgradView v = make_wgrad_view(
+      op, gr, m, dw.dtype, {dyt.p, xt.p, rows.p, first.p, cols.p, sdy.p, sx.p, c.p});
   const dim3 block(64, kOracleBlockThreads / 64);
   const dim3 grid(unsigned(ceil_div(op.K, block.x)),
                   unsigned(std::min<std::int64_t>(ceil_div(op.N, block.y), 32768)),

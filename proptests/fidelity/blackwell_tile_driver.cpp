@@ -39,7 +39,7 @@ std::vector<Tile> read_tiles(const std::vector<char>& bytes) {
   std::size_t at = 0;
   const auto take = [&](void* dst, std::size_t n) {
     if (at + n > bytes.size()) throw std::invalid_argument("truncated tile file");
-    std::memcpy(dst, bytes.data() + at, n);
+    if (n != 0) std::memcpy(dst, bytes.data() + at, n);
     at += n;
   };
   while (at < bytes.size()) {

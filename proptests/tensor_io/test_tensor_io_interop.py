@@ -21,7 +21,9 @@ ST_NAMES = {np.float64: "F64", np.float32: "F32", np.float16: "F16", np.int64: "
             np.uint64: "U64", np.bool_: "BOOL", ml_dtypes.bfloat16: "BF16", ml_dtypes.float8_e4m3fn: "F8_E4M3",
             ml_dtypes.float8_e5m2: "F8_E5M2", ml_dtypes.float8_e8m0fnu: "F8_E8M0",
             ml_dtypes.float8_e4m3fnuz: "F8_E4M3FNUZ", ml_dtypes.float8_e5m2fnuz: "F8_E5M2FNUZ",
-            ml_dtypes.float4_e2m1fn: "F4"}
+            ml_dtypes.float4_e2m1fn: "F4", ml_dtypes.float6_e2m3fn: "F6_E2M3",
+            ml_dtypes.float6_e3m2fn: "F6_E3M2"}
+FLOAT6 = (ml_dtypes.float6_e2m3fn, ml_dtypes.float6_e3m2fn)
 failures = []
 
 
@@ -50,6 +52,11 @@ def raw_bytes(a):
         if codes.size % 2:
             codes = np.concatenate([codes, np.zeros(1, np.uint8)])
         return (codes[0::2] | (codes[1::2] << 4)).astype(np.uint8).tobytes()
+    if a.dtype in FLOAT6:  # 6 bits each, one little-endian bit stream: element i at bits [6i, 6i+6)
+        codes = a.view(np.uint8).reshape(-1) & 0x3F
+        bits = ((codes[:, None] >> np.arange(6)) & 1).reshape(-1)
+        bits = np.concatenate([bits, np.zeros(-len(bits) % 8, np.uint8)])
+        return np.packbits(bits.reshape(-1, 8), axis=1, bitorder="little").tobytes()
     if a.dtype.byteorder == ">":
         a = a.astype(a.dtype.newbyteorder("<"))
     return a.tobytes()
@@ -71,6 +78,8 @@ def sample(dtype, shape, seed):
     raw = rng.integers(0, 256, n * itemsize, dtype=np.uint8)
     if dtype == ml_dtypes.float4_e2m1fn:
         raw &= 0xF
+    if dtype in FLOAT6:
+        raw &= 0x3F
     return raw.view(dtype).reshape(shape)
 
 

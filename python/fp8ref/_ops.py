@@ -135,12 +135,6 @@ def _run_oracle(tensors, o, bound, device, grouping):
     return _core.grouped_gemm_on(tensors, o, bound, device, grouping)
 
 
-def _presets_are_m_grouped(grouping):
-    if grouping != "m":
-        raise ValueError("kernel= presets are M-grouped (grouping='m'); name the model with "
-                         "model= for grouping='k'")
-
-
 def grouped_gemm(a, b, scale_a=None, scale_b=None, offs=None, *, model=None, scaling=None,
                  b_layout="nk", split_k=1, split_k_blocks=0, epilogue="model", out_dtype="f32",
                  bound=False, kernel=None, device="cpu", grouping="m", fast_accum=False):
@@ -150,12 +144,12 @@ def grouped_gemm(a, b, scale_a=None, scale_b=None, offs=None, *, model=None, sca
     device='cuda': the GPU oracle (the same bits; no bound; RuntimeError without a device).
     grouping='k': torch's 2d x 2d product, A (M, K), B (N, K) or (K, N), offs the K ends: out
     (G, M, N), an empty group +0 (fp8-check --grouping k)."""
-    if kernel is not None:
-        _presets_are_m_grouped(grouping)
+    if kernel is not None:  # the preset says whether it takes grouping='k'
         from ._presets import grouped_gemm_kernel
 
         return grouped_gemm_kernel(a, b, scale_a, scale_b, offs, kernel=kernel,
-                                   fast_accum=fast_accum, bound=bound, model=model,
+                                   fast_accum=fast_accum, bound=bound, device=device,
+                                   grouping=grouping, model=model,
                                    scaling=scaling, b_layout=b_layout, split_k=split_k,
                                    split_k_blocks=split_k_blocks, epilogue=epilogue,
                                    out_dtype=out_dtype)
@@ -255,12 +249,12 @@ def verify_grouped_gemm(got, a, b, scale_a=None, scale_b=None, offs=None, *, mod
     """`fp8-check verify grouped-gemm`: compares `got` (M, N) with the oracle per group, under
     `model` or each member of kernel= (docs/presets.md; the report's `matched` names the member).
     Rows past offs[-1] are not compared. Returns a VerifyReport."""
-    if kernel is not None:
-        _presets_are_m_grouped(grouping)
+    if kernel is not None:  # the preset says whether it takes grouping='k'
         from ._presets import verify_kernel
 
         return verify_kernel(got, a, b, scale_a, scale_b, offs, kernel=kernel,
-                             fast_accum=fast_accum, within_bound=within_bound,
+                             fast_accum=fast_accum, within_bound=within_bound, device=device,
+                             grouping=grouping,
                              max_report=max_report, model=model, scaling=scaling,
                              b_layout=b_layout, split_k=split_k, split_k_blocks=split_k_blocks,
                              epilogue=epilogue, out_dtype=out_dtype)

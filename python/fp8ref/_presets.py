@@ -49,12 +49,12 @@ def _setup(got, a, b, scale_a, scale_b, offs, model, scaling, b_layout, split_k,
 
 def resolve_kernel(kernel, *, fast_accum=False, got=None, a, b, scale_a=None, scale_b=None,
                    offs=None, model=None, scaling=None, b_layout=None, split_k=None,
-                   split_k_blocks=None, epilogue=None, out_dtype=None):
+                   split_k_blocks=None, epilogue=None, out_dtype=None, grouping="m"):
     """(members, options): the preset's members as dicts (model, split_k, split_k_blocks,
     epilogue, configuration) and the scaling / b_layout / out_dtype read from the arrays."""
     tensors, _, o, given = _setup(got, a, b, scale_a, scale_b, offs, model, scaling, b_layout,
                                   split_k, split_k_blocks, epilogue, out_dtype)
-    return _core.resolve_kernel(tensors, o, kernel, fast_accum, given)
+    return _core.resolve_kernel(tensors, o, kernel, fast_accum, given, grouping)
 
 
 def _member_options(m, filled):
@@ -63,29 +63,32 @@ def _member_options(m, filled):
                 out_dtype=filled["out_dtype"])
 
 
-def grouped_gemm_kernel(a, b, scale_a, scale_b, offs, *, kernel, fast_accum, bound, **given):
+def grouped_gemm_kernel(a, b, scale_a, scale_b, offs, *, kernel, fast_accum, bound, device,
+                        grouping, **given):
     """grouped_gemm(kernel=...): the preset's first member (no split-K)."""
     from ._ops import grouped_gemm
 
     members, filled = resolve_kernel(kernel, fast_accum=fast_accum, a=a, b=b, scale_a=scale_a,
-                                     scale_b=scale_b, offs=offs, **given)
-    return grouped_gemm(a, b, scale_a, scale_b, offs, bound=bound,
-                        **_member_options(members[0], filled))
+                                     scale_b=scale_b, offs=offs, grouping=grouping, **given)
+    return grouped_gemm(a, b, scale_a, scale_b, offs, bound=bound, device=device,
+                        grouping=grouping, **_member_options(members[0], filled))
 
 
 def verify_kernel(got, a, b, scale_a, scale_b, offs, *, kernel, fast_accum, within_bound,
-                  max_report, **given):
+                  max_report, device, grouping, **given):
     """verify_grouped_gemm(kernel=...): the report of the first member that passes, else of the
     member with the fewest failures; `matched` names the member (None when none passes) and
     `members` lists (configuration, failures) for each member tried."""
     from ._ops import verify_grouped_gemm
 
     members, filled = resolve_kernel(kernel, fast_accum=fast_accum, got=got, a=a, b=b,
-                                     scale_a=scale_a, scale_b=scale_b, offs=offs, **given)
+                                     scale_a=scale_a, scale_b=scale_b, offs=offs,
+                                     grouping=grouping, **given)
     tried, best = [], None
     for m in members:
         r = verify_grouped_gemm(got, a, b, scale_a, scale_b, offs, within_bound=within_bound,
-                                max_report=max_report, **_member_options(m, filled))
+                                max_report=max_report, device=device, grouping=grouping,
+                                **_member_options(m, filled))
         tried.append((m["configuration"], r.failures))
         if best is None or r.failures < best[1].failures:
             best = (m, r)

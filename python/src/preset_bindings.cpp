@@ -25,22 +25,12 @@ namespace fp8ref::py {
 namespace {
 
 using cli::UsageError;
-using PyTensor = std::tuple<std::string, std::vector<std::int64_t>, ByteArray>;
 using Given = std::tuple<bool, bool, bool, bool, bool, bool>;
 
 // The (dtype name, shape, bytes) triples of python/fp8ref/_arrays.py as a tensor file.
 tensor_io::TensorFile tensors_in(const std::map<std::string, PyTensor>& tensors) {
   tensor_io::TensorFile tf;
-  for (const auto& [name, t] : tensors) {
-    const auto& [dtype_name, shape, bytes] = t;
-    const auto dtype = tensor_io::dtype_from_name(dtype_name);
-    if (!dtype) throw UsageError(name + ": unknown dtype '" + dtype_name + "'");
-    const std::uint64_t n = tensor_io::checked_numel(shape, name);
-    if (tensor_io::bytes_for(*dtype, n) != bytes.size())
-      throw UsageError(name + ": " + std::to_string(bytes.size()) + " bytes for " + dtype_name +
-                       " " + tensor_io::shape_string(shape));
-    tf.tensors.push_back({name, {*dtype, shape, {bytes.data(), bytes.data() + bytes.size()}}});
-  }
+  for (const auto& [name, t] : tensors) tf.tensors.push_back({name, to_tensor(name, t)});
   return tf;
 }
 
@@ -60,9 +50,11 @@ std::map<std::string, std::string> member_dict(const ref::ModelChoice& m) {
 // kernel= resolved on the arrays: (members, the options the preset filled).
 std::tuple<std::vector<std::map<std::string, std::string>>, std::map<std::string, std::string>>
 resolve(const std::map<std::string, PyTensor>& tensors, cli::GemmOptions o,
-        const std::string& kernel, bool fast_accum, const Given& given) {
+        const std::string& kernel, bool fast_accum, const Given& given,
+        const std::string& grouping) {
   const tensor_io::TensorFile tf = tensors_in(tensors);
   o.kernel = kernel, o.fast_accum = fast_accum, o.got = tf.find("got") ? "got" : "";
+  o.grouping = grouping;
   const cli::ResolvedKernel rk = cli::resolve_kernel(o, given_of(given), tf);
   std::vector<std::map<std::string, std::string>> members;
   for (const ref::ModelChoice& m : rk.members) members.push_back(member_dict(m));
@@ -129,7 +121,7 @@ std::vector<std::map<std::string, std::string>> presets() {
 void register_presets(nb::module_& m) {
   m.def("kernel_presets", &presets, "The kernel preset table (docs/presets.md), a row each");
   m.def("resolve_kernel", &resolve, nb::arg("tensors"), nb::arg("options"), nb::arg("kernel"),
-        nb::arg("fast_accum"), nb::arg("given"),
+        nb::arg("fast_accum"), nb::arg("given"), nb::arg("grouping"),
         "kernel= on arrays: (members, the scaling / b_layout / out_dtype read from them)");
   m.def("explain", &explain, nb::arg("tensors"), nb::arg("options"), nb::arg("kernel"),
         nb::arg("fast_accum"), nb::arg("given"), nb::arg("top"),

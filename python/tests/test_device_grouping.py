@@ -78,7 +78,9 @@ def test_k_grouped_verify_names_the_group(rng):
 
 @pytest.mark.parametrize("call,message", [
     (lambda t: fp8ref.grouped_gemm(**t, model="exact", scaling="blockwise", grouping="k"),
-     "--grouping k takes --scaling none, tensorwise or rowwise"),
+     "--scale-a: 'scale_a' has shape"),
+    (lambda t: fp8ref.grouped_gemm(**t, model="exact", scaling="nvfp4", grouping="k"),
+     "--grouping k takes --scaling"),
     (lambda t: fp8ref.grouped_gemm(**t, model="exact", scaling="rowwise", grouping="x"),
      "grouping"),
     (lambda t: fp8ref.grouped_gemm(**t, model="exact", scaling="rowwise", device="tpu"),
@@ -135,3 +137,16 @@ def test_cuda_k_grouped_equals_numpy_and_refuses_a_bound(rng):
     assert fp8ref.verify_grouped_gemm(want, **t, **kw, device="cuda").ok
     with pytest.raises(ValueError, match="CPU oracle"):
         fp8ref.grouped_gemm(**t, **kw, device="cuda", bound=True)
+
+
+@needs_cuda
+@pytest.mark.parametrize("model", ["exact", "hopper_promoted_blockwise", "fp32_sequential"])
+def test_cuda_k_grouped_blockwise_equals_cpu(rng, model):
+    t, _ = k_case(rng)
+    r = 5  # 1x128 blocks along K restarting at each group: 1 + 0 + 2 + 1, and 1 past offs[-1]
+    t["scale_a"] = rng.uniform(0.5, 2, (M, r)).astype(np.float32)
+    t["scale_b"] = rng.uniform(0.5, 2, (N, r)).astype(np.float32)
+    kw = dict(model=model, scaling="blockwise", grouping="k", out_dtype="bf16")
+    y = fp8ref.grouped_gemm(**t, **kw, device="cuda")
+    assert_bitwise_equal(y, fp8ref.grouped_gemm(**t, **kw))
+    assert not y[1].view(np.uint16).any()  # the empty group: +0

@@ -166,7 +166,7 @@ def test_diff_equals_cli_diff_json(fp8_check, tmp_path, rng):
                                    kernel="deepgemm"), ValueError, "--kernel: unknown kernel"),
     (lambda t: fp8ref.explain(t["a"], t["a"], t["b"], offs=t["offs"]), ValueError, "got: shape"),
     (lambda t: fp8ref.grouped_gemm(t["a"], t["b"], offs=t["offs"], grouping="k",
-                                   kernel="torch._scaled_grouped_mm"), ValueError, "M-grouped"),
+                                   kernel="deep_gemm.fp8_gemm_nt"), ValueError, "M-grouped only"),
 ])
 def test_gemm_bad_input_errors(rng, call, error, message):
     with pytest.raises(error, match=message) as e:

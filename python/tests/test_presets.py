@@ -100,3 +100,20 @@ def test_kernel_bad_input_is_one_line(rng):
     assert "\n" not in str(e.value)
     with pytest.raises(ValueError, match="model= or kernel= is required"):
         fp8ref.grouped_gemm(**t, scaling="tensorwise")
+
+
+def test_kernel_with_k_grouping_names_the_member_and_refuses_an_m_only_kernel(rng):
+    ends = np.array([256, 256, 640], np.int64)
+    t = dict(a=block_codes(rng, M, 640), b=np.ascontiguousarray(block_codes(rng, N, 640).T),
+             scale_a=rng.uniform(1e-3, 3e-3, 3 * M).astype(np.float32),
+             scale_b=rng.uniform(1e-3, 3e-3, 3 * N).astype(np.float32), offs=ends)
+    got = fp8ref.grouped_gemm(**t, grouping="k", scaling="rowwise", b_layout="kn",
+                              model="hopper_promoted_rowwise", epilogue="a_then_b")
+    r = fp8ref.verify_grouped_gemm(got, **t, grouping="k", kernel="torch._scaled_grouped_mm")
+    assert r.ok and r.matched == "hopper_promoted_rowwise split_k=1 epilogue=a_then_b"
+    other = fp8ref.grouped_gemm(**t, grouping="k", scaling="rowwise", b_layout="kn",
+                                model="hopper_promoted_rowwise", epilogue="b_then_a")
+    assert not fp8ref.verify_grouped_gemm(other, **t, grouping="k",
+                                          kernel="torch._scaled_grouped_mm").ok
+    with pytest.raises(ValueError, match="M-grouped only"):
+        fp8ref.verify_grouped_gemm(got, **t, grouping="k", kernel="deep_gemm.fp8_gemm_nt")

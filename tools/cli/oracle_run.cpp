@@ -11,6 +11,7 @@
 #ifdef FP8REF_CLI_HAVE_GPU
 #include "gpu/device.h"
 #include "gpu/oracle/grouped_gemm_oracle.h"
+#include "gpu/oracle/grouped_wgrad_oracle.h"
 #endif
 
 namespace fp8ref::cli {
@@ -50,15 +51,23 @@ GemmCase head_rows(const GemmCase& c, std::int64_t rows) {
 
 // K-grouped with blockwise / mx scales along K: the wgrad of reference/grouped_gemm.h with K as
 // its tokens (gemm_case.h); out (G, M, N) = dW. C = -0 gives RN(C + acc) = acc for every acc;
-// an empty group is then RN(-0) and is written +0, as the other K-grouped paths write it.
-OracleRun run_wgrad_form(const KGroupedCase& k, ref::ModelChoice m, OutDtype d) {
+// an empty group is then RN(-0) and is written +0, as the other K-grouped paths write it. On the
+// GPU: the GPU oracle's wgrad (the same bits, no bound).
+OracleRun run_wgrad_form(const KGroupedCase& k, ref::ModelChoice m, OutDtype d, bool on_gpu) {
   const auto n = std::size_t(k.G * k.M * k.N);
   std::vector<float> c(n, -0.0f), f(d == OutDtype::f32 ? n : 0);
   std::vector<std::uint16_t> h(d == OutDtype::f32 ? 0 : n);
   OracleRun r{std::vector<std::uint32_t>(n), std::vector<double>(n)};
   const ref::WgradOperands op{k.K,   k.M,  k.N, k.G, k.fa, k.fb, k.dy, k.x, k.block_scaling,
                               k.sdy, k.sx, c};
-  ref::grouped_gemm_wgrad(op, k.offs, m, {d, f, h, r.bound});
+#ifdef FP8REF_CLI_HAVE_GPU
+  if (on_gpu)
+    gpu::oracle_grouped_gemm_wgrad(op, k.offs, m, {d, f, h, {}});
+  else
+#else
+  (void)on_gpu;
+#endif
+    ref::grouped_gemm_wgrad(op, k.offs, m, {d, f, h, r.bound});
   std::int64_t s = 0;
   for (std::int64_t g = 0; g < k.G; ++g) {
     const bool empty = k.offs[std::size_t(g)] == s;
@@ -90,21 +99,16 @@ bool use_gpu(const GemmOptions& o) {
   return true;
 }
 
-LoadedCase load_for_run(const tensor_io::TensorFile& tf, const GemmOptions& o) {
-  if (o.grouping != "m") usage("--grouping " + o.grouping + ": only m from tensors in memory");
-  GemmCase c = load_case(tf, o);
-  std::vector<std::int64_t> shape{c.M, c.N};
-  return {std::move(c), std::nullopt, std::move(shape), ""};
-}
+LoadedCase load_for_run(const GemmOptions& o) { return load_for_run(load_file(o.in), o); }
 
-LoadedCase load_for_run(const GemmOptions& o) {
+LoadedCase load_for_run(const tensor_io::TensorFile& tf, const GemmOptions& o) {
   if (o.grouping == "m") {
-    GemmCase c = load_case(o);
+    GemmCase c = load_case(tf, o);
     std::vector<std::int64_t> shape{c.M, c.N};
     return {std::move(c), std::nullopt, std::move(shape), ""};
   }
   if (o.grouping != "k") usage("--grouping: expected m or k, got '" + o.grouping + "'");
-  KGroupedCase k = load_kgrouped_case(o);
+  KGroupedCase k = load_kgrouped_case(tf, o);
   GemmCase c = k.stacked();
   if (k.block_scaling != ref::Scaling::none) c.scaling = k.block_scaling;  // for the candidates
   std::vector<std::int64_t> shape{k.G, k.M, k.N};
@@ -118,10 +122,7 @@ LoadedCase load_for_run(const GemmOptions& o) {
 OracleRun run_loaded(const LoadedCase& lc, ref::ModelChoice m, OutDtype d, bool on_gpu) {
   if (!lc.k) return run_oracle(lc.c, m, d, on_gpu);
   const KGroupedCase& k = *lc.k;
-  if (k.block_scaling != ref::Scaling::none) {
-    if (on_gpu) usage("--device cuda: the GPU oracle has no K-grouped blockwise / mx path");
-    return run_wgrad_form(k, m, d);
-  }
+  if (k.block_scaling != ref::Scaling::none) return run_wgrad_form(k, m, d, on_gpu);
   const auto mn = std::size_t(k.M * k.N);
   OracleRun r{std::vector<std::uint32_t>(std::size_t(k.G) * mn),
               std::vector<double>(std::size_t(k.G) * mn)};

@@ -28,7 +28,7 @@ struct LoadedCase {
   std::string what;  // the K-grouped shape in words, empty for M-grouped
 };
 LoadedCase load_for_run(const GemmOptions& o);
-// The same on tensors in memory (M-grouped: --grouping k reads a file).
+// The same on tensors in memory (the Python module's arrays).
 LoadedCase load_for_run(const tensor_io::TensorFile& tf, const GemmOptions& o);
 
 // Where the oracle runs: --device cpu, cuda (a one-line error without a usable device, or when a

@@ -27,13 +27,16 @@ MiniFloat layout(DType t) {
     case DType::F8_E5M2: return {5, 2, 15, Special::Ieee};
     case DType::F8_E4M3FNUZ: return {4, 3, 8, Special::Fnuz};
     case DType::F8_E5M2FNUZ: return {5, 2, 16, Special::Fnuz};
+    case DType::F6_E2M3: return {2, 3, 1, Special::FiniteOnly};
+    case DType::F6_E3M2: return {3, 2, 3, Special::FiniteOnly};
     default: return {2, 1, 1, Special::FiniteOnly};  // F4 e2m1
   }
 }
 
 bool is_minifloat(DType t) {
   return t == DType::F16 || t == DType::BF16 || t == DType::F8_E4M3 || t == DType::F8_E5M2 ||
-         t == DType::F8_E4M3FNUZ || t == DType::F8_E5M2FNUZ || t == DType::F4;
+         t == DType::F8_E4M3FNUZ || t == DType::F8_E5M2FNUZ || t == DType::F4 ||
+         t == DType::F6_E2M3 || t == DType::F6_E3M2;
 }
 
 ValueClass classify_minifloat(const MiniFloat& f, std::uint64_t bits) {
@@ -90,6 +93,12 @@ T load(std::uint64_t bits) {
 std::uint64_t raw_bits(const Tensor& t, std::uint64_t i) {
   const std::span<const std::uint8_t> b = t.bytes();
   if (t.dtype == DType::F4) return (b[i / 2] >> (4 * (i % 2))) & 0xf;
+  if (dtype_bits(t.dtype) == 6) {  // LSB-first 6-bit stream (tensor.h)
+    const std::uint64_t at = 6 * i;
+    unsigned v = b[at / 8] >> (at % 8);
+    if (at % 8 > 2) v |= unsigned{b[at / 8 + 1]} << (8 - at % 8);
+    return v & 0x3f;
+  }
   const auto w = static_cast<std::size_t>(dtype_bits(t.dtype) / 8);
   std::uint64_t v = 0;
   for (std::size_t k = 0; k < w; ++k) v |= std::uint64_t{b[i * w + k]} << (8 * k);

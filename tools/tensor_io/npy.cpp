@@ -204,9 +204,9 @@ std::string opaque_message(const std::string& descr, int itemsize) {
   const std::string head = "npy descr '" + descr + "' is opaque: ";
   if (itemsize == 1)
     return head +
-           "ml_dtypes stores float8_e4m3fn, float8_e8m0fnu, float8_e4m3fnuz, float8_e5m2fnuz and "
-           "float4_e2m1fn so; pass --as e4m3|e8m0|e4m3fnuz|e5m2fnuz|fp4 (float8_e5m2 is '<f1' "
-           "and needs no --as)";
+           "ml_dtypes stores float8_e4m3fn, float8_e8m0fnu, float8_e4m3fnuz, float8_e5m2fnuz, "
+           "float4_e2m1fn and float6_e2m3fn / e3m2fn so; pass --as "
+           "e4m3|e8m0|e4m3fnuz|e5m2fnuz|fp4|e2m3|e3m2 (float8_e5m2 is '<f1' and needs no --as)";
   if (itemsize == 2) return head + "ml_dtypes stores bfloat16 so; pass --as bf16";
   return head + "no fp8ref dtype is " + std::to_string(itemsize) +
          " bytes wide and opaque; pass --as DTYPE to reinterpret its bytes";
@@ -222,8 +222,8 @@ Tensor finish_tensor(std::vector<std::uint8_t> raw, Header& h, const Descr& d,
                    raw.begin() + static_cast<std::ptrdiff_t>(i + w));
   }
   if (opts.as_dtype) {
-    if (!d.dtype && w == 1 && *opts.as_dtype == DType::F4)
-      return pack_unpacked_f4(raw, std::move(h.shape), file);
+    if (!d.dtype && w == 1 && dtype_bits(*opts.as_dtype) < 8)
+      return pack_unpacked_subbyte(raw, std::move(h.shape), *opts.as_dtype, file);
     return reinterpret_as(std::move(raw), std::move(h.shape), d.itemsize * 8, *opts.as_dtype, file);
   }
   if (!d.dtype) fail(file, opaque_message(h.descr, d.itemsize));
@@ -316,6 +316,12 @@ std::vector<std::uint8_t> serialize_npy(const Tensor& t, std::string_view file) 
   if (t.dtype == DType::F4) {
     for (std::uint64_t i = 0; i < n; ++i)
       out.push_back(static_cast<std::uint8_t>((data[i / 2] >> (4 * (i % 2))) & 0xf));
+  } else if (dtype_bits(t.dtype) == 6) {  // one code per byte, as ml_dtypes writes float6
+    for (std::uint64_t i = 0, at = 0; i < n; ++i, at += 6) {
+      unsigned v = data[at / 8] >> (at % 8);
+      if (at % 8 > 2) v |= unsigned{data[at / 8 + 1]} << (8 - at % 8);
+      out.push_back(static_cast<std::uint8_t>(v & 0x3f));
+    }
   } else {
     out.insert(out.end(), data.begin(), data.end());
   }

@@ -36,6 +36,8 @@ constexpr std::array<DTypeInfo, kDTypeCount> kInfo{{
     {DType::F8_E4M3FNUZ, "F8_E4M3FNUZ", 8, true},
     {DType::F8_E5M2FNUZ, "F8_E5M2FNUZ", 8, true},
     {DType::F4, "F4", 4, true},
+    {DType::F6_E2M3, "F6_E2M3", 6, true},
+    {DType::F6_E3M2, "F6_E3M2", 6, true},
 }};
 
 struct Alias {
@@ -43,7 +45,7 @@ struct Alias {
   DType type;
 };
 
-constexpr std::array<Alias, 30> kAliases{{
+constexpr std::array<Alias, 34> kAliases{{
     {"e4m3", DType::F8_E4M3},
     {"e4m3fn", DType::F8_E4M3},
     {"float8_e4m3fn", DType::F8_E4M3},
@@ -59,6 +61,10 @@ constexpr std::array<Alias, 30> kAliases{{
     {"e2m1", DType::F4},
     {"fp4", DType::F4},
     {"float4_e2m1fn", DType::F4},
+    {"e2m3", DType::F6_E2M3},
+    {"float6_e2m3fn", DType::F6_E2M3},
+    {"e3m2", DType::F6_E3M2},
+    {"float6_e3m2fn", DType::F6_E3M2},
     {"bf16", DType::BF16},
     {"bfloat16", DType::BF16},
     {"f16", DType::F16},
@@ -170,7 +176,7 @@ std::uint64_t checked_numel(const std::vector<std::int64_t>& shape, std::string_
 
 std::uint64_t bytes_for(DType t, std::uint64_t n) {
   const auto bits = static_cast<std::uint64_t>(dtype_bits(t));
-  return bits == 4 ? (n + 1) / 2 : n * (bits / 8);
+  return bits < 8 ? (n * bits + 7) / 8 : n * (bits / 8);  // n <= 2^60: no overflow
 }
 
 std::uint64_t checked_byte_size(DType t, const std::vector<std::int64_t>& shape,
@@ -213,6 +219,23 @@ Tensor reinterpret_as(std::vector<std::uint8_t> bytes, std::vector<std::int64_t>
   if (bytes_for(to, checked_numel(t.shape, file)) != t.data.size()) {
     fail(file,
          "reinterpreting as " + std::string(dtype_name(to)) + " does not preserve the byte count");
+  }
+  return t;
+}
+
+Tensor pack_unpacked_subbyte(const std::vector<std::uint8_t>& bytes,
+                             std::vector<std::int64_t> shape, DType to, std::string_view file) {
+  const int bits = dtype_bits(to);
+  if (bits != 4 && bits != 6) fail(file, "only F4 and F6 codes are packed");
+  if (to == DType::F4) return pack_unpacked_f4(bytes, std::move(shape), file);
+  const std::uint64_t n = checked_numel(shape, file);
+  if (n != bytes.size()) fail(file, "float6 dump: element count differs from byte count");
+  Tensor t{to, std::move(shape), std::vector<std::uint8_t>(bytes_for(to, n), 0)};
+  for (std::uint64_t i = 0; i < n; ++i) {
+    if (bytes[i] > 0x3f) fail(file, "float6 dump: element " + std::to_string(i) + " uses bits 7:6");
+    const std::uint64_t at = 6 * i;  // LSB-first bit stream (tensor.h)
+    t.data[at / 8] |= static_cast<std::uint8_t>(bytes[i] << (at % 8));
+    if (at % 8 > 2) t.data[at / 8 + 1] |= static_cast<std::uint8_t>(bytes[i] >> (8 - at % 8));
   }
   return t;
 }

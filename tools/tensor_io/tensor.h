@@ -17,6 +17,10 @@
 namespace fp8ref::tensor_io {
 
 // Element types. F4 is e2m1, packed two per byte (element 2i in the low nibble), shape logical.
+// F6_E2M3 / F6_E3M2 (safetensors' names for MXFP6's elements) are packed 6 bits each as one
+// little-endian bit stream: element i in stream bits [6i, 6i + 6), stream bit j in bit j % 8 of
+// byte j / 8 (F4's element-0-low convention, extended; safetensors counts bits and leaves the
+// order open).
 enum class DType : std::uint8_t {
   F64,
   F32,
@@ -37,8 +41,10 @@ enum class DType : std::uint8_t {
   F8_E4M3FNUZ,
   F8_E5M2FNUZ,
   F4,
+  F6_E2M3,
+  F6_E3M2,
 };
-inline constexpr int kDTypeCount = 19;
+inline constexpr int kDTypeCount = 21;
 
 // One-line error; the constructor replaces control characters so messages stay on one line.
 struct Error : std::runtime_error {
@@ -51,7 +57,7 @@ std::string_view dtype_name(DType t);  // safetensors spelling: "F8_E4M3", "BF16
 // Accepts the safetensors spelling (any case) and the aliases e4m3, e4m3fn, float8_e4m3fn,
 // e5m2, e8m0, e8m0fnu, bf16, bfloat16, f32, float32, fp4, e2m1, ...
 std::optional<DType> dtype_from_name(std::string_view name);
-int dtype_bits(DType t);  // 4 for F4, else 8 * element bytes
+int dtype_bits(DType t);  // 4 for F4, 6 for F6_*, else 8 * element bytes
 bool dtype_is_float(DType t);
 
 struct Tensor {
@@ -157,6 +163,10 @@ std::uint64_t bytes_for(DType t, std::uint64_t n);
 Tensor reinterpret_as(std::vector<std::uint8_t> bytes, std::vector<std::int64_t> shape,
                       int src_bits, DType to, std::string_view file);
 
+// ml_dtypes stores float6_e2m3fn / float6_e3m2fn one value per byte (bits 5:0): pack into F6_*
+// (`to`; F4 goes to pack_unpacked_f4).
+Tensor pack_unpacked_subbyte(const std::vector<std::uint8_t>& bytes,
+                             std::vector<std::int64_t> shape, DType to, std::string_view file);
 // ml_dtypes stores float4_e2m1fn one value per byte (low nibble): pack into F4.
 Tensor pack_unpacked_f4(const std::vector<std::uint8_t>& bytes, std::vector<std::int64_t> shape,
                         std::string_view file);

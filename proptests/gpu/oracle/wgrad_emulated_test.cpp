@@ -19,7 +19,7 @@ std::vector<std::uint32_t> emulated_wgrad_bits(const fuzz::WgradCase& w) {
     const gpu::emu::WgradView v =
         gpu::make_wgrad_view(op, gr, m, y.dtype,
                              {h.dyt.data(), h.xt.data(), gr.rows.data(), gr.first_block.data(),
-                              h.sdy.data(), h.sx.data(), op.c.data()});
+                              gr.cols.data(), h.sdy.data(), h.sx.data(), op.c.data()});
     for (std::int64_t g = 0; g < op.G; ++g)
       for (std::int64_t n = 0; n < op.N; ++n)
         for (std::int64_t k = 0; k < op.K; ++k) {
