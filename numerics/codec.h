@@ -232,6 +232,11 @@ constexpr std::uint8_t encode_e8m0_bits(std::uint64_t bits, const E8m0Spec& spec
         e = abs_bits > 0x3800000000000000ULL ? -126 : -127;  // f32 subnormal: > 2^-127 up
       break;
   }
+#ifdef FP8REF_PLANT_HOOKS
+  if (FP8REF_PLANTED_RT(e8m0_ties_down) && width > 0 && frac == half &&
+      spec.rounding != E8m0Rounding::floor && spec.rounding != E8m0Rounding::ceil)
+    e = lead;
+#endif
   // 4. Clamp below (no zero in E8M0), overflow above. floor rounds toward zero, which never
   //    overflows (IEEE 754 §7.4; CUDA's __nv_cvt_double_to_e8m0 rz nosat: 2^200 -> 0xFE).
   if (e < E8m0Traits::kMinExp) e = E8m0Traits::kMinExp;

@@ -37,9 +37,12 @@ enum class Bug : int {
   pad_rows_to_group,       // padded row map: padding rows mapped to their group
   pad_rows_written,        // pad_rows: padding rows filled with the group's last row
   quantize_ties_away,      // quantize's f32 -> FP8 element cast: a tie rounds away from zero
+  e8m0_ties_down,          // E8M0 nearest roundings: the value tie 1.5 * 2^k rounds down
+  mma_sync_c_first,        // mma.sync step: C enters the first HMMA instead of RN(C + T2) last
+  grouped_no_restart,      // M-grouped 128x4 layout: groups do not restart at a tile
 };
 
-inline constexpr std::array<std::string_view, 19> kNames = {
+inline constexpr std::array<std::string_view, 22> kNames = {
     "none",
     "codec_ties_half_up",
     "codec_sat_one_high",
@@ -59,6 +62,9 @@ inline constexpr std::array<std::string_view, 19> kNames = {
     "pad_rows_to_group",
     "pad_rows_written",
     "quantize_ties_away",
+    "e8m0_ties_down",
+    "mma_sync_c_first",
+    "grouped_no_restart",
 };
 
 inline std::string_view name(Bug b) { return kNames[static_cast<std::size_t>(b)]; }

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "numerics/plant.h"
 #include "numerics/scale_layout.h"
 
 namespace fp8ref {
@@ -53,6 +54,10 @@ inline std::size_t blocked_grouped_rows_offset(std::span<const std::int64_t> end
     tile_row += (e - start + 127) / 128, start = e;
   }
   const std::int64_t local = r - start, tiles_c = detail::align_up(cols, 4) / 4;
+#ifdef FP8REF_PLANT_HOOKS
+  if (FP8REF_PLANTED(grouped_no_restart))  // one blocked grid over all rows
+    return std::size_t((r / 128) * tiles_c * 512 + detail::blocked_offset(r % 128, c, tiles_c));
+#endif
   return std::size_t((tile_row + local / 128) * tiles_c * 512 +
                      detail::blocked_offset(local % 128, c, tiles_c));
 }

@@ -14,6 +14,7 @@
 #include "numerics/format.h"
 #include "numerics/models/bounded.h"
 #include "numerics/models/exact_sum.h"
+#include "numerics/plant.h"
 
 namespace fp8ref {
 
@@ -113,6 +114,12 @@ inline Bounded hmma_f16_step(const std::uint8_t* a, const std::uint8_t* b, int n
 // against the exact value of sum(a_k·b_k) + c.
 inline Bounded hopper_mma_sync_step_bounded(const std::uint8_t* a, const std::uint8_t* b, int n,
                                             Format fa, Format fb, float c) {
+#ifdef FP8REF_PLANT_HOOKS
+  if (FP8REF_PLANTED(mma_sync_c_first)) {
+    const Bounded t1 = detail::hmma_f16_step(a, b, n, fa, fb, 0, c);
+    return detail::hmma_f16_step(a, b, n, fa, fb, 1, t1.z);
+  }
+#endif
   const Bounded t1 = detail::hmma_f16_step(a, b, n, fa, fb, 0, 0.0f);
   const Bounded t2 = detail::hmma_f16_step(a, b, n, fa, fb, 1, t1.z);
   float d = c + t2.z;

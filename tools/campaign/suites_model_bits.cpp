@@ -273,15 +273,16 @@ void check_step(std::mt19937_64& rng) {
 
 void check_dot(std::int64_t v, std::mt19937_64& rng);
 
-// A step variant checks 16 steps, a model variant three dot products (blockwise eight: fmaf and
-// a rounded product then an add differ only where the sum's rounding sees the product's low bits).
+// A step variant checks 16 steps, a model variant three dot products (blockwise and mma.sync
+// eight: fmaf and a rounded product then an add, or C added first or last, differ only where a
+// rounding sees the low bits).
 void check_model(std::int64_t v, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   if (v == 0) {
     for (int i = 0; i < 16; ++i) check_step(rng);
     return;
   }
-  for (int i = 0; i < (v == 4 ? 8 : 3); ++i) check_dot(v, rng);
+  for (int i = 0; i < (v == 4 || v == 7 ? 8 : 3); ++i) check_dot(v, rng);
 }
 
 void check_dot(std::int64_t v, std::mt19937_64& rng) {

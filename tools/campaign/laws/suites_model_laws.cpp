@@ -4,8 +4,9 @@
 // (13 fraction bits), promotion happens exactly at each 128 of K (the whole run equals the f32
 // sum of its 128-blocks run alone), split-K slices are added in slice order (the run equals the
 // f32 sum of its slices run alone, first slice first), the rowwise epilogue is RN(sa·RN(sb·acc))
-// and the blockwise promotion is fmaf(RN(sa·sb), T, acc). gemm.model_bits checks the same models
-// against a second implementation; the two suites share no code.
+// and the blockwise promotion is fmaf(RN(sa·sb), T, acc); mma.sync adds its C last in f32 RN.
+// gemm.model_bits checks the same models against a second implementation; the two suites share
+// no code.
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -77,9 +78,9 @@ float full_scale(std::mt19937_64& rng) {
   return std::bit_cast<float>((e << 23) | std::uint32_t(rng() & 0x7FFFFF) | 1u);
 }
 
-constexpr const char* kLaws[] = {"fourteen_bits", "promotion_at_128", "slices_in_order",
-                                 "rowwise_epilogue", "blockwise_fma"};
-constexpr std::int64_t kNumLaws = 5;
+constexpr const char* kLaws[] = {"fourteen_bits",    "promotion_at_128", "slices_in_order",
+                                 "rowwise_epilogue", "blockwise_fma",    "mma_sync_c_last"};
+constexpr std::int64_t kNumLaws = 6;
 
 void broken(std::int64_t law, const LawCase& c, const std::string& what, float got, float want) {
   throw Violation(std::string("law ") + kLaws[law] + " (K=" + std::to_string(c.K) + "): " + what +
@@ -121,6 +122,14 @@ void law_slices(const LawCase& c0, std::mt19937_64& rng) {
   c.K = std::min(c0.K, L * S * 128);
   c.a.resize(std::size_t(c.K));
   c.b.resize(std::size_t(c.K));
+  // Slice 0 large (products near 2^6), slices 2.. small (near 2^-6): the small slices survive
+  // only when added after slice 1 has cancelled slice 0.
+  for (std::int64_t k = 0; k < c.K; ++k) {
+    if (k >= L * 128 && k < 2 * L * 128) continue;
+    const int mag = k < L * 128 ? 3 : -3;
+    c.a[std::size_t(k)] = near_pow2(Format::e4m3, mag + int(rng() % 3) - 1, rng);
+    c.b[std::size_t(k)] = near_pow2(c.fb, mag + int(rng() % 3) - 1, rng);
+  }
   for (std::int64_t k = L * 128; k < std::min(c.K, 2 * L * 128); ++k)  // slice 1 = -slice 0
     c.a[std::size_t(k)] = std::uint8_t(c.a[std::size_t(k - L * 128)] ^ 0x80),
     c.b[std::size_t(k)] = c.b[std::size_t(k - L * 128)];
@@ -170,6 +179,18 @@ void law_blockwise(const LawCase& c, std::mt19937_64& rng) {
     broken(4, c, "hopper_promoted_blockwise", got, want);
 }
 
+// mma.sync adds its C last, in f32 RN: step(a, b, c) = RN(c + step(a, b, +0)).
+void law_mma_sync(const LawCase& c, std::mt19937_64& rng) {
+  const int n = 1 + int(rng() % 32);
+  const float acc = std::ldexp(full_scale(rng), int(rng() % 16) - 8) * (rng() & 1 ? 1.0f : -1.0f);
+  const float got = hopper_mma_sync_step(c.a.data(), c.b.data(), n, Format::e4m3, c.fb, acc);
+  const float want =
+      acc + hopper_mma_sync_step(c.a.data(), c.b.data(), n, Format::e4m3, c.fb, 0.0f);
+  fold_result(&got, sizeof got);
+  if (std::bit_cast<std::uint32_t>(got) != std::bit_cast<std::uint32_t>(want))
+    broken(5, c, "hopper_mma_sync_step", got, want);
+}
+
 void check_law(std::int64_t law, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   for (int i = 0; i < 4; ++i) {
@@ -179,7 +200,8 @@ void check_law(std::int64_t law, std::uint64_t seed) {
       case 1: law_promotion(c); break;
       case 2: law_slices(c, rng); break;
       case 3: law_rowwise(c, rng); break;
-      default: law_blockwise(c, rng); break;
+      case 4: law_blockwise(c, rng); break;
+      default: law_mma_sync(c, rng); break;
     }
   }
 }

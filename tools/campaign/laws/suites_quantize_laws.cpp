@@ -97,7 +97,8 @@ void law_codes(const LawRecipe& v, std::mt19937_64& rng) {
   std::vector<float> x(static_cast<std::size_t>(n));
   for (std::int64_t b0 = 0; b0 < n; b0 += blk) {
     const float amax = draw_block_amax(rng);
-    const std::int64_t b1 = std::min(n, b0 + blk), spike = b0 + std::int64_t(rng()) % (b1 - b0);
+    const std::int64_t b1 = std::min(n, b0 + blk),
+                       spike = b0 + std::int64_t(rng() % std::uint64_t(b1 - b0));
     for (std::int64_t j = b0; j < b1; ++j) {
       const float frac = j == spike ? 1.0f : float(std::ldexp(double(rng() % 4096), -12));
       x[std::size_t(j)] = to_source(amax * frac * (rng() & 1 ? -1.0f : 1.0f), src);
