@@ -161,7 +161,9 @@ TEST_F(Hostile, AnNpzMemberCostsItsSizeOnceNotTwice) {
   const std::string f = file("once.npz", zip_blob({{"x.npy", npy_u8(128 << 20, '\0'), true, 0}}));
   const LimitedRun r = check({"inspect", "--no-progress", f}, 30s);
   EXPECT_EQ(r.status, 0) << r.err;
-  if (kTightRss) EXPECT_LT(r.max_rss_kib, kMemberKib + kMemberKib / 2) << "peak RSS in KiB";
+  if (kTightRss) {
+    EXPECT_LT(r.max_rss_kib, kMemberKib + kMemberKib / 2) << "peak RSS in KiB";
+  }
 }
 
 TEST_F(Hostile, InputsThatAreNotRegularFilesAreRefusedWithoutBlocking) {
@@ -380,12 +382,16 @@ TEST_F(Hostile, InspectOfALargeFileStaysWellWithinItsSize) {
   const std::string f = file("large.safetensors", safetensors_blob(h + "}", Blob(8 * kPer, '\1')));
   const LimitedRun r = check({"inspect", "--no-progress", f}, 60s);
   EXPECT_EQ(r.status, 0) << r.err;
-  if (kTightRss) EXPECT_LT(r.max_rss_kib, static_cast<long>(8 * kPer / 1024 / 2)) << "RSS KiB";
+  if (kTightRss) {
+    EXPECT_LT(r.max_rss_kib, static_cast<long>(8 * kPer / 1024 / 2)) << "RSS KiB";
+  }
   const std::string npy = file("large.npy", npy_u8(64 << 20, '\2'));
   const LimitedRun n = check({"inspect", "--no-progress", npy}, 60s);
   EXPECT_EQ(n.status, 0) << n.err;
   EXPECT_NE(n.out.find("min=2 max=2"), std::string::npos) << n.out;
-  if (kTightRss) EXPECT_LT(n.max_rss_kib, 64 * 1024 + 32 * 1024) << "RSS KiB: mapped pages only";
+  if (kTightRss) {
+    EXPECT_LT(n.max_rss_kib, 64 * 1024 + 32 * 1024) << "RSS KiB: mapped pages only";
+  }
 }
 
 }  // namespace

@@ -82,8 +82,8 @@ void set_wgrad_operands(GpuGemmCase& c, std::mt19937_64& rng) {
     c.c[i] = i % 97 == 0 ? -0.0f : std::ldexp(float(rng() % 200) - 100.0f, int(rng() % 9) - 4);
 }
 
-std::vector<std::uint8_t> transpose(const std::vector<std::uint8_t>& a, std::int64_t rows,
-                                    std::int64_t cols) {
+[[maybe_unused]] std::vector<std::uint8_t> transpose(const std::vector<std::uint8_t>& a,
+                                                     std::int64_t rows, std::int64_t cols) {
   std::vector<std::uint8_t> t(a.size());
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t k = 0; k < cols; ++k)

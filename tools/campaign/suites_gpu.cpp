@@ -86,7 +86,8 @@ void check_cast(const CastCase& c) {
 }
 
 // The forward's output bits under the row map of the case, rows of no group +0.
-std::vector<std::uint32_t> forward_bits(const GemmCase& c, bool on_gpu) {
+[[maybe_unused]] std::vector<std::uint32_t> forward_bits(const GemmCase& c,
+                                                         [[maybe_unused]] bool on_gpu) {
   const std::size_t n = std::size_t(c.M * c.N);
   std::vector<float> f(c.out == OutDtype::f32 ? n : 0);
   std::vector<std::uint16_t> h(c.out == OutDtype::f32 ? 0 : n);

@@ -141,7 +141,7 @@ struct DrawnRouting {
   std::vector<std::int32_t> expert;
   std::vector<float> prob;
 };
-DrawnRouting routing_of(const GpuPermuteCase& c) {
+[[maybe_unused]] DrawnRouting routing_of(const GpuPermuteCase& c) {
   std::mt19937_64 rng(c.seed);
   DrawnRouting r;
   std::vector<std::int32_t> perm(static_cast<std::size_t>(c.experts));

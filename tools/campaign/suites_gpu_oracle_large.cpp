@@ -79,7 +79,7 @@ GemmCase draw_large() {
 }
 
 // The rows the CPU recomputes (see the file comment).
-std::vector<std::int64_t> sampled_rows(const GemmCase& c) {
+[[maybe_unused]] std::vector<std::int64_t> sampled_rows(const GemmCase& c) {
   std::set<std::int64_t> rows;
   std::int64_t r0 = 0;
   for (std::int64_t m : c.gs.sizes) {

@@ -69,7 +69,7 @@ GpuQuantCase draw_gpu_quant() {
   return c;
 }
 
-std::vector<std::int64_t> group_ends(const GpuQuantCase& c) {
+[[maybe_unused]] std::vector<std::int64_t> group_ends(const GpuQuantCase& c) {
   std::vector<std::int64_t> ends;
   if (!c.grouped) return ends;
   std::int64_t e = 0;

@@ -172,7 +172,7 @@ std::vector<std::string> gpu_dual_tags(const GpuDualCase& c) {
   return t;
 }
 
-std::string context_of(const GpuDualCase& c) {
+[[maybe_unused]] std::string context_of(const GpuDualCase& c) {
   char buf[160];
   std::snprintf(buf, sizeof buf, "gpu.quantize_dual %s %s%s %s (%lld, %lld) block:%s",
                 std::string(to_string(c.recipe.kind)).c_str(),

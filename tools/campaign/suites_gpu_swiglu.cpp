@@ -157,7 +157,7 @@ std::vector<std::string> gpu_swiglu_tags(const GpuSwigluCase& c) {
   return t;
 }
 
-std::string context_of(const GpuSwigluCase& c) {
+[[maybe_unused]] std::string context_of(const GpuSwigluCase& c) {
   char buf[160];
   std::snprintf(buf, sizeof buf, "gpu.swiglu %s %s%s (%lld, 2 x %lld) block:%s layout %d",
                 std::string(to_string(c.recipe.kind)).c_str(),
