@@ -49,6 +49,7 @@ int size_for(int max_success, int max_size, int i) {
 // --- the reproduce token: version, seed, case index, size, shrink path -------------------------
 
 constexpr std::uint8_t kTokenVersion = 1;
+constexpr std::uint64_t kMaxCaseIndex = std::uint64_t(1) << 24;
 
 struct Reproduce {
   std::uint64_t seed = 0;
@@ -91,8 +92,9 @@ Reproduce decode(const std::vector<std::uint8_t>& token) {
   std::size_t at = 9;
   r.case_index = get_varint(token, at);
   const std::uint64_t size = get_varint(token, at), n = get_varint(token, at);
-  if (size > 1'000'000 || n > token.size())
-    throw std::invalid_argument("replay token does not decode: size or path out of range");
+  // Bounds far above any batch (cases, sizes, shrink steps), so a hostile token cannot spin.
+  if (r.case_index > kMaxCaseIndex || size > 1'000'000 || n > token.size())
+    throw std::invalid_argument("replay token does not decode: index, size or path out of range");
   r.size = int(size);
   for (std::uint64_t i = 0; i < n; ++i) r.path.push_back(std::size_t(get_varint(token, at)));
   if (at != token.size())
@@ -187,8 +189,8 @@ BatchOutcome replay(const Property& property, CampaignContext& ctx,
   rc::Shrinkable<CaseRun> at = gen(case_random(rep.seed, rep.case_index), rep.size);
   for (std::size_t step : rep.path) {
     auto shrinks = at.shrinks();
-    for (std::size_t i = 0; i < step; ++i) (void)shrinks.next();
     auto next = shrinks.next();
+    for (std::size_t i = 0; i < step && next; ++i) next = shrinks.next();
     if (!next) throw std::invalid_argument("replay token does not decode: no such shrink");
     at = std::move(*next);
   }
