@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "campaign/gemm_case.h"
+#include "campaign/strength.h"
 #include "campaign/wgrad_case.h"
 #include "reference/group_desc.h"
 #include "reference/grouped_gemm.h"
@@ -260,33 +261,38 @@ void add_gemm_suites(std::vector<Suite>& out) {
       {"gemm.forward",
        "M-grouped forward, exact model, == the fixed-point oracle (f32/bf16/f16); padding rows +0",
        2000,
-       {true, true, false, true},
+       {true, true, false, true, true},
        check_forward_exact,
        {}},
       {"gemm.models_bound",
        "every accumulation model (split-K too) within its bound of the exact value",
        1500,
-       {false, false, false, false},
+       {false, false, false, false, true},
        check_models_bound,
        {}},
       {"gemm.padding_poison",
        "valid rows bitwise unchanged when padding rows, scales and empty groups' B hold "
        "NaN/Inf/garbage",
        1000,
-       {true, false, true, false},
+       {true, false, true, false, true},
        check_padding_poison,
        {"sizes:edge_256"}},
       {"gemm.invariance",
        "same bits for 1 and 2 threads, a repeated run, and an inserted empty group",
        600,
-       {true, false, false, false},
+       {true, false, false, false, true},
        check_invariance,
        {"sizes:edge_128", "sizes:edge_256"}},
   };
   for (const Spec& sp : specs) {
     const DrawOptions o = sp.draw;
+    // After a passing check, a sampled case's test strength as tags (strength.h).
+    auto check = [f = sp.check](const GemmCase& c) {
+      f(c);
+      tag_strength(c);
+    };
     const CaseSuite<GemmCase> cs{
-        [o] { return draw_gemm(o); }, sp.check, gemm_tags, save_gemm, load_gemm, gemm_case_diff};
+        [o] { return draw_gemm(o); }, check, gemm_tags, save_gemm, load_gemm, gemm_case_diff};
     out.push_back(make_suite<GemmCase>(
         {sp.name, sp.summary, "cpu", sp.ctest_cases, gemm_classes(o), sp.rare}, cs));
   }

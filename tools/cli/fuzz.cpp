@@ -116,6 +116,7 @@ nlohmann::json suite_json(const fuzz::SuiteReport& s) {
   j["classes_rare"] = s.classes_rare;
   j["coverage_required"] = s.coverage_required;
   j["fingerprint"] = hex64(s.fingerprint);
+  if (nlohmann::json st = strength_json(s); !st.is_null()) j["strength"] = std::move(st);
   j["failures"] = nlohmann::json::array();
   for (const auto& f : s.failures)
     j["failures"].push_back({{"message", f.message},
@@ -173,6 +174,8 @@ void print_table(const fuzz::CampaignReport& rep) {
       std::printf("  %s: classes not hit in this run: %s\n", s.name.c_str(), m.c_str());
     }
   }
+  for (const auto& s : rep.suites)
+    for (const std::string& line : strength_lines(s)) std::printf("  %s\n", line.c_str());
   for (const auto& s : rep.suites) print_failures(s);
   std::fflush(stdout);
 }

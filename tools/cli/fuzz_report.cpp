@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -236,6 +237,83 @@ void write_report_file(const std::string& path, const std::string& text) {
   } catch (const std::exception& e) {
     throw UsageError(escape_text(e.what()));
   }
+}
+
+}  // namespace fp8ref::cli
+
+namespace fp8ref::cli {
+
+namespace {
+
+// What each vacuous-data tag of tools/campaign/strength.h means, for the warnings.
+struct VacuousKind {
+  const char* tag;
+  const char* key;
+  const char* what;
+};
+constexpr VacuousKind kVacuous[] = {
+    {"vacuous:all_agree", "all_agree",
+     "every configuration reproduces the output: these cases cannot tell accumulation orders "
+     "apart"},
+    {"vacuous:zero_output", "zero_output",
+     "every compared output is zero (zero operands, or scales that underflow every product)"},
+    {"vacuous:zero_operand", "zero_operand", "an all-zero operand"},
+    {"vacuous:no_rows", "no_rows", "no row in any group: nothing compared"},
+};
+
+std::int64_t count_of(const fuzz::SuiteReport& s, const std::string& tag) {
+  const auto it = s.class_counts.find(tag);
+  return it == s.class_counts.end() ? 0 : it->second;
+}
+
+}  // namespace
+
+nlohmann::json strength_json(const fuzz::SuiteReport& s) {
+  std::map<int, std::int64_t> dist;
+  std::int64_t measured = 0, others = 0;
+  for (const auto& [tag, n] : s.class_counts) {
+    if (tag.rfind("strength:", 0) != 0) continue;
+    const int k = std::atoi(tag.c_str() + 9);
+    if (k < 1) continue;
+    dist[k] += n, measured += n, others += n * (k - 1);
+  }
+  std::int64_t vacuous_total = 0;
+  for (const VacuousKind& v : kVacuous) vacuous_total += count_of(s, v.tag);
+  if (measured == 0 && vacuous_total == 0) return nullptr;
+  nlohmann::json j;
+  j["measured"] = measured;
+  j["strength_1"] = dist.count(1) ? dist[1] : 0;
+  j["strength_1_share"] = measured ? double(j["strength_1"].get<std::int64_t>()) / measured : 0.0;
+  j["mean_other_configurations"] = measured ? double(others) / double(measured) : 0.0;
+  j["distribution"] = nlohmann::json::object();
+  for (const auto& [k, n] : dist) j["distribution"][std::to_string(k)] = n;
+  j["vacuous"] = nlohmann::json::object();
+  j["warnings"] = nlohmann::json::array();
+  for (const VacuousKind& v : kVacuous) {
+    const std::int64_t n = count_of(s, v.tag);
+    j["vacuous"][v.key] = n;
+    if (n > 0)
+      j["warnings"].push_back(std::to_string(n) + " of " +
+                              std::to_string(measured + count_of(s, "vacuous:no_rows")) +
+                              " sampled cases: " + v.what);
+  }
+  return j;
+}
+
+std::vector<std::string> strength_lines(const fuzz::SuiteReport& s) {
+  const nlohmann::json j = strength_json(s);
+  if (j.is_null()) return {};
+  char head[200];
+  std::snprintf(head, sizeof head,
+                "%s strength: %lld cases measured, %lld (%.0f%%) strength 1, %.2f other "
+                "configurations per case",
+                s.name.c_str(), static_cast<long long>(j["measured"].get<std::int64_t>()),
+                static_cast<long long>(j["strength_1"].get<std::int64_t>()),
+                100.0 * j["strength_1_share"].get<double>(),
+                j["mean_other_configurations"].get<double>());
+  std::vector<std::string> out{head};
+  for (const auto& w : j["warnings"]) out.push_back("  warning: " + w.get<std::string>());
+  return out;
 }
 
 }  // namespace fp8ref::cli
