@@ -34,23 +34,23 @@ inline void require_tile(BlackwellTileShape s, int k_max) {
   require_step_length(s.k, k_max);
 }
 
-inline std::vector<Operand32> decode_rows32(const std::uint8_t* codes, int rows, int k, Format f) {
-  std::vector<Operand32> out(std::size_t(rows > 0 ? rows : 0));
+// The rows decoded into `out` (storage reused: the tile functions keep it per thread, so that a
+// small tile such as m16n8 does not spend its time allocating).
+inline void decode_rows32(const std::uint8_t* codes, int rows, int k, Format f,
+                          std::vector<Operand32>& out) {
+  out.resize(std::size_t(rows > 0 ? rows : 0));
   for (int r = 0; r < rows; ++r)
-    decode_blackwell_operand32(codes + std::size_t(r) * k, k, f, out[r]);
-  return out;
+    decode_blackwell_operand32(codes + std::size_t(r) * k, k, f, out[std::size_t(r)]);
 }
 
 // Rows of k e2m1 codes with 64 / block scales each.
-inline std::vector<OperandE2m1x64> decode_rows_e2m1(const std::uint8_t* codes,
-                                                    const std::uint8_t* scales, int rows, int k,
-                                                    Format scale, int block) {
-  std::vector<OperandE2m1x64> out(std::size_t(rows > 0 ? rows : 0));
+inline void decode_rows_e2m1(const std::uint8_t* codes, const std::uint8_t* scales, int rows, int k,
+                             Format scale, int block, std::vector<OperandE2m1x64>& out) {
+  out.resize(std::size_t(rows > 0 ? rows : 0));
   const std::size_t ns = std::size_t(kBlackwellMxf4StepK / block);
   for (int r = 0; r < rows; ++r)
     decode_blackwell_e2m1x64(codes + std::size_t(r) * k, k, scales + std::size_t(r) * ns, scale,
-                             block, out[r]);
-  return out;
+                             block, out[std::size_t(r)]);
 }
 
 // A tile in lanes: rows outside, column blocks inside (C and D are read and written in order; B's
@@ -210,8 +210,9 @@ inline void blackwell_f8f6f4_tile(const std::uint8_t* a, const std::uint8_t* bt,
                                   BlackwellTileShape s, Format fa, Format fb, const float* c,
                                   float* d, StepIsa isa = best_step_isa()) {
   detail::require_tile(s, kBlackwellStepK);
-  const auto da = detail::decode_rows32(a, s.m, s.k, fa),
-             db = detail::decode_rows32(bt, s.n, s.k, fb);
+  thread_local std::vector<detail::Operand32> da, db;
+  detail::decode_rows32(a, s.m, s.k, fa, da);
+  detail::decode_rows32(bt, s.n, s.k, fb, db);
   detail::tile32<0>(da, db, nullptr, nullptr, c, d, isa, [&](int i, int j, float cij) {
     return blackwell_f8f6f4_step_bounded(da[std::size_t(i)], db[std::size_t(j)], cij).z;
   });
@@ -223,8 +224,9 @@ inline void blackwell_f8f6f4_tile_f16(const std::uint8_t* a, const std::uint8_t*
                                       const std::uint16_t* c, std::uint16_t* d,
                                       StepIsa isa = best_step_isa()) {
   detail::require_tile(s, kBlackwellStepK);
-  const auto da = detail::decode_rows32(a, s.m, s.k, fa),
-             db = detail::decode_rows32(bt, s.n, s.k, fb);
+  thread_local std::vector<detail::Operand32> da, db;
+  detail::decode_rows32(a, s.m, s.k, fa, da);
+  detail::decode_rows32(bt, s.n, s.k, fb, db);
   detail::tile32<1>(da, db, nullptr, nullptr, c, d, isa, [&](int i, int j, std::uint16_t cij) {
     return blackwell_f8f6f4_step_f16(da[std::size_t(i)], db[std::size_t(j)], cij);
   });
@@ -236,8 +238,9 @@ inline void blackwell_mxf8f6f4_tile(const std::uint8_t* a, const std::uint8_t* b
                                     const std::uint8_t* sa, const std::uint8_t* sb, const float* c,
                                     float* d, StepIsa isa = best_step_isa()) {
   detail::require_tile(s, kBlackwellStepK);
-  const auto da = detail::decode_rows32(a, s.m, s.k, fa),
-             db = detail::decode_rows32(bt, s.n, s.k, fb);
+  thread_local std::vector<detail::Operand32> da, db;
+  detail::decode_rows32(a, s.m, s.k, fa, da);
+  detail::decode_rows32(bt, s.n, s.k, fb, db);
   detail::tile32<2>(da, db, sa, sb, c, d, isa, [&](int i, int j, float cij) {
     return blackwell_mxf8f6f4_step_bounded(da[std::size_t(i)], db[std::size_t(j)], sa[i], sb[j],
                                            cij)
@@ -254,8 +257,9 @@ inline void blackwell_mxf4_tile(const std::uint8_t* a, const std::uint8_t* bt, B
   detail::require_mxf4_scales(scale, block);
   detail::require_tile(s, kBlackwellMxf4StepK);
   detail::require_isa(isa);
-  const auto da = detail::decode_rows_e2m1(a, sa, s.m, s.k, scale, block);
-  const auto db = detail::decode_rows_e2m1(bt, sb, s.n, s.k, scale, block);
+  thread_local std::vector<detail::OperandE2m1x64> da, db;
+  detail::decode_rows_e2m1(a, sa, s.m, s.k, scale, block, da);
+  detail::decode_rows_e2m1(bt, sb, s.n, s.k, scale, block, db);
   const auto step = [&](int i, int j, float cij) {
     return blackwell_mxf4_step_bounded(da[std::size_t(i)], db[std::size_t(j)], cij).z;
   };
