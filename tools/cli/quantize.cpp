@@ -295,6 +295,8 @@ tensor_io::TensorFile quantize_tensor(const Tensor& x, const QuantizeOptions& o,
     return out;
   }
   if (is_subbyte_recipe(o.recipe)) return quantize_subbyte_tensor(x, o, source_name);
+  if (o.f6_codes != "u8")
+    throw UsageError("--f6-codes applies to the mxfp6 recipes, not " + o.recipe);
   bool default_runtime = false;
   const Recipe r = make_recipe(o, &default_runtime);
   const ref::BlockGeometry g = parse_token("block", o.block, kAllBlockGeometries);
@@ -416,6 +418,10 @@ void add_quantize_command(CLI::App& app) {
   sub->add_option("--out", o->out, "Output file (.safetensors): tensors codes and scales")
       ->required();
   sub->add_option("--format", o->format, "Element format: e4m3 or e5m2; mxfp6: e2m3 or e3m2")
+      ->capture_default_str();
+  sub->add_option("--f6-codes", o->f6_codes,
+                  "mxfp6 codes: u8 (U8, one code per byte, bits 5:0) or packed (F6_E2M3 / "
+                  "F6_E3M2, the GEMM operand dtype)")
       ->capture_default_str();
   sub->add_option("--runtime", o->runtime,
                   "torch_cpu, torch_cuda or cuda_kernel (default: cuda_kernel for te and mx_rceil, "
