@@ -143,7 +143,8 @@ inline OracleScales oracle_scales(const Problem& p, std::int64_t r, std::int64_t
     case Scaling::mx:
       o.sa = slice(p.sa, r * nmx, nmx), o.sb = slice(p.sb, (g * p.N + n) * nmx, nmx), o.block = 32;
       break;
-    case Scaling::nvfp4: break;  // not generated here (Blackwell models: blackwell_gemm_test)
+    case Scaling::nvfp4:
+    case Scaling::mx16: break;  // not generated here (Blackwell models: blackwell_gemm_test)
   }
   if (o.sa.size() <= 1)
     o.sa = {o.sa.empty() ? 1.0f : o.sa[0]}, o.sb = {o.sb.empty() ? 1.0f : o.sb[0]};

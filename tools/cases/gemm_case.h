@@ -45,6 +45,9 @@ struct GemmCase {
   Desc desc = Desc::offs;
   std::int64_t M = 0, N = 0, K = 0, G = 0, m_max = 0;
   bool moe_shape = false;  // drawn from the MoE-like shapes (large K, N); a coverage class only
+  // The campaign's adversarial class applied to the drawn case (tools/campaign/gen/adversarial.h:
+  // exact_128, pow2_bands, zero_channel, poison_past_end), "" for none; a coverage class only.
+  std::string adversarial;
   Format fa = Format::e4m3, fb = Format::e4m3;
   ref::Scaling scaling = ref::Scaling::none;
   ref::BLayout b_layout = ref::BLayout::nk;
@@ -78,7 +81,8 @@ inline std::int64_t sa_per_row(const GemmCase& c) {
     case ref::Scaling::rowwise: return 1;
     case ref::Scaling::blockwise: return blocks(128);
     case ref::Scaling::mx: return blocks(32);
-    case ref::Scaling::nvfp4: return blocks(16);
+    case ref::Scaling::nvfp4:
+    case ref::Scaling::mx16: return blocks(16);
   }
   return 0;
 }
@@ -90,7 +94,8 @@ inline std::int64_t sb_per_group(const GemmCase& c) {
     case ref::Scaling::rowwise: return c.N;
     case ref::Scaling::blockwise: return (c.N + 127) / 128 * blocks(128);
     case ref::Scaling::mx: return c.N * blocks(32);
-    case ref::Scaling::nvfp4: return c.N * blocks(16);
+    case ref::Scaling::nvfp4:
+    case ref::Scaling::mx16: return c.N * blocks(16);
   }
   return 0;
 }
