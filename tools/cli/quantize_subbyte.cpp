@@ -103,6 +103,36 @@ std::vector<float> source_f32(const Tensor& x) {
   return v;
 }
 
+// The codes, scales and (NVFP4) global decode scales of every group, concatenated.
+struct SubbytePlanes {
+  std::vector<std::uint8_t> codes, scales;
+  std::vector<float> global;
+};
+
+SubbytePlanes quantize_groups(const SubbyteChoice& c, const std::vector<float>& v,
+                              std::int64_t groups, std::int64_t rows, std::int64_t cols,
+                              const std::string& source_name) {
+  SubbytePlanes out;
+  try {
+    for (std::int64_t g = 0; g < groups; ++g) {
+      const float* p = v.data() + g * rows * cols;
+      if (c.nvfp4) {
+        const Nvfp4Quantized q = nvfp4_quantize(c.nv, c.rt, p, rows, cols, c.block_rows);
+        out.codes.insert(out.codes.end(), q.codes.begin(), q.codes.end());
+        out.scales.insert(out.scales.end(), q.scales.begin(), q.scales.end());
+        out.global.push_back(q.global_decode);
+      } else {
+        const MxSubbyteQuantized q = mx_subbyte_quantize(c.elem, c.mx_mode, c.rt, p, rows, cols);
+        out.codes.insert(out.codes.end(), q.codes.begin(), q.codes.end());
+        out.scales.insert(out.scales.end(), q.scales.begin(), q.scales.end());
+      }
+    }
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(source_name + ": " + e.what());
+  }
+  return out;
+}
+
 }  // namespace
 
 bool is_subbyte_recipe(const std::string& r) {
@@ -125,26 +155,9 @@ tensor_io::TensorFile quantize_subbyte_tensor(const Tensor& x, const QuantizeOpt
   if (c.elem == Format::e2m1 && cols % 2 != 0)
     throw UsageError(source_name + ": FP4 codes pack two per byte along rows: K = " +
                      std::to_string(cols) + " must be even");
-  const std::vector<float> v = source_f32(x);
-  std::vector<std::uint8_t> codes, scales;
-  std::vector<float> global;
-  try {
-    for (std::int64_t g = 0; g < groups; ++g) {
-      const float* p = v.data() + g * rows * cols;
-      if (c.nvfp4) {
-        const Nvfp4Quantized q = nvfp4_quantize(c.nv, c.rt, p, rows, cols, c.block_rows);
-        codes.insert(codes.end(), q.codes.begin(), q.codes.end());
-        scales.insert(scales.end(), q.scales.begin(), q.scales.end());
-        global.push_back(q.global_decode);
-      } else {
-        const MxSubbyteQuantized q = mx_subbyte_quantize(c.elem, c.mx_mode, c.rt, p, rows, cols);
-        codes.insert(codes.end(), q.codes.begin(), q.codes.end());
-        scales.insert(scales.end(), q.scales.begin(), q.scales.end());
-      }
-    }
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(source_name + ": " + e.what());
-  }
+  const SubbytePlanes q = quantize_groups(c, source_f32(x), groups, rows, cols, source_name);
+  const std::vector<std::uint8_t>&codes = q.codes, &scales = q.scales;
+  const std::vector<float>& global = q.global;
   tensor_io::TensorFile out;
   const bool f6_packed = c.elem != Format::e2m1 && o.f6_codes == "packed";
   if (c.elem == Format::e2m1)
