@@ -161,7 +161,7 @@ nb::dict group_dict(const cli::GroupStats& g) {
 nb::dict diff_dict(const cli::TensorDiff& r) {
   nb::dict d;
   d["name"] = r.name;
-  d["status"] = r.status;
+  d["status"] = to_string(r.status);
   d["passes"] = r.passes();
   d["dtype"] = std::string(tensor_io::dtype_name(r.dtype));
   d["shape"] = nb::cast(r.shape);

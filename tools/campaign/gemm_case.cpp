@@ -278,7 +278,8 @@ ExactValue oracle(const GemmCase& c, std::int64_t r, std::int64_t n) {
     case Scaling::mx:
       return gen::exact_scaled_dot(c.fa, a, 1, c.fb, b, bs, c.K, c.sa.data() + r * nmx,
                                    c.sb.data() + (g * c.N + n) * nmx, nmx, 32);
-    case Scaling::nvfp4: {  // block scales only (the campaign writes no tensor scales)
+    case Scaling::nvfp4:
+    case Scaling::mx16: {  // block scales only (the campaign writes no tensor scales)
       const std::int64_t nnv = ceil_div(c.K, 16);
       return gen::exact_scaled_dot(c.fa, a, 1, c.fb, b, bs, c.K, c.sa.data() + r * nnv,
                                    c.sb.data() + (g * c.N + n) * nnv, nnv, 16);

@@ -28,7 +28,8 @@ std::int64_t scale_block_k(Scaling s) {
   switch (s) {
     case Scaling::blockwise: return kScaleBlockK;
     case Scaling::mx: return kMxBlockK;
-    case Scaling::nvfp4: return kNvfp4BlockK;
+    case Scaling::nvfp4:
+    case Scaling::mx16: return kNvfp4BlockK;
     default: return 0;
   }
 }

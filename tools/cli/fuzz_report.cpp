@@ -12,6 +12,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "cases/enum_tokens.h"
 #include "cli/errors.h"
 #include "tensor_io/mapped_file.h"
 #include "tensor_io/tensor.h"
@@ -41,9 +42,10 @@ fuzz::SuiteReport suite_from_json(const nlohmann::json& j) {
   fuzz::SuiteReport s;
   s.name = j.at("name").get<std::string>();
   s.label = j.at("label").get<std::string>();
-  s.status = j.at("status").get<std::string>();
-  if (s.status != "passed" && s.status != "failed" && s.status != "skipped")
-    throw std::invalid_argument("suite " + s.name + " has status '" + s.status + "'");
+  const std::string status = j.at("status").get<std::string>();
+  const auto parsed = cases::from_token(fuzz::kAllSuiteStatuses, status);
+  if (!parsed) throw std::invalid_argument("suite " + s.name + " has status '" + status + "'");
+  s.status = *parsed;
   s.skip_reason = j.value("skip_reason", "");
   s.cases = j.at("cases").get<std::int64_t>();
   s.seconds = j.at("seconds").get<double>();
@@ -87,11 +89,11 @@ void fold_suite(fuzz::SuiteReport& m, const fuzz::SuiteReport& s) {
   m.classes_expected = std::max(m.classes_expected, s.classes_expected);
   m.coverage_required = m.coverage_required || s.coverage_required;
   m.failures.insert(m.failures.end(), s.failures.begin(), s.failures.end());
-  if (s.status == "failed" || m.status == "failed")
-    m.status = "failed";
-  else if (s.status == "passed")
-    m.status = "passed";
-  if (m.status != "skipped") m.skip_reason.clear();
+  if (s.status == fuzz::SuiteStatus::failed || m.status == fuzz::SuiteStatus::failed)
+    m.status = fuzz::SuiteStatus::failed;
+  else if (s.status == fuzz::SuiteStatus::passed)
+    m.status = fuzz::SuiteStatus::passed;
+  if (m.status != fuzz::SuiteStatus::skipped) m.skip_reason.clear();
   m.fingerprint = (m.fingerprint ^ s.fingerprint) * 0x100000001b3ull;
 }
 
@@ -194,8 +196,8 @@ fuzz::CampaignReport merge_fuzz_reports(const std::vector<fuzz::CampaignReport>&
 std::string fuzz_junit_xml(const fuzz::CampaignReport& report) {
   std::size_t failures = 0, skipped = 0;
   for (const auto& s : report.suites) {
-    failures += s.status == "failed";
-    skipped += s.status == "skipped";
+    failures += s.status == fuzz::SuiteStatus::failed;
+    skipped += s.status == fuzz::SuiteStatus::skipped;
   }
   const std::string counts = " tests=\"" + std::to_string(report.suites.size()) + "\" failures=\"" +
                              std::to_string(failures) + "\" errors=\"0\" skipped=\"" +
@@ -209,7 +211,7 @@ std::string fuzz_junit_xml(const fuzz::CampaignReport& report) {
   for (const auto& s : report.suites) {
     x << "    <testcase classname=\"fp8ref.fuzz." << xml_escape(s.label) << "\" name=\""
       << xml_escape(s.name) << "\" time=\"" << seconds_attr(s.seconds) << "\">\n";
-    if (s.status == "skipped")
+    if (s.status == fuzz::SuiteStatus::skipped)
       x << "      <skipped message=\"" << xml_escape(s.skip_reason) << "\"/>\n";
     for (const auto& f : s.failures) {
       x << "      <failure type=\"property\" message=\"" << xml_escape(last_line(f.message))
@@ -220,7 +222,7 @@ std::string fuzz_junit_xml(const fuzz::CampaignReport& report) {
       if (!f.dump.empty()) x << "case file: " << xml_escape(f.dump) << "\n";
       x << "</failure>\n";
     }
-    if (s.status == "failed" && s.failures.empty())
+    if (s.status == fuzz::SuiteStatus::failed && s.failures.empty())
       x << "      <failure type=\"coverage\" message=\"suite failed\"/>\n";
     x << "      <system-out>" << s.cases << " cases</system-out>\n";
     x << "    </testcase>\n";
