@@ -56,7 +56,8 @@ bool strength_sampled(const cases::GemmCase& c);
 // reproduces it); `vacuous:no_rows` when nothing is compared.
 std::vector<std::string> strength_tags(const Strength& s);
 
-// Inside a suite's property: measures a sampled case and adds its tags (RC_TAG).
-void tag_strength(const cases::GemmCase& c);
+// The tags of a sampled case (strength_sampled), none for the others: the GEMM suites add them to
+// the case's coverage classes, which the runner counts for passing cases.
+std::vector<std::string> sampled_strength_tags(const cases::GemmCase& c);
 
 }  // namespace fp8ref::fuzz
