@@ -1,19 +1,23 @@
 // Test strength and the adversarial classes of the grouped-GEMM suites (docs/fuzz.md "Test
-// strength", "Generators"): the candidate set counted by hand, configurations that compute the
-// same arithmetic sharing a key, cases whose strength follows from the arithmetic (a tiny term
-// that only `exact` keeps; integer data every configuration sums exactly; an all-zero operand),
-// and each adversarial class's defining property on drawn cases.
+// strength", "Generators"): the candidate set counted by hand, choices that compute the same
+// arithmetic sharing a key (by hand, and as equal bits on drawn cases), cases whose strength
+// follows from the arithmetic (a tiny term that only `exact` keeps; integer data every
+// configuration sums exactly; an all-zero operand), and each adversarial class's defining
+// property on drawn cases.
 #include "campaign/strength.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "campaign/gemm_case.h"
 #include "proptests/common/test_level.h"
+#include "reference/grouped_gemm.h"
 
 namespace fp8ref::fuzz {
 namespace {
@@ -35,16 +39,19 @@ GemmCase tiny_case(const std::vector<std::vector<std::uint8_t>>& rows,
 }
 
 TEST(Strength, CandidateCountsByHand) {
-  // Scalar scales, one 128-block: exact, fp32_sequential; unpromoted, promoted (tensorwise ==
-  // rowwise) and mma_sync under three epilogue orders; promoted_blockwise once: 2 + 9 + 1.
-  EXPECT_EQ(strength_candidates(Scaling::tensorwise, 128).size(), 12u);
+  // Scalar scales, one 128-block: exact, fp32_sequential; promoted (unpromoted's one chain and
+  // promoted_blockwise's one fmaf are the same computation) and mma_sync under three epilogue
+  // orders: 2 + 3 + 3.
+  EXPECT_EQ(strength_candidates(Scaling::tensorwise, 128).size(), 8u);
   // Three blocks: the partitions [3], [2, 3], [1, 2, 3] (S = 2 cuts ceil(3/2) = 2 blocks; slices
-  // of 1, 2, 3 blocks repeat them): 2 + 10 · 3.
-  EXPECT_EQ(strength_candidates(Scaling::rowwise, 384).size(), 32u);
+  // of 1, 2, 3 blocks repeat them); promoted_tensorwise's one-block slices merge, so its three are
+  // one: 2 + unpromoted 3·3 + promoted 3 + blockwise 3 + mma_sync 3·3.
+  EXPECT_EQ(strength_candidates(Scaling::rowwise, 384).size(), 26u);
   // Block scales: promoted_blockwise and mma_sync, the model's own order only: 2 + 2 · 3.
   EXPECT_EQ(strength_candidates(Scaling::blockwise, 384).size(), 8u);
-  // No scales: every order is one: 2 + 4 · 2 (two blocks: [2], [1, 2]).
-  EXPECT_EQ(strength_candidates(Scaling::none, 256).size(), 10u);
+  // No scales, two blocks: every order is one, promoted_blockwise is promoted_tensorwise, whose
+  // [1, 2] merges into [2]: 2 + unpromoted 2 + promoted 1 + mma_sync 2.
+  EXPECT_EQ(strength_candidates(Scaling::none, 256).size(), 7u);
   for (Scaling s :
        {Scaling::none, Scaling::tensorwise, Scaling::rowwise, Scaling::blockwise, Scaling::mx}) {
     std::set<std::string> keys;
@@ -65,6 +72,25 @@ TEST(Strength, KeysJoinTheSameArithmetic) {
   // One block: split-K cannot cut it.
   EXPECT_EQ(key({AM::hopper_unpromoted, 3}, Scaling::tensorwise, 128),
             key({AM::hopper_unpromoted, 1, 2}, Scaling::tensorwise, 128));
+  // One block: unpromoted's chain is the block's T; promoted_blockwise's fmaf(RN(sa·sb), T, +0)
+  // is the scale_product epilogue. Without scales promoted_blockwise adds RN(acc + T).
+  EXPECT_EQ(key({AM::hopper_unpromoted, 1}, Scaling::tensorwise, 100),
+            key({AM::hopper_promoted_tensorwise, 1}, Scaling::tensorwise, 100));
+  EXPECT_EQ(
+      key({AM::hopper_promoted_blockwise, 1}, Scaling::rowwise, 128),
+      key({AM::hopper_promoted_rowwise, 1, 0, Epilogue::scale_product}, Scaling::rowwise, 128));
+  EXPECT_NE(
+      key({AM::hopper_promoted_blockwise, 1}, Scaling::rowwise, 256),
+      key({AM::hopper_promoted_rowwise, 1, 0, Epilogue::scale_product}, Scaling::rowwise, 256));
+  EXPECT_EQ(key({AM::hopper_promoted_blockwise, 2}, Scaling::none, 512),
+            key({AM::hopper_promoted_tensorwise, 2}, Scaling::none, 512));
+  // promoted_tensorwise: slices of one block merge ([2, 3] is [3]); [2, 4] stays.
+  EXPECT_EQ(key({AM::hopper_promoted_tensorwise, 2}, Scaling::tensorwise, 384),
+            key({AM::hopper_promoted_tensorwise, 1}, Scaling::tensorwise, 384));
+  EXPECT_NE(key({AM::hopper_promoted_tensorwise, 2}, Scaling::tensorwise, 512),
+            key({AM::hopper_promoted_tensorwise, 1}, Scaling::tensorwise, 512));
+  EXPECT_NE(key({AM::hopper_unpromoted, 2}, Scaling::tensorwise, 384),
+            key({AM::hopper_unpromoted, 1}, Scaling::tensorwise, 384));
   // Three blocks: S = 3 and slices of one block are [1, 2, 3]; S = 2 is [2, 3].
   EXPECT_EQ(key({AM::hopper_mma_sync, 3}, Scaling::blockwise, 384),
             key({AM::hopper_mma_sync, 1, 1}, Scaling::blockwise, 384));
@@ -106,6 +132,38 @@ TEST(Strength, IntegerDataEveryConfigurationAgrees) {
   EXPECT_EQ(strength_tags(measure_strength(none)), std::vector<std::string>{"vacuous:no_rows"});
 }
 
+// The identities configuration_key joins hold on drawn cases: every pair of the campaign's
+// choices (model × epilogue × split-K S 1–3 or slices of 1–3 blocks) with one key gives the same
+// bits on every row of a group.
+FP8REF_RC_PROP(Strength, EqualKeysGiveEqualBits, 40, ()) {
+  const GemmCase c = draw_gemm(DrawOptions{});
+  RC_PRE(c.M * c.N * c.K <= (std::int64_t(1) << 16));  // ~170 forwards per case
+  std::map<std::string, std::vector<std::uint32_t>> seen;
+  for (AM m : kAllAccumulationModels)
+    for (Epilogue e : kAllEpilogues)
+      for (int v = 0; v < 6; ++v) {
+        const ref::ModelChoice x =
+            v < 3 ? ref::ModelChoice{m, v + 1, 0, e} : ref::ModelChoice{m, 1, v - 2, e};
+        const std::size_t n = std::size_t(c.M * c.N);
+        std::vector<float> f(c.out == OutDtype::f32 ? n : 0);
+        std::vector<std::uint16_t> h(c.out == OutDtype::f32 ? 0 : n);
+        try {
+          ref::grouped_gemm_forward(c.operands(), c.group_of, x, ref::RowPolicy::zero,
+                                    {c.out, f, h, {}});
+        } catch (const std::invalid_argument&) {
+          continue;
+        }
+        std::vector<std::uint32_t> bits(n);
+        for (std::size_t i = 0; i < n; ++i)
+          bits[i] = c.out == OutDtype::f32 ? std::bit_cast<std::uint32_t>(f[i]) : h[i];
+        for (std::size_t i = 0; i < n; ++i)  // NaN payloads are not compared
+          if (c.out == OutDtype::f32 ? std::isnan(f[i]) : (h[i] & 0x7fff) > 0x7c00) bits[i] = 1;
+        const std::string k = configuration_key(x, c.scaling, c.K);
+        const auto [it, fresh] = seen.emplace(k, bits);
+        if (!fresh) RC_ASSERT(it->second == bits);
+      }
+}
+
 // Each adversarial class has its defining property on the cases drawn with it.
 FP8REF_RC_PROP(Adversarial, ClassesHoldTheirProperty, 400, ()) {
   DrawOptions o;
@@ -128,6 +186,20 @@ FP8REF_RC_PROP(Adversarial, ClassesHoldTheirProperty, 400, ()) {
       for (std::int64_t r = 0; r < c.M; ++r) k_zero = k_zero && c.a[std::size_t(r * c.K + k)] == 0;
     }
     RC_ASSERT(k_zero);
+  }
+  if (c.adversarial == "separating") {
+    // K = 4 blocks, f32 out; in each 128-block of A the codes' exponents span at most 3 values.
+    RC_ASSERT(c.K == 512 && c.out == OutDtype::f32);
+    const int mb = c.fa == Format::e4m3 ? 3 : 2;
+    for (std::int64_t kb = 0; kb < 4; ++kb) {
+      int lo = 99, hi = -1;
+      for (std::int64_t r = 0; r < c.M; ++r)
+        for (std::int64_t k = kb * 128; k < (kb + 1) * 128; ++k) {
+          const int e = (c.a[std::size_t(r * c.K + k)] & 0x7F) >> mb;
+          lo = std::min(lo, e), hi = std::max(hi, e);
+        }
+      RC_ASSERT(hi - lo <= 2);
+    }
   }
   if (c.adversarial == "pow2_bands") {
     // Valid rows in two 128-row bands; A's first scale per row a power of two, one value per band

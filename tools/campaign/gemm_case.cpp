@@ -74,6 +74,10 @@ Adversarial adversarial_shape(Adversarial a, GemmCase& c, std::mt19937_64& rng) 
       if (c.desc == Desc::masked) c.desc = Desc::offs;
       c.gs.tail = std::max<std::int64_t>(c.gs.tail, 1);
       return a;
+    case Adversarial::separating:  // 4 blocks of K over at most 64 tokens (cost)
+      if (c.moe_shape || no_tokens || c.gs.total() > 64) return Adversarial::none;
+      c.K = 512, c.out = OutDtype::f32, c.va = c.vb = gen::ValueClass::normal;
+      return a;
   }
   return Adversarial::none;
 }
@@ -103,9 +107,34 @@ void pow2_band_scales(GemmCase& c, std::mt19937_64& rng) {
     }
 }
 
+// separating's data: codes whose exponent is the 128-K block's (random per block) ± 1 with random
+// sign and mantissa, so partial sums of different blocks differ in magnitude and split-K,
+// promotion and chain orders round differently; scales of full significands in [2^-4, 2^4)
+// (MX keeps its powers of two).
+void separating_data(GemmCase& c, std::mt19937_64& rng) {
+  auto fill = [&rng](std::vector<std::uint8_t>& v, Format f, std::int64_t row_len,
+                     std::int64_t k_stride) {
+    const int mb = f == Format::e4m3 ? 3 : 2, emax = f == Format::e4m3 ? 14 : 29;
+    std::vector<int> base(8);
+    for (int& e : base) e = 2 + int(rng() % std::uint64_t(emax - 3));
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const std::int64_t k = (std::int64_t(i) / k_stride) % row_len;
+      const int e = std::clamp(base[std::size_t(k / 128 % 8)] + int(rng() % 3) - 1, 1, emax);
+      v[i] = std::uint8_t((rng() & 1) << 7 | e << mb | int(rng() % (1u << mb)));
+    }
+  };
+  fill(c.a, c.fa, c.K, 1);
+  fill(c.b, c.fb, c.K, c.b_layout == ref::BLayout::nk ? 1 : c.N);
+  if (c.scaling == Scaling::mx) return;
+  for (auto* v : {&c.sa, &c.sb})
+    for (float& s : *v)
+      s = std::bit_cast<float>(std::uint32_t(0x3D800000u + rng() % (0x41800000u - 0x3D800000u)));
+}
+
 // The data part of an adversarial class, on the filled operands.
 void adversarial_data(Adversarial a, GemmCase& c, std::mt19937_64& rng) {
   if (a == Adversarial::pow2_bands) pow2_band_scales(c, rng);
+  if (a == Adversarial::separating) separating_data(c, rng);
   if (a == Adversarial::zero_channel && c.K > 0 && c.N > 0) {
     const std::int64_t k0 = std::int64_t(rng() % std::uint64_t(c.K)),
                        n0 = std::int64_t(rng() % std::uint64_t(c.N));

@@ -1,15 +1,12 @@
 // Test strength of the grouped-GEMM suites (strength.h; docs/fuzz.md "Test strength").
 #include "campaign/strength.h"
 
-#include <rapidcheck.h>
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <stdexcept>
 
 #include "reference/grouped_gemm.h"
-#include "reference/kernel_preset.h"
 
 namespace fp8ref::fuzz {
 
@@ -149,17 +146,42 @@ std::vector<ref::ModelChoice> strength_candidates(Scaling s, std::int64_t K) {
   return out;
 }
 
+// Identities of the models' arithmetic (numerics/models/hopper_models.h) that make two choices
+// one computation, for nb 128-blocks of K:
+//  - promoted_tensorwise and _rowwise share their accumulator (the f32 sum of the per-block T);
+//  - with one block, unpromoted's single chain is that block's T, and promoted_blockwise's
+//    fmaf(RN(sa·sb), T, +0) is RN(T·RN(sa·sb)): both are promoted_tensorwise (scale_product);
+//  - without scales promoted_blockwise adds fmaf(1, T, acc) = RN(acc + T): promoted_tensorwise;
+//  - promoted_tensorwise's slices are f32 sums added in order from +0, so a later slice of one
+//    block adds its T exactly as the previous slice would have: it merges into that slice.
 std::string configuration_key(const ref::ModelChoice& m, Scaling s, std::int64_t K) {
+  const std::int64_t nb = std::max<std::int64_t>(1, (K + kScaleBlockK - 1) / kScaleBlockK);
   AM model = m.model;
   Epilogue ep = resolved_epilogue(m);
-  if (model == AM::hopper_promoted_rowwise) model = AM::hopper_promoted_tensorwise;
   if (!scalar_scales(s)) ep = Epilogue::model;  // no scalar scales: every order is one
-  if (model == AM::hopper_promoted_tensorwise && ep == Epilogue::model)
-    ep = Epilogue::scale_product;  // none scaling: both promoted models are one accumulator
+  if (model == AM::hopper_promoted_rowwise) model = AM::hopper_promoted_tensorwise;
+  const bool one_block_scalar = nb == 1 && (scalar_scales(s) || s == Scaling::none);
+  if ((model == AM::hopper_promoted_blockwise && (s == Scaling::none || one_block_scalar)) ||
+      (model == AM::hopper_unpromoted && one_block_scalar)) {
+    if (model == AM::hopper_promoted_blockwise && scalar_scales(s)) ep = Epilogue::scale_product;
+    model = AM::hopper_promoted_tensorwise;
+  }
   std::string key = std::string(to_string(model)) + "/" + to_string(ep);
   if (!accepts_split_k(model)) return key;
-  const std::int64_t nb = std::max<std::int64_t>(1, (K + kScaleBlockK - 1) / kScaleBlockK);
-  for (std::int64_t e : ref::slice_ends(m, nb)) {
+  std::vector<std::int64_t> ends;  // the slice partition (ref::slice_ends, which the planted
+                                   // reference library of fp8-check-planted does not link)
+  const SplitK split = m.split();
+  for (std::int64_t i = 0; i < split.count(nb); ++i)
+    if (const SliceRange r = split.slice(nb, i); r.last > r.first) ends.push_back(r.last);
+  if (model == AM::hopper_promoted_tensorwise) {  // front to back: a merged slice may take more
+    for (std::size_t i = 1; i < ends.size();) {
+      if (ends[i] - ends[i - 1] == 1)
+        ends.erase(ends.begin() + std::ptrdiff_t(i - 1));
+      else
+        ++i;
+    }
+  }
+  for (std::int64_t e : ends) {
     key += '/';  // appended, not "/" + string (GCC 12 -Wrestrict)
     key += std::to_string(e);
   }
@@ -213,9 +235,9 @@ std::vector<std::string> strength_tags(const Strength& s) {
   return t;
 }
 
-void tag_strength(const cases::GemmCase& c) {
-  if (!strength_sampled(c)) return;
-  for (const std::string& t : strength_tags(measure_strength(c))) RC_TAG(t);
+std::vector<std::string> sampled_strength_tags(const cases::GemmCase& c) {
+  if (!strength_sampled(c)) return {};
+  return strength_tags(measure_strength(c));
 }
 
 }  // namespace fp8ref::fuzz

@@ -16,17 +16,18 @@
 
 namespace fp8ref::fuzz {
 
-// The campaign's configurations for a scaling and K, one per distinct arithmetic: `exact`,
+// The campaign's configurations for a scaling and K, one per distinct computation: `exact`,
 // `fp32_sequential`, and each Hopper model the scaling admits × the three epilogue orders (scalar
 // scales; one order without scales, where they all agree) × the slice partitions of split-K
-// S ∈ {1, 2, 3} and slices of 1–3 128-blocks (gen::model_for's space). hopper_promoted_tensorwise
-// and hopper_promoted_rowwise share their accumulator, so under an explicit order they are one
-// configuration (listed as tensorwise).
+// S ∈ {1, 2, 3} and slices of 1–3 128-blocks (gen::model_for's space), deduplicated by
+// configuration_key.
 std::vector<ref::ModelChoice> strength_candidates(ref::Scaling s, std::int64_t K);
 
-// The key two configurations share iff they compute the same arithmetic for (scaling, K):
-// Epilogue::model resolved to the model's own order, promoted rowwise/tensorwise merged, the split
-// as its slice partition.
+// The key two choices share iff the models' definitions make them one computation for
+// (scaling, K): Epilogue::model resolved to the model's own order; promoted rowwise / tensorwise
+// merged; one-block unpromoted and promoted_blockwise, and unscaled promoted_blockwise, as
+// promoted_tensorwise; the split as its slice partition, with promoted_tensorwise's later
+// one-block slices merged into the slice before (strength.cpp says why).
 std::string configuration_key(const ref::ModelChoice& m, ref::Scaling s, std::int64_t K);
 
 struct Strength {
@@ -55,7 +56,8 @@ bool strength_sampled(const cases::GemmCase& c);
 // reproduces it); `vacuous:no_rows` when nothing is compared.
 std::vector<std::string> strength_tags(const Strength& s);
 
-// Inside a suite's property: measures a sampled case and adds its tags (RC_TAG).
-void tag_strength(const cases::GemmCase& c);
+// The tags of a sampled case (strength_sampled), none for the others: the GEMM suites add them to
+// the case's coverage classes, which the runner counts for passing cases.
+std::vector<std::string> sampled_strength_tags(const cases::GemmCase& c);
 
 }  // namespace fp8ref::fuzz

@@ -11,7 +11,10 @@
 //   zero_channel     one K channel of A and one N channel of B all zero (exact-zero sums, the sign
 //                    of zero, 0 × Inf with NaN / Inf codes elsewhere);
 //   poison_past_end  rows past the last group's end (offs[-1]) and every other row of no group hold
-//                    NaN codes and NaN scales, which no implementation may read.
+//                    NaN codes and NaN scales, which no implementation may read;
+//   separating       data that tells configurations apart (aims for test strength 1, docs/fuzz.md
+//                    "Test strength"): K of 4 blocks whose codes' exponents depend on the block,
+//                    f32 output, full-significand scales (MX: powers of two).
 #pragma once
 
 #include <rapidcheck.h>
@@ -26,11 +29,12 @@ enum class Adversarial : std::uint8_t {
   exact_128,
   pow2_bands,
   zero_channel,
-  poison_past_end
+  poison_past_end,
+  separating
 };
-inline constexpr std::array kAdversarialClasses = {Adversarial::exact_128, Adversarial::pow2_bands,
-                                                   Adversarial::zero_channel,
-                                                   Adversarial::poison_past_end};
+inline constexpr std::array kAdversarialClasses = {
+    Adversarial::exact_128, Adversarial::pow2_bands, Adversarial::zero_channel,
+    Adversarial::poison_past_end, Adversarial::separating};
 
 constexpr const char* to_string(Adversarial a) {
   switch (a) {
@@ -39,19 +43,21 @@ constexpr const char* to_string(Adversarial a) {
     case Adversarial::pow2_bands: return "pow2_bands";
     case Adversarial::zero_channel: return "zero_channel";
     case Adversarial::poison_past_end: return "poison_past_end";
+    case Adversarial::separating: return "separating";
   }
   return "";
 }
 
-// exact_128, zero_channel and poison_past_end in 1 of 17 cases each, pow2_bands (which fewer
-// cases can take) in 2 of 17; a case that cannot take the drawn class (draw_gemm says which)
-// keeps none.
+// Weights out of 37: none 24, exact_128 2, pow2_bands 4 and separating 3 (which fewer cases can
+// take), zero_channel 2, poison_past_end 2; a case that cannot take the drawn class (draw_gemm
+// says which) keeps none.
 inline rc::Gen<Adversarial> adversarial() {
   return rc::gen::weightedOneOf<Adversarial>({{24, rc::gen::just(Adversarial::none)},
                                               {2, rc::gen::just(Adversarial::exact_128)},
                                               {4, rc::gen::just(Adversarial::pow2_bands)},
                                               {2, rc::gen::just(Adversarial::zero_channel)},
-                                              {2, rc::gen::just(Adversarial::poison_past_end)}});
+                                              {2, rc::gen::just(Adversarial::poison_past_end)},
+                                              {3, rc::gen::just(Adversarial::separating)}});
 }
 
 }  // namespace fp8ref::gen
