@@ -21,10 +21,10 @@ namespace fp8ref {
 enum class BLayout : std::uint8_t { nk, kn };  // B as (G, N, K) or (G, K, N), row-major
 inline constexpr std::array kAllBLayouts = {BLayout::nk, BLayout::kn};
 constexpr const char* to_string(BLayout l) { return l == BLayout::nk ? "nk" : "kn"; }
-enum class Scaling : std::uint8_t { none, tensorwise, rowwise, blockwise, mx, nvfp4 };
-inline constexpr std::array kAllScalings = {Scaling::none,    Scaling::tensorwise,
-                                            Scaling::rowwise, Scaling::blockwise,
-                                            Scaling::mx,      Scaling::nvfp4};
+enum class Scaling : std::uint8_t { none, tensorwise, rowwise, blockwise, mx, nvfp4, mx16 };
+inline constexpr std::array kAllScalings = {
+    Scaling::none, Scaling::tensorwise, Scaling::rowwise, Scaling::blockwise,
+    Scaling::mx,   Scaling::nvfp4,      Scaling::mx16};
 constexpr const char* to_string(Scaling s) {
   switch (s) {
     case Scaling::none: return "none";
@@ -33,6 +33,7 @@ constexpr const char* to_string(Scaling s) {
     case Scaling::blockwise: return "blockwise";
     case Scaling::mx: return "mx";
     case Scaling::nvfp4: return "nvfp4";
+    case Scaling::mx16: return "mx16";
   }
   return "?";
 }
@@ -57,6 +58,9 @@ enum class RowPolicy : std::uint8_t {
 //               scale a ue4m3 value (>= 0); tensor_scale_a (1) and tensor_scale_b (G) the
 //               per-tensor scales (empty: 1), applied after the chain as RN(acc·RN(ta·tb)).
 //               Only blackwell_mxf4nvf4 / rtx_blackwell_mxf4nvf4 take nvfp4.
+//   mx16:       scale_a (M, ceil(K/16)) 1×16,     scale_b (G, N, ceil(K/16)) 1×16 along K; every
+//               scale a power of two (ue8m0), no tensor scales: kind::mxf4nvf4.block16 with
+//               ue8m0 scales. Only blackwell_mxf4nvf4 / rtx_blackwell_mxf4nvf4 take mx16.
 // Operands are e4m3 / e5m2 codes, one per byte; the Blackwell models also take e3m2, e2m3 and
 // e2m1 codes (kind::f8f6f4 / mxf8f6f4; e2m1 only for kind::mxf4 / mxf4nvf4), one per byte.
 // Scales of rows of no group and the B scales of groups without rows are never read (they may

@@ -33,6 +33,7 @@ ScaleCounts scale_counts(const GroupedGemmOperands& op) {
     case Scaling::rowwise: return {op.M, 1, op.G * op.N};
     case Scaling::blockwise: return {op.M * nbk, nbk, op.G * nbn * nbk};
     case Scaling::mx: return {op.M * nmx, nmx, op.G * op.N * nmx};
+    case Scaling::mx16: return {op.M * nnv, nnv, op.G * op.N * nnv};
   }
   return {0, 0, 0};
 }
@@ -51,7 +52,7 @@ void check_blackwell_scales(const GroupedGemmOperands& op, std::span<const std::
     for (std::int64_t g = 0; g < op.G; ++g)
       expect_scale("tensor_scale_b", op.tensor_scale_b, g, false);
   }
-  if (!nv && op.scaling != Scaling::mx) return;
+  if (!nv && op.scaling != Scaling::mx && op.scaling != Scaling::mx16) return;
   std::vector<char> used(std::size_t(op.G), 0);
   for (const std::int32_t g : row_map)
     if (g >= 0) used[std::size_t(g)] = 1;
@@ -86,7 +87,7 @@ void check_forward(const GroupedGemmOperands& op, std::span<const std::int32_t> 
   expect_size("scale_a", op.scale_a.size(), sc.a);
   expect_size("scale_b", op.scale_b.size(), sc.b);
   if (is_blackwell_model(m.model)) check_blackwell_scales(op, row_map, sc);
-  const bool pow2 = op.scaling == Scaling::mx;
+  const bool pow2 = op.scaling == Scaling::mx || op.scaling == Scaling::mx16;
   // Only the scales a valid row reads are checked: a group without rows (an idle expert) may
   // hold anything in its B scales, as rows of no group may in their A scales.
   std::vector<char> used(std::size_t(op.G), 0);
@@ -124,6 +125,7 @@ detail::ScaleGrid grid_a(const GroupedGemmOperands& op) {
     case Scaling::blockwise: return {op.scale_a.data(), nbk, 1, true, kScaleBlockK};
     case Scaling::mx: return {op.scale_a.data(), nmx, 1, true, kMxBlockK};
     case Scaling::nvfp4:
+    case Scaling::mx16:
       return {op.scale_a.data(), ceil_div(op.K, kNvfp4BlockK), 1, true, kNvfp4BlockK};
   }
   return {&kOne, 0, 1, false, kScaleBlockK};
@@ -138,7 +140,8 @@ detail::ScaleGrid grid_b(const GroupedGemmOperands& op, std::int64_t g) {
     case Scaling::rowwise: return {s + g * op.N, 1, 1, false, kScaleBlockK};
     case Scaling::blockwise: return {s + g * nbn * nbk, nbk, kScaleBlockK, true, kScaleBlockK};
     case Scaling::mx: return {s + g * op.N * nmx, nmx, 1, true, kMxBlockK};
-    case Scaling::nvfp4: {
+    case Scaling::nvfp4:
+    case Scaling::mx16: {
       const std::int64_t nnv = ceil_div(op.K, kNvfp4BlockK);
       return {s + g * op.N * nnv, nnv, 1, true, kNvfp4BlockK};
     }
@@ -239,6 +242,7 @@ void grouped_gemm_forward(const GroupedGemmOperands& op, std::span<const std::in
     const std::uint8_t* a_row = op.a.data() + r * op.K;
     for (std::int64_t n = 0; n < op.N; ++n) {
       ElementScales sc{ga.at(r), gb.at(n), ga.per_block, ga.block_k};
+      sc.block16_e8m0 = op.scaling == Scaling::mx16;
       if (!op.tensor_scale_a.empty())
         sc.tensor_a = op.tensor_scale_a[0], sc.tensor_b = op.tensor_scale_b[std::size_t(g)];
       store_model(y, std::size_t(r * op.N + n),

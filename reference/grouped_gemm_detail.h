@@ -52,21 +52,22 @@ inline void check_blackwell_model(AccumulationModel m, Scaling s) {
   const BlackwellKind k = blackwell_kind(m);
   const bool ok = k == BlackwellKind::f8f6f4
                       ? s == Scaling::none || s == Scaling::tensorwise || s == Scaling::rowwise
-                  : k == BlackwellKind::mxf4nvf4 ? s == Scaling::mx || s == Scaling::nvfp4
-                                                 : s == Scaling::mx;
+                  : k == BlackwellKind::mxf4nvf4
+                      ? s == Scaling::mx || s == Scaling::nvfp4 || s == Scaling::mx16
+                      : s == Scaling::mx;
   if (!ok)
     fail(std::string("model ") + to_string(m) + " takes " +
          (k == BlackwellKind::f8f6f4     ? "none, tensorwise or rowwise"
-          : k == BlackwellKind::mxf4nvf4 ? "mx or nvfp4"
+          : k == BlackwellKind::mxf4nvf4 ? "mx, mx16 or nvfp4"
                                          : "mx") +
          " scaling, not " + to_string(s));
 }
 
 inline void check_model(ModelChoice m, Scaling s) {
   if (is_blackwell_model(m.model)) check_blackwell_model(m.model, s);
-  if (s == Scaling::nvfp4 && !is_blackwell_model(m.model))
-    fail(std::string("nvfp4 scaling needs blackwell_mxf4nvf4 or rtx_blackwell_mxf4nvf4, not ") +
-         to_string(m.model));
+  if ((s == Scaling::nvfp4 || s == Scaling::mx16) && !is_blackwell_model(m.model))
+    fail(std::string(to_string(s)) +
+         " scaling needs blackwell_mxf4nvf4 or rtx_blackwell_mxf4nvf4, not " + to_string(m.model));
   if (m.split_k < 1) fail("split_k = " + str(m.split_k) + " must be >= 1");
   if (m.split_blocks < 0) fail("split_blocks = " + str(m.split_blocks) + " must be >= 0");
   if (m.split_blocks > 0 && m.split_k != 1)

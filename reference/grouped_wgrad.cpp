@@ -89,7 +89,7 @@ TokenBlocks check_wgrad(const WgradOperands& op, std::span<const std::int64_t> o
   validate_offsets(offs, op.M, 1);
   if (is_blackwell_model(model.model))
     fail(std::string("wgrad does not take the Blackwell models (") + to_string(model.model) + ")");
-  if (op.scaling == Scaling::rowwise || op.scaling == Scaling::nvfp4)
+  if (op.scaling == Scaling::rowwise || op.scaling == Scaling::nvfp4 || op.scaling == Scaling::mx16)
     fail(
         "wgrad takes scaling none, tensorwise, blockwise (1×128 along tokens) or mx (1×32 along "
         "tokens), not " +

@@ -81,16 +81,20 @@ constexpr PresetRow kDeepGemmRows[] = {
      "sm90_fp8_gemm_1d2d: promotion per 128-K block, no split-K"},
 };
 
+constexpr const char* kDeepGemmUnmeasured =
+    "NOT MEASURED: sm_90 DeepGEMM as its source reads (docs/models.md), never run on hardware here";
+
 constexpr KernelPreset kPresets[] = {
     {"torch_2_11_sm90._scaled_mm", "torch._scaled_mm", "H100 (sm_90), torch 2.11, CUDA 13", "kn",
      PresetGrouping::m, kScaledMmRows},
     {"torch_2_11_sm90._scaled_grouped_mm", "torch._scaled_grouped_mm",
      "H100 (sm_90), torch 2.11, CUDA 13", "kn", PresetGrouping::m_or_k, kScaledGroupedMmRows},
-    {"deep_gemm_sm90.fp8_gemm_nt", "deep_gemm.fp8_gemm_nt", "H800/H100 (sm_90), DeepGEMM sm90",
-     "nk", PresetGrouping::m, kDeepGemmRows},
-    {"deep_gemm_sm90.m_grouped_fp8_gemm_nt_contiguous",
-     "deep_gemm.m_grouped_fp8_gemm_nt_contiguous", "H800/H100 (sm_90), DeepGEMM sm90", "nk",
+    // Not measured: DeepGEMM did not run on the survey's H100 (docs/presets.md "Presets").
+    {"deep_gemm_sm90.fp8_gemm_nt", "deep_gemm.fp8_gemm_nt", kDeepGemmUnmeasured, "nk",
      PresetGrouping::m, kDeepGemmRows},
+    {"deep_gemm_sm90.m_grouped_fp8_gemm_nt_contiguous",
+     "deep_gemm.m_grouped_fp8_gemm_nt_contiguous", kDeepGemmUnmeasured, "nk", PresetGrouping::m,
+     kDeepGemmRows},
 };
 
 }  // namespace

@@ -41,7 +41,7 @@ enum class PresetGrouping : std::uint8_t { m, k, m_or_k };
 struct KernelPreset {
   std::string_view name;      // canonical: library, version and architecture measured
   std::string_view alias;     // the call name users write, e.g. torch._scaled_mm
-  std::string_view measured;  // hardware and software versions
+  std::string_view measured;  // hardware and software versions, or NOT MEASURED and the source
   std::string_view b_layout;  // the logical layout of the B operand as the kernel takes it
   PresetGrouping grouping;
   std::span<const PresetRow> rows;

@@ -85,7 +85,8 @@ std::vector<float> merge_gate_up_scales(Scaling scaling, std::span<const float> 
       expect_size("scale_w1", s1.size(), G * H * nmx);
       expect_size("scale_w3", s3.size(), G * H * nmx);
       return concat_rows(s1, s3, G, H, nmx);
-    case Scaling::nvfp4: {
+    case Scaling::nvfp4:
+    case Scaling::mx16: {
       const std::int64_t nnv = (K + 15) / 16;
       expect_size("scale_w1", s1.size(), G * H * nnv);
       expect_size("scale_w3", s3.size(), G * H * nnv);

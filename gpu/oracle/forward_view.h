@@ -26,7 +26,8 @@ inline emu::ForwardView make_forward_view(const GroupedGemmOperands& op, ModelCh
     case Scaling::rowwise: v.sa = {sa, 0, 1, 1}, v.sb = {sb, v.N, 1, 1}; break;
     case Scaling::blockwise: v.sa = {sa, 0, nbk, 1}, v.sb = {sb, nbn * nbk, nbk, 128}; break;
     case Scaling::mx: v.sa = {sa, 0, nmx, 1}, v.sb = {sb, v.N * nmx, nmx, 1}; break;
-    case Scaling::nvfp4: break;  // refused by the launcher's argument check
+    case Scaling::nvfp4:
+    case Scaling::mx16: break;  // refused by the launcher's argument check
   }
   return v;
 }

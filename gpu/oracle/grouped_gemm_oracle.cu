@@ -30,7 +30,8 @@ Counts scale_counts(const GroupedGemmOperands& op) {
     case Scaling::rowwise: return {op.M, 1, op.G * op.N};
     case Scaling::blockwise: return {op.M * nbk, nbk, op.G * nbn * nbk};
     case Scaling::mx: return {op.M * nmx, nmx, op.G * op.N * nmx};
-    case Scaling::nvfp4: break;  // refused by check_model
+    case Scaling::nvfp4:
+    case Scaling::mx16: break;  // refused by check_model
   }
   return {0, 0, 0};
 }

@@ -68,7 +68,7 @@ WgradGroups check_wgrad(const WgradOperands& op, std::span<const std::int64_t> o
     expect_size("output (bf16/f16)", dw.u16.size(), count);
   if (!dw.bound.empty()) fail("the GPU oracle computes no error bound (use the CPU oracle)");
   const WgradGroups gr = check_offsets(op, offs);
-  if (op.scaling == Scaling::rowwise || op.scaling == Scaling::nvfp4)
+  if (op.scaling == Scaling::rowwise || op.scaling == Scaling::nvfp4 || op.scaling == Scaling::mx16)
     fail(
         "wgrad takes scaling none, tensorwise, blockwise (1×128 along tokens) or mx (1×32 along "
         "tokens), not " +

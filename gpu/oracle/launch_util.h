@@ -43,7 +43,7 @@ inline void expect_scale(const char* name, std::span<const float> s, std::int64_
 }
 
 inline void check_model(ModelChoice m, Scaling s) {
-  if (s == Scaling::nvfp4 || m.model >= AccumulationModel::blackwell_f8f6f4)
+  if (s == Scaling::nvfp4 || s == Scaling::mx16 || m.model >= AccumulationModel::blackwell_f8f6f4)
     fail(std::string("the GPU oracle emulates the exact, fp32_sequential and Hopper models, not ") +
          to_string(m.model) + " with " + to_string(s) + " scaling (use --device cpu)");
   if (m.split_k < 1) fail("split_k = " + std::to_string(m.split_k) + " must be >= 1");

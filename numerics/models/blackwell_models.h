@@ -3,7 +3,8 @@
 // K from +0 (numerics/models/blackwell_chain.h), the block scales applied inside each step, then
 // the scalar scales once: out = RN(acc·RN(sa·sb)) for kind::f8f6f4 under tensorwise / rowwise
 // scales, RN(acc·RN(ta·tb)) for NVFP4's per-tensor scales. The decode scales arrive as f32 values
-// (ElementScales) and are re-encoded exactly: 32-wide blocks as ue8m0, 16-wide blocks as ue4m3.
+// (ElementScales) and are re-encoded exactly: 32-wide blocks as ue8m0, 16-wide blocks as ue4m3
+// (nvfp4) or, with ElementScales::block16_e8m0 (mx16), as ue8m0.
 // Part of the accumulation models (numerics/models.h).
 #pragma once
 
@@ -78,8 +79,8 @@ inline Bounded blackwell_scaled_chain(BlackwellKind kind, const std::uint8_t* a,
       (sc.block_k == kNvfp4BlockK && kind != BlackwellKind::mxf4nvf4))
     throw std::invalid_argument(
         "fp8ref: kind::mxf8f6f4 and kind::mxf4 take ue8m0 scales per 32 elements (mx); "
-        "kind::mxf4nvf4 per 32 (mx) or ue4m3 per 16 (nvfp4)");
-  const bool ue4m3 = sc.block_k == kNvfp4BlockK;
+        "kind::mxf4nvf4 ue8m0 per 32 (mx) or per 16 (mx16), or ue4m3 per 16 (nvfp4)");
+  const bool ue4m3 = sc.block_k == kNvfp4BlockK && !sc.block16_e8m0;
   const std::int64_t nb = ceil_div(K, sc.block_k);
   std::vector<std::uint8_t> xa(static_cast<std::size_t>(nb)), xb(static_cast<std::size_t>(nb));
   for (std::int64_t j = 0; j < nb; ++j) {

@@ -116,6 +116,9 @@ struct ElementScales {
   // NVFP4's per-tensor decode scales (the Blackwell models with 16-wide ue4m3 blocks), applied
   // after the chain as RN(acc·RN(ta·tb)), cuBLASLt's alpha; 1 elsewhere.
   float tensor_a = 1.0f, tensor_b = 1.0f;
+  // 16-wide blocks of ue8m0 scales (mx16 scaling, kind::mxf4nvf4.block16.ue8m0); 16-wide blocks
+  // are ue4m3 (nvfp4) otherwise.
+  bool block16_e8m0 = false;
   float a(std::int64_t kb) const { return per_block ? sa[kb] : sa[0]; }
   float b(std::int64_t kb) const { return per_block ? sb[kb] : sb[0]; }
   // Width of the blocks the promoted models promote at (the scale block, or 128).

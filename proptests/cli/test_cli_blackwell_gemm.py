@@ -1,6 +1,7 @@
 """`fp8-check oracle` -> `verify grouped-gemm` with the Blackwell models (docs/models.md
 "Blackwell models"): FP4 operands packed two per byte (element 0 in the low nibble) in a
-safetensors file written here by hand, E8M0 (mx), ue4m3 (nvfp4, as F8_E4M3) and F32 tensor scales.
+safetensors file written here by hand, E8M0 (mx per 32, mx16 per 16), ue4m3 (nvfp4, as F8_E4M3) and
+F32 tensor scales.
 Operands and scales are chosen so that no step truncates (every term within 25 / 35 fraction bits
 of the largest, every sum within 24 bits): the oracle's output must then equal the exact sum
 computed here in float64 (independent of the models), and `verify` on it must PASS; one element
@@ -52,6 +53,17 @@ def pack_f4(values):
     return (codes[0::2] | (codes[1::2] << 4)).astype(np.uint8).tobytes()
 
 
+def pack_f6(values, dtype):
+    """float values (exact in `dtype`, an ml_dtypes float6) -> the LSB-first 6-bit stream of
+    safetensors F6_E2M3 / F6_E3M2 (element i at bits 6i .. 6i+5)."""
+    codes = np.asarray(values, dtype=np.float32).astype(dtype).view(np.uint8).reshape(-1) & 0x3F
+    bits = np.zeros(codes.size * 6, dtype=np.uint8)
+    for j in range(6):
+        bits[j::6] = (codes >> j) & 1
+    bits = np.append(bits, np.zeros(-bits.size % 8, dtype=np.uint8))
+    return np.packbits(bits, bitorder="little").tobytes()
+
+
 def run(exe, args, want):
     r = subprocess.run([exe] + args, capture_output=True, text=True, timeout=60)
     if r.returncode != want:
@@ -65,7 +77,13 @@ def case(rng, work, exe, model, scaling, fp4, K):
     M, N, G = 5, 3, 2
     offs = np.array([2, 5], dtype=np.int64)
     e2m1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6], dtype=np.float64)
-    if fp4:
+    if fp4 == "f6":  # A e2m3, B e3m2 (kind::f8f6f4): F6 tensors
+        v23 = np.arange(0, 16) / 8.0; v32 = np.array([0, 0.0625, 0.125, 0.25, 0.5, 1, 1.5, 2, 3, 4])
+        a = rng.choice(v23, (M, K)) * rng.choice([-1, 1], (M, K))
+        b = rng.choice(v32, (G, N, K)) * rng.choice([-1, 1], (G, N, K))
+        ta = {"a": ("F6_E2M3", a.shape, pack_f6(a, ml_dtypes.float6_e2m3fn)),
+              "b": ("F6_E3M2", b.shape, pack_f6(b, ml_dtypes.float6_e3m2fn))}
+    elif fp4:
         a = rng.choice(e2m1, (M, K)) * rng.choice([-1, 1], (M, K))
         b = rng.choice(e2m1, (G, N, K)) * rng.choice([-1, 1], (G, N, K))
         ta = {"a": ("F4", a.shape, pack_f4(a)), "b": ("F4", b.shape, pack_f4(b))}
@@ -75,14 +93,16 @@ def case(rng, work, exe, model, scaling, fp4, K):
         enc = lambda x: x.astype(ml_dtypes.float8_e4m3fn).tobytes()
         ta = {"a": ("F8_E4M3", a.shape, enc(a)), "b": ("F8_E4M3", b.shape, enc(b))}
     args = []
-    blk = 16 if scaling == "nvfp4" else 32
+    blk = 16 if scaling in ("nvfp4", "mx16") else 32
     nb = -(-K // blk)
     sa = np.ones((M, nb)); sb = np.ones((G, N, nb)); t_a, t_b = 1.0, np.ones(G)
-    if scaling == "mx":
+    if scaling in ("mx", "mx16"):
         sa = 2.0 ** rng.integers(-2, 3, (M, nb)); sb = 2.0 ** rng.integers(-2, 3, (G, N, nb))
+        if scaling == "mx16":  # outside ue4m3's range: read as ue4m3 they would be refused
+            sa *= 2.0 ** 40; sb *= 2.0 ** -30
         e8 = lambda x: (np.log2(x) + 127).astype(np.uint8).tobytes()
         ta["sa"] = ("F8_E8M0", sa.shape, e8(sa)); ta["sb"] = ("F8_E8M0", sb.shape, e8(sb))
-        args = ["--scaling", "mx", "--scale-a", "sa", "--scale-b", "sb"]
+        args = ["--scaling", scaling, "--scale-a", "sa", "--scale-b", "sb"]
     elif scaling == "nvfp4":
         q = np.array([0.5, 1.0, 1.5, 2.0])
         sa = rng.choice(q, (M, nb)); sb = rng.choice(q, (G, N, nb))
@@ -94,9 +114,9 @@ def case(rng, work, exe, model, scaling, fp4, K):
         args = ["--scaling", "nvfp4", "--scale-a", "sa", "--scale-b", "sb",
                 "--tensor-scale-a", "ta", "--tensor-scale-b", "tb"]
     ta["offs"] = ("I64", (G,), offs.tobytes())
-    path = os.path.join(work, f"{model}_{scaling}.safetensors")
+    path = os.path.join(work, f"{model}_{scaling}_{fp4}.safetensors")
     write_safetensors(path, ta)
-    out = os.path.join(work, f"{model}_{scaling}_out.safetensors")
+    out = os.path.join(work, f"{model}_{scaling}_{fp4}_out.safetensors")
     common = ["--in", path, "--a", "a", "--b", "b", "--offs", "offs", "--model", model] + args
     run(exe, ["oracle", "grouped-gemm"] + common + ["--out", out], 0)
     # expected: the exact sum (no step truncates here), per row's group
@@ -131,11 +151,15 @@ def main():
         ("blackwell_f8f6f4", "none", False, 70),
         ("rtx_blackwell_f8f6f4", "none", True, 33),
         ("blackwell_mxf8f6f4", "mx", False, 96),
+        ("blackwell_f8f6f4", "none", "f6", 64),
+        ("rtx_blackwell_mxf8f6f4", "mx", "f6", 45),
         ("rtx_blackwell_mxf8f6f4", "mx", True, 40),
         ("blackwell_mxf4", "mx", True, 128),
         ("rtx_blackwell_mxf4", "mx", True, 70),
         ("rtx_blackwell_mxf4nvf4", "mx", True, 64),
         ("blackwell_mxf4nvf4", "nvfp4", True, 96),
+        ("rtx_blackwell_mxf4nvf4", "mx16", True, 80),
+        ("blackwell_mxf4nvf4", "mx16", True, 96),
     ]:
         path, common = case(rng, o.work, exe, model, scaling, fp4, K)
         print(f"{model} --scaling {scaling}: oracle == exact, verify PASS, nudge DIFFERS")
@@ -144,6 +168,10 @@ def main():
     run(exe, ["oracle", "grouped-gemm"] + bad_model + ["--out", os.path.join(o.work, "x.st")], 2)
     run(exe, ["oracle", "grouped-gemm"] + [x if x != "blackwell_mxf4nvf4" else "hopper_mma_sync"
                                            for x in common] + ["--out", os.path.join(o.work, "x.st")], 2)
+    # mx16 is kind::mxf4nvf4 only; its scales are powers of two
+    mx16 = case(rng, o.work, exe, "blackwell_mxf4nvf4", "mx16", True, 32)[1]
+    run(exe, ["oracle", "grouped-gemm"] + [x if x != "blackwell_mxf4nvf4" else "blackwell_mxf4"
+                                           for x in mx16] + ["--out", os.path.join(o.work, "x.st")], 2)
     print("refusals: exit 2, one line")
 
 

@@ -45,7 +45,7 @@ TEST(Diff, UlpDistanceCrossesZeroSignAware) {
   const TensorDiff d =
       diff_tensors("x", e4m3({0x01, 0x00, 0x7e}, {3}), e4m3({0x81, 0x80, 0x7d}, {3}),
                    parse_metric("ulp:1"), nullptr, 10);
-  EXPECT_EQ(d.status, "differs");
+  EXPECT_EQ(d.status, DiffStatus::differs);
   EXPECT_EQ(d.bitwise_mismatches, 3u);
   EXPECT_EQ(d.max_ulp, 2u);
   EXPECT_EQ(d.metric_failures, 1u);
@@ -58,16 +58,19 @@ TEST(Diff, NanIsAClassNotADistance) {
                                     parse_metric("ulp:1000"), nullptr, 10);
   EXPECT_EQ(d.class_mismatches, 1u);  // 448 vs NaN
   EXPECT_EQ(d.metric_failures, 1u);   // NaN vs -NaN is the same class: within any ULP metric
-  EXPECT_EQ(d.status, "differs");
+  EXPECT_EQ(d.status, DiffStatus::differs);
 }
 
 TEST(Diff, ToleranceMetricAndEqualTensors) {
   const Tensor a = e4m3({0x38, 0x40}, {2}), b = e4m3({0x39, 0x40}, {2});  // 1.0 vs 1.125
-  EXPECT_EQ(diff_tensors("x", a, b, parse_metric("tol:0.2,0"), nullptr, 10).status, "within");
-  EXPECT_EQ(diff_tensors("x", a, b, parse_metric("tol:0.1,0"), nullptr, 10).status, "differs");
-  EXPECT_EQ(diff_tensors("x", a, a, parse_metric("bitwise"), nullptr, 10).status, "equal");
+  EXPECT_EQ(diff_tensors("x", a, b, parse_metric("tol:0.2,0"), nullptr, 10).status,
+            DiffStatus::within);
+  EXPECT_EQ(diff_tensors("x", a, b, parse_metric("tol:0.1,0"), nullptr, 10).status,
+            DiffStatus::differs);
+  EXPECT_EQ(diff_tensors("x", a, a, parse_metric("bitwise"), nullptr, 10).status,
+            DiffStatus::equal);
   EXPECT_EQ(diff_tensors("x", a, e4m3({0x38}, {1}), parse_metric("bitwise"), nullptr, 10).status,
-            "shape_mismatch");
+            DiffStatus::shape_mismatch);
 }
 
 TEST(Diff, GroupsAndPaddingRowsFromOffsets) {
@@ -106,7 +109,7 @@ TEST(DiffBound, PassIffAbsErrorWithinTheElementsBoundAndClassesAgree) {
       diff_tensors("x", a, b, bound_metric(f32({0, 0.125f, 0.25f, 0, 1e30f}, {5})), nullptr, 10);
   EXPECT_EQ(d.metric_failures,
             2u);  // 0.5 > 0.25 at [2]; 448 vs NaN at [4] is a class mismatch, whatever the bound
-  EXPECT_EQ(d.status, "differs");
+  EXPECT_EQ(d.status, DiffStatus::differs);
   EXPECT_DOUBLE_EQ(d.max_bound_ratio, 2.0);
   ASSERT_EQ(d.first.size(), 4u);
   EXPECT_DOUBLE_EQ(d.first[0].bound, 0.125);  // [1]: 0.125 <= 0.125 passes (bound is inclusive)
@@ -120,7 +123,8 @@ TEST(DiffBound, NanBoundFailsInfBoundPassesAndOneElementBroadcasts) {
   EXPECT_EQ(
       diff_tensors("x", a, b, bound_metric(f32({NAN, INFINITY}, {2})), nullptr, 10).metric_failures,
       1u);
-  EXPECT_EQ(diff_tensors("x", a, b, bound_metric(f32({3}, {})), nullptr, 10).status, "within");
+  EXPECT_EQ(diff_tensors("x", a, b, bound_metric(f32({3}, {})), nullptr, 10).status,
+            DiffStatus::within);
   EXPECT_EQ(diff_tensors("x", a, b, bound_metric(f32({2.5f}, {1})), nullptr, 10).metric_failures,
             1u);
   EXPECT_THROW(diff_tensors("x", a, b, bound_metric(f32({1, 1, 1}, {3})), nullptr, 10), UsageError);

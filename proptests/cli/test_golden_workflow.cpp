@@ -79,7 +79,8 @@ TEST_F(GoldenRoot, RegenWritesThePlanAndVerifyPasses) {
     EXPECT_EQ(e.semantics_version, kSemanticsVersion);
   }
   const GoldenReport again = golden_regen(root_.string());
-  for (const GoldenFileStatus& f : again.files) EXPECT_EQ(f.status, "unchanged") << f.path;
+  for (const GoldenFileStatus& f : again.files)
+    EXPECT_EQ(f.status, GoldenStatus::unchanged) << f.path;
 }
 
 TEST_F(GoldenRoot, HandEditedFileFailsAndRegenRestoresIt) {
@@ -162,7 +163,7 @@ TEST_F(GoldenRoot, AcceptAddsARegressionCaseWithItsReplayCommand) {
   GoldenManifest m = manifest();
   const GoldenEntry* e = m.find("regressions/codec_nan_sign.safetensors");
   ASSERT_NE(e, nullptr);
-  EXPECT_EQ(e->kind, "captured");
+  EXPECT_EQ(e->kind, GoldenKind::captured);
   EXPECT_EQ(e->replay, tf.metadata["replay"]);
   EXPECT_EQ(e->seed, std::optional<std::uint64_t>(42));
   EXPECT_TRUE(verify().passed());

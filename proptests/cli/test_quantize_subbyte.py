@@ -1,4 +1,5 @@
-"""`fp8-check quantize --recipe nvfp4_te|nvfp4_torchao|mxfp4|mxfp6` bitwise against independent
+"""`fp8-check quantize --recipe nvfp4_te|nvfp4_torchao|mxfp4|mxfp6` (mxfp6 codes as U8 and, with
+--f6-codes packed, as F6_E2M3 / F6_E3M2) bitwise against independent
 numpy implementations (docs/recipes.md "NVFP4", "MXFP4 / MXFP6"): f32 arithmetic in numpy
 float32, element and scale casts by ml_dtypes 0.6 (float4_e2m1fn, float6_e2m3fn, float6_e3m2fn,
 float8_e4m3fn), FP4 unpacked here from the low nibble first. Inputs: normal values with per-row
@@ -43,6 +44,11 @@ def read_safetensors(path):
         if e["dtype"] == "F4":
             nib = np.stack([raw & 0xF, raw >> 4], axis=-1).reshape(-1)
             out[k] = nib[: int(np.prod(e["shape"]))].reshape(e["shape"])
+        elif e["dtype"] in ("F6_E2M3", "F6_E3M2"):  # LSB-first 6-bit stream
+            n = int(np.prod(e["shape"]))
+            bits = np.unpackbits(raw, bitorder="little")[: 6 * n].reshape(n, 6)
+            out[k] = (bits << np.arange(6)).sum(axis=1).astype(np.uint8).reshape(e["shape"])
+            out[k + ".dtype"] = e["dtype"]
         elif e["dtype"] == "F32":
             out[k] = raw.view(np.float32).reshape(e["shape"])
         else:
@@ -198,8 +204,34 @@ def main():
                 total[key] = total.get(key, 0) + p.size
     for k, n in total.items():
         print(f"{k}: {n} elements bitwise equal to numpy")
+    # --f6-codes packed: the same codes as F6_E2M3 / F6_E3M2 (6 bits each, LSB first)
+    for fmt, dt in (("e2m3", "F6_E2M3"), ("e3m2", "F6_E3M2")):
+        for shape in [(48, 96), (2, 32, 64), (5, 160)]:
+            x = sample(rng, shape)
+            write_safetensors(inp, "x", x)
+            cmd = [o.fp8_check, "quantize", "--recipe", "mxfp6", "--block", "1x32", "--layout",
+                   "e8m0_row_major", "--format", fmt, "--f6-codes", "packed", "--in", inp, "--out", out]
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+            if r.returncode != 0:
+                sys.exit(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr}")
+            got = read_safetensors(out)
+            if got.get("codes.dtype") != dt:
+                sys.exit(f"--f6-codes packed {fmt}: codes dtype {got.get('codes.dtype')}, want {dt}")
+            planes = x.reshape(-1, shape[-2], shape[-1])
+            for g, p in enumerate(planes):
+                want = mx_floor(p, fmt)
+                if not np.array_equal(got["codes"].reshape(planes.shape)[g], want[0]):
+                    sys.exit(f"--f6-codes packed {fmt} {shape}: codes differ")
+                if not np.array_equal(got["scales"].reshape(len(planes), shape[-2], -1)[g], want[1]):
+                    sys.exit(f"--f6-codes packed {fmt} {shape}: scales differ")
+        print(f"mxfp6 {fmt} --f6-codes packed: {dt} codes bitwise equal to numpy")
     # refusals: exit 2, one line
-    for bad in [["--recipe", "mxfp4", "--block", "1x16", "--layout", "e8m0_row_major"],
+    for bad in [["--recipe", "mxfp4", "--block", "1x32", "--layout", "e8m0_row_major",
+                 "--f6-codes", "packed"],
+                ["--recipe", "mxfp6", "--block", "1x32", "--layout", "e8m0_row_major",
+                 "--f6-codes", "bits"],
+                ["--recipe", "deepgemm", "--block", "1x128", "--layout", "row_major",
+                 "--f6-codes", "packed"],["--recipe", "mxfp4", "--block", "1x16", "--layout", "e8m0_row_major"],
                 ["--recipe", "nvfp4_torchao", "--block", "16x16", "--layout", "ue4m3_row_major"],
                 ["--recipe", "nvfp4_te", "--block", "1x16", "--layout", "e8m0_row_major"],
                 ["--recipe", "mxfp6", "--block", "1x32", "--layout", "e8m0_row_major", "--format", "e5m2"]]:

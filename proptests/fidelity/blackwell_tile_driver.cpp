@@ -1,7 +1,9 @@
 // Evaluates instruction tiles with fp8ref's batch step models
 // (numerics/models/blackwell_step_tile.h) for proptests/fidelity/mmasim_blackwell_bench.py, and
 // times them on one thread (thread CPU time):
-//   blackwell_tile_driver IN OUT [--repeat R]
+//   blackwell_tile_driver IN OUT [--repeat R] [--isa baseline|avx2|avx512]
+// (--isa: the copy of the tile models to run, numerics/models/blackwell_step_tile.h; default the
+// best this processor has)
 // A tile: a 20-byte header (kind u8: 0 f8f6f4 f32, 1 f8f6f4 f16, 2 mxf8f6f4 block32 ue8m0, 3 mxf4
 // k64; fa, fb, scale format, block u8; 3 pad bytes; m, n, k u32), then A (m×k codes), B^T (n×k),
 // sa (m·ns), sb (n·ns) with ns = 64 / block for kind 3, 1 for kind 2, 0 otherwise, and C (m×n u32;
@@ -64,25 +66,25 @@ std::vector<Tile> read_tiles(const std::vector<char>& bytes) {
   return tiles;
 }
 
-void eval(const Tile& t, std::uint32_t* d) {
+void eval(const Tile& t, std::uint32_t* d, StepIsa isa) {
   const Format fa = Format(t.fa), fb = Format(t.fb);
   const std::size_t mn = t.c.size();
   if (t.kind == 1) {
     std::vector<std::uint16_t> c(mn), z(mn);
     for (std::size_t i = 0; i < mn; ++i) c[i] = std::uint16_t(t.c[i]);
-    blackwell_f8f6f4_tile_f16(t.a.data(), t.bt.data(), t.shape, fa, fb, c.data(), z.data());
+    blackwell_f8f6f4_tile_f16(t.a.data(), t.bt.data(), t.shape, fa, fb, c.data(), z.data(), isa);
     for (std::size_t i = 0; i < mn; ++i) d[i] = z[i];
     return;
   }
   const float* c = reinterpret_cast<const float*>(t.c.data());
   float* z = reinterpret_cast<float*>(d);
-  if (t.kind == 0) blackwell_f8f6f4_tile(t.a.data(), t.bt.data(), t.shape, fa, fb, c, z);
+  if (t.kind == 0) blackwell_f8f6f4_tile(t.a.data(), t.bt.data(), t.shape, fa, fb, c, z, isa);
   if (t.kind == 2)
     blackwell_mxf8f6f4_tile(t.a.data(), t.bt.data(), t.shape, fa, fb, t.sa.data(), t.sb.data(), c,
-                            z);
+                            z, isa);
   if (t.kind == 3)
     blackwell_mxf4_tile(t.a.data(), t.bt.data(), t.shape, t.sa.data(), t.sb.data(), Format(t.sf),
-                        t.block, c, z);
+                        t.block, c, z, isa);
 }
 
 double thread_seconds() {
@@ -95,8 +97,22 @@ double thread_seconds() {
 
 int main(int argc, char** argv) {
   try {
-    if (argc < 3) throw std::invalid_argument("usage: blackwell_tile_driver IN OUT [--repeat R]");
-    const int repeat = argc >= 5 && std::string(argv[3]) == "--repeat" ? std::stoi(argv[4]) : 1;
+    if (argc < 3 || argc % 2 == 0)
+      throw std::invalid_argument(
+          "usage: blackwell_tile_driver IN OUT [--repeat R] [--isa baseline|avx2|avx512]");
+    int repeat = 1;
+    StepIsa isa = best_step_isa();
+    for (int i = 3; i + 1 < argc; i += 2) {
+      const std::string opt = argv[i], val = argv[i + 1];
+      if (opt == "--repeat") {
+        repeat = std::stoi(val);
+      } else if (opt == "--isa" && (val == "baseline" || val == "avx2" || val == "avx512")) {
+        isa = val == "avx512" ? StepIsa::avx512 : val == "avx2" ? StepIsa::avx2 : StepIsa::baseline;
+      } else {
+        throw std::invalid_argument("unknown option " + opt + " " + val);
+      }
+    }
+    std::cerr << "TILE_ISA " << to_string(isa) << std::endl;
     std::ifstream in(argv[1], std::ios::binary);
     const std::vector<char> bytes{std::istreambuf_iterator<char>(in),
                                   std::istreambuf_iterator<char>()};
@@ -104,7 +120,7 @@ int main(int argc, char** argv) {
     std::vector<std::vector<std::uint32_t>> d(tiles.size());
     for (std::size_t i = 0; i < tiles.size(); ++i) {
       d[i].resize(tiles[i].c.size());
-      eval(tiles[i], d[i].data());
+      eval(tiles[i], d[i].data(), isa);
     }
     std::ofstream out(argv[2], std::ios::binary);
     for (const auto& z : d)
@@ -116,7 +132,7 @@ int main(int argc, char** argv) {
       for (int p = 0; p < repeat; ++p)
         for (std::size_t i = 0; i < tiles.size(); ++i)
           if (tiles[i].kind == kind) {
-            eval(tiles[i], d[i].data());
+            eval(tiles[i], d[i].data(), isa);
             sink ^= d[i][0];
             steps += d[i].size();
           }

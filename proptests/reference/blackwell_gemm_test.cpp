@@ -4,8 +4,9 @@
 // docs/models.md "Blackwell tensor-core steps" defines it (term exponents, e_zero, truncation to F
 // fraction bits below the largest exponent, exact sum, RZ to f32), chained over K from +0, then the
 // scalar scales RN(acc·RN(sa·sb)). Class-weighted operands (zeros, subnormals, the largest codes),
-// scales over a wide exponent range (overflow to Inf included). Every element bitwise; every finite
-// element also within its bound of the exact scaled sum.
+// scales over a wide exponent range (overflow to Inf included); kind::mxf4nvf4 under mx, nvfp4 and
+// mx16 (ue8m0 per 16). Every element bitwise; every finite element also within its bound of the
+// exact scaled sum.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -97,10 +98,9 @@ double dec(Format f, std::uint8_t c) { return decode_f64(f, c); }
 
 // One output element of a model on one row / column: the chain over K from +0.
 float chain(BlackwellKind kind, const std::uint8_t* a, const std::uint8_t* b, std::int64_t K,
-            Format fa, Format fb, const float* sa, const float* sb, std::int64_t blk) {
+            Format fa, Format fb, const float* sa, const float* sb, std::int64_t blk, Format sf) {
   const bool k64 = kind == BlackwellKind::mxf4 || kind == BlackwellKind::mxf4nvf4;
   const int w = k64 ? 64 : 32, frac = k64 ? 35 : 25, e_zero = k64 ? -139 : -133;
-  const Format sf = blk == 16 ? Format::ue4m3 : Format::e8m0;
   float acc = 0.0f;
   for (std::int64_t k0 = 0; k0 < K; k0 += w) {
     std::vector<Term> terms;
@@ -180,13 +180,15 @@ Case pick_case(SplitMix64& r) {
       c.scaling = Scaling::mx, c.fa = kElems[r.below(5)], c.fb = kElems[r.below(5)];
       break;
     case BlackwellKind::mxf4: c.scaling = Scaling::mx; break;
-    case BlackwellKind::mxf4nvf4: c.scaling = r.below(2) ? Scaling::mx : Scaling::nvfp4; break;
+    case BlackwellKind::mxf4nvf4:
+      c.scaling = std::array{Scaling::mx, Scaling::nvfp4, Scaling::mx16}[r.below(3)];
+      break;
   }
   return c;
 }
 
 float pick_scale(Scaling s, SplitMix64& r) {
-  if (s == Scaling::mx) {  // ue8m0: mostly near 1, sometimes the extremes
+  if (s == Scaling::mx || s == Scaling::mx16) {  // ue8m0: mostly near 1, sometimes the extremes
     const std::uint64_t cls = r.below(10);
     const int e = cls == 0 ? int(r.in(0, 254)) - 127 : int(r.in(0, 40)) - 20;
     return float(std::ldexp(1.0, e));
@@ -195,7 +197,7 @@ float pick_scale(Scaling s, SplitMix64& r) {
   return float(std::ldexp(double(r.in(1, 255)), int(r.in(0, 20)) - 14));  // any f32
 }
 
-std::int64_t block_of(Scaling s) { return s == Scaling::nvfp4 ? 16 : 32; }
+std::int64_t block_of(Scaling s) { return s == Scaling::nvfp4 || s == Scaling::mx16 ? 16 : 32; }
 
 TEST(BlackwellGemm, EveryElementEqualsTheIndependentStepChain) {
   SplitMix64 r{0xB1AC4E11};
@@ -207,7 +209,8 @@ TEST(BlackwellGemm, EveryElementEqualsTheIndependentStepChain) {
     for (auto& x : a) x = finite_code(c.fa, r);
     for (auto& x : b) x = finite_code(c.fb, r);
     const std::int64_t blk = block_of(c.scaling), nb = ceil_div(c.K, blk);
-    const bool blocks = c.scaling == Scaling::mx || c.scaling == Scaling::nvfp4;
+    const bool blocks =
+        c.scaling == Scaling::mx || c.scaling == Scaling::nvfp4 || c.scaling == Scaling::mx16;
     std::vector<float> sa, sb, ta, tb;
     const std::int64_t na = blocks ? c.M * nb : c.scaling == Scaling::rowwise ? c.M : 1;
     const std::int64_t nbb = blocks                          ? c.G * c.N * nb
@@ -238,7 +241,8 @@ TEST(BlackwellGemm, EveryElementEqualsTheIndependentStepChain) {
         const std::uint8_t* bc = b.data() + (g * c.N + n) * c.K;
         const float* xs = blocks ? sa.data() + m * nb : nullptr;
         const float* ys = blocks ? sb.data() + (g * c.N + n) * nb : nullptr;
-        float want = chain(kind, ar, bc, c.K, c.fa, c.fb, xs, ys, blk);
+        float want = chain(kind, ar, bc, c.K, c.fa, c.fb, xs, ys, blk,
+                           c.scaling == Scaling::nvfp4 ? Format::ue4m3 : Format::e8m0);
         float s1 = 1.0f, s2 = 1.0f;
         if (c.scaling == Scaling::tensorwise) s1 = sa[0], s2 = sb[std::size_t(g)];
         if (c.scaling == Scaling::rowwise)
@@ -292,6 +296,17 @@ TEST(BlackwellGemm, MismatchedModelsScalingsAndScalesAreRefused) {
   EXPECT_THROW(run(AM::hopper_mma_sync, Scaling::nvfp4, Format::e4m3, {1, 1}, {1, 1}),
                std::invalid_argument);
   EXPECT_THROW(run(AM::hopper_mma_sync, Scaling::none, Format::e2m1, {}, {}),
+               std::invalid_argument);
+  // mx16 (ue8m0 per 16): kind::mxf4nvf4 only, powers of two only, no Hopper / exact model
+  EXPECT_NO_THROW(run(AM::blackwell_mxf4nvf4, Scaling::mx16, Format::e2m1, {1, 4}, {0.5f, 1}));
+  EXPECT_THROW(run(AM::blackwell_mxf4, Scaling::mx16, Format::e2m1, {1, 1}, {1, 1}),
+               std::invalid_argument);
+  EXPECT_THROW(run(AM::rtx_blackwell_mxf4nvf4, Scaling::mx16, Format::e2m1, {1, 3}, {1, 1}),
+               std::invalid_argument);
+  EXPECT_THROW(run(AM::blackwell_mxf4nvf4, Scaling::mx16, Format::e2m1, s1, s1),
+               std::invalid_argument);
+  EXPECT_THROW(run(AM::exact, Scaling::mx16, Format::e4m3, {1, 1}, {1, 1}), std::invalid_argument);
+  EXPECT_THROW(run(AM::hopper_mma_sync, Scaling::mx16, Format::e4m3, {1, 1}, {1, 1}),
                std::invalid_argument);
 }
 

@@ -216,6 +216,50 @@ double run_wgrad(std::vector<std::int64_t> offs) {
   return time_ms([&] { gpu::grouped_gemm_wgrad(op, offs, out, nullptr); });
 }
 
+// The forward and dgrad rows of the table: each scaling and load, timed (and checked).
+void bench_forward_dgrad(bool check, FILE* csv) {
+  const double flop = 2.0 * double(kM) * double(kN) * double(kK);
+  for (const Config& c :
+       {Config{"forward", Scaling::blockwise}, Config{"forward", Scaling::rowwise},
+        Config{"forward", Scaling::tensorwise}, Config{"dgrad", Scaling::blockwise}}) {
+    const Host h = make_host(c);
+    for (const char* dist : {"balanced", "zipf", "two_empty"}) {
+      const auto offs = expert_offs(dist);
+      const auto [ms, diffs] = run(c, h, offs, check);
+      const double tf = flop / (ms * 1e-3) / 1e12;
+      std::printf("%-8s %-11s %-10s %9.3f %9.1f %s\n", c.op, to_string(c.scaling), dist, ms, tf,
+                  diffs < 0 ? "" : std::to_string(diffs).c_str());
+      if (csv) {
+        std::string o;
+        for (auto x : offs) {
+          if (!o.empty()) o += ' ';
+          o += std::to_string(x);
+        }
+        std::fprintf(csv, "%s,%s,%s,%s,%.4f,%.2f\n", c.op, to_string(c.scaling), dist, o.c_str(),
+                     ms, tf);
+      }
+    }
+  }
+}
+
+// The wgrad rows: blockwise, each load (groups rounded to 16 rows).
+void bench_wgrad(bool check, FILE* csv) {
+  const double flop = 2.0 * double(kM) * double(kN) * double(kK);
+  for (const char* dist : {"balanced", "zipf", "two_empty"}) {
+    const double ms = run_wgrad(expert_offs(dist)), tf = flop / (ms * 1e-3) / 1e12;
+    std::printf("%-8s %-11s %-10s %9.3f %9.1f %s\n", "wgrad", "blockwise", dist, ms, tf,
+                check ? "- (f32 C and dW)" : "");
+    if (csv) {
+      std::string o;
+      for (auto x : expert_offs(dist)) {
+        if (!o.empty()) o += ' ';
+        o += std::to_string(x / 16 * 16);
+      }
+      std::fprintf(csv, "wgrad,blockwise,%s,%s,%.4f,%.2f\n", dist, o.c_str(), ms, tf);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -242,41 +286,8 @@ int main(int argc, char** argv) {
               check ? "mismatches vs GPU oracle" : "");
   FILE* csv = csv_path.empty() ? nullptr : std::fopen(csv_path.c_str(), "w");
   if (csv) std::fprintf(csv, "op,scaling,load,offs,ms,tflops\n");
-  const double flop = 2.0 * double(kM) * double(kN) * double(kK);
-  for (const Config& c :
-       {Config{"forward", Scaling::blockwise}, Config{"forward", Scaling::rowwise},
-        Config{"forward", Scaling::tensorwise}, Config{"dgrad", Scaling::blockwise}}) {
-    const Host h = make_host(c);
-    for (const char* dist : {"balanced", "zipf", "two_empty"}) {
-      const auto offs = expert_offs(dist);
-      const auto [ms, diffs] = run(c, h, offs, check);
-      const double tf = flop / (ms * 1e-3) / 1e12;
-      std::printf("%-8s %-11s %-10s %9.3f %9.1f %s\n", c.op, to_string(c.scaling), dist, ms, tf,
-                  diffs < 0 ? "" : std::to_string(diffs).c_str());
-      if (csv) {
-        std::string o;
-        for (auto x : offs) {
-          if (!o.empty()) o += ' ';
-          o += std::to_string(x);
-        }
-        std::fprintf(csv, "%s,%s,%s,%s,%.4f,%.2f\n", c.op, to_string(c.scaling), dist, o.c_str(),
-                     ms, tf);
-      }
-    }
-  }
-  for (const char* dist : {"balanced", "zipf", "two_empty"}) {
-    const double ms = run_wgrad(expert_offs(dist)), tf = flop / (ms * 1e-3) / 1e12;
-    std::printf("%-8s %-11s %-10s %9.3f %9.1f %s\n", "wgrad", "blockwise", dist, ms, tf,
-                check ? "- (f32 C and dW)" : "");
-    if (csv) {
-      std::string o;
-      for (auto x : expert_offs(dist)) {
-        if (!o.empty()) o += ' ';
-        o += std::to_string(x / 16 * 16);
-      }
-      std::fprintf(csv, "wgrad,blockwise,%s,%s,%.4f,%.2f\n", dist, o.c_str(), ms, tf);
-    }
-  }
+  bench_forward_dgrad(check, csv);
+  bench_wgrad(check, csv);
   if (csv) std::fclose(csv);
   return 0;
 }

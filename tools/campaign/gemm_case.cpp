@@ -3,6 +3,7 @@
 #include "campaign/gemm_case.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <random>
 #include <sstream>
 
+#include "campaign/gen/adversarial.h"
 #include "campaign/gen/choices.h"
 
 namespace fp8ref::fuzz {
@@ -38,6 +40,92 @@ void draw_extents(GemmCase& c) {
   c.K = K, c.N = N;
 }
 
+using gen::Adversarial;
+
+// The shape part of an adversarial class (gen/adversarial.h), before the operands are filled;
+// returns the class applied: none where the case cannot take it (MoE-like shapes and cases without
+// tokens keep their cost and meaning; pow2_bands needs per-row scales and at most 8 groups).
+Adversarial adversarial_shape(Adversarial a, GemmCase& c, std::mt19937_64& rng) {
+  const bool no_tokens = c.gs.dist == gen::SizeDist::all_empty ||
+                         c.gs.dist == gen::SizeDist::zero_total || c.gs.total() == 0;
+  switch (a) {
+    case Adversarial::none:
+    case Adversarial::zero_channel: return a;
+    case Adversarial::exact_128:
+      if (c.moe_shape || no_tokens || (c.desc == Desc::masked && c.G > 16))
+        return Adversarial::none;
+      c.gs.sizes[std::size_t(rng() % std::uint64_t(c.G))] = 128;
+      if (c.desc == Desc::masked) c.m_max = std::max<std::int64_t>(c.m_max, 128);
+      return a;
+    case Adversarial::pow2_bands: {
+      const bool per_row = c.scaling == Scaling::rowwise || c.scaling == Scaling::blockwise ||
+                           c.scaling == Scaling::mx;
+      if (!per_row || c.moe_shape || no_tokens || c.G > 8) return Adversarial::none;
+      // Two 128-row bands with rows of a group: aligned to 128, rows in the first and last group
+      // (one group: 129..160 rows); two N tiles.
+      c.desc = Desc::aligned, c.gs.align = 128;
+      if (c.G == 1) c.gs.sizes[0] = 129 + std::int64_t(rng() % 32);
+      c.gs.sizes.front() = std::max<std::int64_t>(c.gs.sizes.front(), 1);
+      c.gs.sizes.back() = std::max<std::int64_t>(c.gs.sizes.back(), 1);
+      c.N = 129 + std::int64_t(rng() % 32);
+      return a;
+    }
+    case Adversarial::poison_past_end:
+      if (c.desc == Desc::masked) c.desc = Desc::offs;
+      c.gs.tail = std::max<std::int64_t>(c.gs.tail, 1);
+      return a;
+  }
+  return Adversarial::none;
+}
+
+// pow2_bands' scales: 2^(band exponent + K-block exponent) for A (band = row / 128), 2^(tile
+// exponent + K-block exponent) for B (tile = n / 128); band and tile exponents distinct.
+void pow2_band_scales(GemmCase& c, std::mt19937_64& rng) {
+  std::array<int, 13> e{};
+  for (int i = 0; i < 13; ++i) e[std::size_t(i)] = i - 6;
+  std::shuffle(e.begin(), e.end(), rng);
+  const std::int64_t per_k = c.scaling == Scaling::rowwise     ? 1
+                             : c.scaling == Scaling::blockwise ? ceil_div(c.K, 128)
+                                                               : ceil_div(c.K, 32);
+  std::vector<int> ka(static_cast<std::size_t>(per_k)), kb(static_cast<std::size_t>(per_k));
+  for (auto& x : ka) x = int(rng() % 5) - 2;
+  for (auto& x : kb) x = int(rng() % 5) - 2;
+  const auto band = [&](std::int64_t r) { return e[std::size_t(2 + r / 128 % 11)]; };
+  for (std::int64_t r = 0; r < c.M; ++r)
+    for (std::int64_t j = 0; j < per_k; ++j)
+      c.sa[std::size_t(r * per_k + j)] = std::ldexp(1.0f, band(r) + ka[std::size_t(j)]);
+  const std::int64_t cols = c.scaling == Scaling::blockwise ? ceil_div(c.N, 128) : c.N;
+  for (std::int64_t g = 0; g < c.G; ++g)
+    for (std::int64_t n = 0; n < cols; ++n) {
+      const int tile = e[std::size_t(c.scaling == Scaling::blockwise ? n % 2 : n / 128 % 2)];
+      for (std::int64_t j = 0; j < per_k; ++j)
+        c.sb[std::size_t((g * cols + n) * per_k + j)] = std::ldexp(1.0f, tile + kb[std::size_t(j)]);
+    }
+}
+
+// The data part of an adversarial class, on the filled operands.
+void adversarial_data(Adversarial a, GemmCase& c, std::mt19937_64& rng) {
+  if (a == Adversarial::pow2_bands) pow2_band_scales(c, rng);
+  if (a == Adversarial::zero_channel && c.K > 0 && c.N > 0) {
+    const std::int64_t k0 = std::int64_t(rng() % std::uint64_t(c.K)),
+                       n0 = std::int64_t(rng() % std::uint64_t(c.N));
+    for (std::int64_t r = 0; r < c.M; ++r) c.a[std::size_t(r * c.K + k0)] = 0;
+    for (std::int64_t g = 0; g < c.G; ++g)
+      for (std::int64_t k = 0; k < c.K; ++k)
+        c.b[std::size_t(c.b_layout == ref::BLayout::nk ? (g * c.N + n0) * c.K + k
+                                                       : (g * c.K + k) * c.N + n0)] = 0;
+  }
+  if (a == Adversarial::poison_past_end) {
+    const std::int64_t sa_row = c.M ? sa_count(c) / c.M : 0;
+    const bool per_row = c.scaling != Scaling::none && c.scaling != Scaling::tensorwise;
+    for (std::int64_t r = 0; r < c.M; ++r) {
+      if (c.group_of[std::size_t(r)] >= 0) continue;
+      std::fill_n(c.a.begin() + r * c.K, c.K, std::uint8_t(0x7F));  // NaN in e4m3 and e5m2
+      if (per_row) std::fill_n(c.sa.begin() + r * sa_row, sa_row, NAN);
+    }
+  }
+}
+
 }  // namespace
 
 GemmCase draw_gemm(DrawOptions o) {
@@ -63,6 +151,12 @@ GemmCase draw_gemm(DrawOptions o) {
   c.model =
       o.exact_only ? ref::ModelChoice{AccumulationModel::exact, 1} : *gen::model_for(c.scaling);
   const auto seed = *rc::gen::arbitrary<std::uint64_t>();
+  // Drawn last, so a case of class none is the case drawn before the classes existed.
+  std::mt19937_64 arng(seed ^ 0xad5e75a1ull);
+  const Adversarial adv =
+      o.adversarial ? adversarial_shape(*gen::adversarial(), c, arng) : Adversarial::none;
+  c.adversarial = gen::to_string(adv);
+  if (adv != Adversarial::none) c.group_of = rows_of(c.gs, c.desc, c.m_max, c.M);
   std::mt19937_64 rng(seed);
   c.a = gen::fill_codes(c.fa, c.va, c.M * c.K, rng());
   c.b = gen::fill_codes(c.fb, c.vb, c.G * c.N * c.K, rng());
@@ -71,6 +165,7 @@ GemmCase draw_gemm(DrawOptions o) {
   c.sb.resize(std::size_t(sb_count(c)));
   for (auto& s : c.sa) s = gen::draw_scale(rng(), pow2);
   for (auto& s : c.sb) s = gen::draw_scale(rng(), pow2);
+  adversarial_data(adv, c, arng);
   return c;
 }
 
@@ -84,6 +179,12 @@ std::vector<std::string> gemm_tags(const GemmCase& c) {
   t.push_back(std::string("b_layout:") + to_string(c.b_layout));
   t.push_back(std::string("out:") + to_string(c.out));
   if (c.moe_shape) t.push_back("shape:moe");
+  if (!c.adversarial.empty()) t.push_back("adversarial:" + c.adversarial);
+  for (std::int64_t x : c.gs.sizes)
+    if (x == 128) {
+      t.push_back("sizes:exact_128");
+      break;
+    }
   t.push_back(std::string("model:") + to_string(c.model.model));
   if (c.model.split_k > 1) t.push_back("split_k:>1");
   if (c.model.split_blocks > 0) t.push_back("split_blocks:>0");
@@ -111,6 +212,11 @@ std::vector<std::string> gemm_classes(const DrawOptions& o) {
   for (OutDtype d : {OutDtype::f32, OutDtype::bf16, OutDtype::f16})
     if (o.allow_f16_out || d != OutDtype::f16) c.push_back(std::string("out:") + to_string(d));
   c.push_back("shape:moe");
+  if (o.adversarial) {
+    for (gen::Adversarial a : gen::kAdversarialClasses)
+      c.push_back(std::string("adversarial:") + gen::to_string(a));
+    c.push_back("sizes:exact_128");
+  }
   if (o.exact_only) return c;
   for (AccumulationModel m : kAllAccumulationModels)
     c.push_back(std::string("model:") + to_string(m));
@@ -143,7 +249,8 @@ ExactValue oracle(const GemmCase& c, std::int64_t r, std::int64_t n) {
     case Scaling::mx:
       return gen::exact_scaled_dot(c.fa, a, 1, c.fb, b, bs, c.K, c.sa.data() + r * nmx,
                                    c.sb.data() + (g * c.N + n) * nmx, nmx, 32);
-    case Scaling::nvfp4: {  // block scales only (the campaign writes no tensor scales)
+    case Scaling::nvfp4:
+    case Scaling::mx16: {  // block scales only (the campaign writes no tensor scales)
       const std::int64_t nnv = ceil_div(c.K, 16);
       return gen::exact_scaled_dot(c.fa, a, 1, c.fb, b, bs, c.K, c.sa.data() + r * nnv,
                                    c.sb.data() + (g * c.N + n) * nnv, nnv, 16);

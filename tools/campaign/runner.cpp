@@ -14,7 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "campaign/rc_adapter.h"
+#include "campaign/property_driver.h"
 #include "campaign/suite.h"
 #include "cases/split_mix64.h"
 #include "numerics/plant.h"
@@ -24,9 +24,6 @@
 namespace fp8ref::fuzz {
 
 namespace {
-
-// The context whose capture and fingerprint the running property uses (CampaignContext::Scope).
-CampaignContext* active_context = nullptr;
 
 std::uint64_t fnv1a(const std::string& s) {
   std::uint64_t h = 0xcbf29ce484222325ull;
@@ -105,33 +102,26 @@ std::string write_failure_file(const Suite& s, TensorFile tf, const CampaignOpti
   }
 }
 
-// Re-runs the shrunk counterexample once in `ctx` with capture on and writes the case file.
-std::string write_case(const Suite& s, CampaignContext& ctx, const std::vector<std::uint8_t>& token,
-                       const CampaignOptions& opt, const FailureReport& f) {
-  ctx.capture = true;
-  ctx.captured = {};
-  {
-    const CampaignContext::Scope scope(ctx);
-    try {
-      (void)rc_adapter::replay(s.property, s.info.name, token);
-    } catch (...) {
-    }
-  }
-  ctx.capture = false;
+// Writes the case the last failing run captured in `ctx` (the driver reruns the shrunk case with
+// capture on).
+std::string write_case(const Suite& s, CampaignContext& ctx, const CampaignOptions& opt,
+                       const FailureReport& f) {
   TensorFile tf = std::move(ctx.captured);
+  ctx.captured = {};
   if (tf.tensors.empty() && tf.metadata.empty()) return "(not written: the case was not captured)";
   return write_failure_file(s, std::move(tf), opt, f);
 }
 
-FailureReport failure_from(const Suite& s, CampaignContext& ctx,
-                           const rc_adapter::BatchOutcome& out, std::uint64_t bseed,
+// The report of a failed run: its message, classes, replay line (`token` in hex) and case file.
+FailureReport failure_from(const Suite& s, CampaignContext& ctx, const driver::BatchOutcome& out,
+                           const std::string& token, std::uint64_t bseed,
                            const CampaignOptions& opt) {
   FailureReport f;
   f.message = out.message;
   f.counterexample = out.counterexample;
   f.batch_seed = bseed;
-  f.replay = replay_line(opt, s.info.name, hex_encode(out.reproduce));
-  f.dump = write_case(s, ctx, out.reproduce, opt, f);
+  f.replay = replay_line(opt, s.info.name, token);
+  f.dump = write_case(s, ctx, opt, f);
   return f;
 }
 
@@ -142,7 +132,7 @@ void finish_classes(SuiteReport& r, const Suite& s, const CampaignOptions& opt) 
   r.classes_rare = s.info.rare_classes;
   for (const std::string& c : s.info.classes)
     if (!r.class_counts.count(c)) r.classes_missing.push_back(c);
-  if (!opt.require_classes || r.status != "passed") return;
+  if (!opt.require_classes || r.status != SuiteStatus::passed) return;
   r.coverage_required = true;
   const bool all = r.cases >= 4 * std::int64_t(s.info.ctest_cases);
   std::string missed;
@@ -154,13 +144,45 @@ void finish_classes(SuiteReport& r, const Suite& s, const CampaignOptions& opt) 
   f.message =
       "coverage: required classes not hit in " + std::to_string(r.cases) + " cases: " + missed;
   r.failures.push_back(f);
-  r.status = "failed";
+  r.status = SuiteStatus::failed;
 }
 
 SuiteReport start_report(const Suite& s) {
   SuiteReport r;
   r.name = s.info.name, r.label = s.info.label, r.summary = s.info.summary;
   return r;
+}
+
+// The pinned case files of golden/regressions, in name order.
+std::vector<std::filesystem::path> regression_files(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".safetensors") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Replays one pinned case file against the suite its metadata names (none: not a campaign case).
+void replay_regression(SuiteReport& r, const std::filesystem::path& p, const CampaignOptions& opt) {
+  const TensorFile tf = tensor_io::read_tensor_file(p.string(), {});
+  const auto it = tf.metadata.find("fp8ref.suite");
+  if (it == tf.metadata.end()) return;  // pinned by another harness (e.g. golden_step)
+#ifdef FP8REF_PLANT_HOOKS
+  // fp8-check-planted has no GPU suites (planted_no_gpu.cpp): their pinned cases are not its.
+  if (it->second.starts_with("gpu.")) return;
+#endif
+  ++r.cases;
+  ++r.class_counts["suite:" + it->second];
+  const Suite& s = find_suite(it->second);
+  try {
+    s.replay(tf);
+  } catch (const std::exception& e) {
+    FailureReport f;
+    f.message = e.what();
+    f.replay = opt.command + " fuzz --replay-file " + p.string();
+    f.dump = p.string();
+    r.failures.push_back(f);
+  }
 }
 
 // golden.regressions: every pinned case under <golden>/regressions that names a suite.
@@ -172,64 +194,23 @@ SuiteReport run_regressions(const CampaignOptions& opt) {
   const std::filesystem::path dir = std::filesystem::path(opt.golden_dir) / "regressions";
   std::error_code ec;
   if (opt.golden_dir.empty() || !std::filesystem::is_directory(dir, ec)) {
-    r.status = "skipped";
+    r.status = SuiteStatus::skipped;
     r.skip_reason = opt.golden_dir.empty()
                         ? "no golden/regressions folder found (--golden DIR)"
                         : "no regressions folder under '" + opt.golden_dir + "' (--golden DIR)";
     return r;
   }
-  std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir))
-    if (e.path().extension() == ".safetensors") files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  for (const auto& p : files) {
-    const TensorFile tf = tensor_io::read_tensor_file(p.string(), {});
-    const auto it = tf.metadata.find("fp8ref.suite");
-    if (it == tf.metadata.end()) continue;  // pinned by another harness (e.g. golden_step)
-#ifdef FP8REF_PLANT_HOOKS
-    // fp8-check-planted has no GPU suites (planted_no_gpu.cpp): their pinned cases are not its.
-    if (it->second.starts_with("gpu.")) continue;
-#endif
-    ++r.cases;
-    ++r.class_counts["suite:" + it->second];
-    const Suite& s = find_suite(it->second);
-    try {
-      s.replay(tf);
-    } catch (const std::exception& e) {
-      FailureReport f;
-      f.message = e.what();
-      f.replay = opt.command + " fuzz --replay-file " + p.string();
-      f.dump = p.string();
-      r.failures.push_back(f);
-    }
-  }
+  for (const auto& p : regression_files(dir)) replay_regression(r, p, opt);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.status = r.failures.empty() ? "passed" : "failed";
+  r.status = r.failures.empty() ? SuiteStatus::passed : SuiteStatus::failed;
   if (r.cases == 0) {  // nothing replayed is not a pass
-    r.status = "skipped";
+    r.status = SuiteStatus::skipped;
     r.skip_reason = "no pinned cases naming a suite in " + dir.string();
   }
   return r;
 }
 
-}  // namespace
-
-// --- suite.h: the running property's context -----------------------------------------------
-CampaignContext::Scope::Scope(CampaignContext& ctx) : saved_(active_context) {
-  active_context = &ctx;
-}
-CampaignContext::Scope::~Scope() { active_context = saved_; }
-bool capture_requested() { return active_context && active_context->capture; }
-void set_captured(TensorFile tf) {
-  if (active_context) active_context->captured = std::move(tf);
-}
-void fold_result(const void* data, std::size_t bytes) {
-  if (!active_context) return;
-  const auto* p = static_cast<const unsigned char*>(data);
-  std::uint64_t h = active_context->fingerprint;
-  for (std::size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  active_context->fingerprint = h;
-}
+// Plants the bug --plant names (the planted-bug build only; numerics/plant.h).
 void plant_selected(const CampaignOptions& opt) {
 #ifdef FP8REF_PLANT_HOOKS
   plant::set_active(plant::parse(opt.plant));
@@ -237,6 +218,8 @@ void plant_selected(const CampaignOptions& opt) {
   (void)opt;
 #endif
 }
+
+}  // namespace
 
 TensorFile through_safetensors(const TensorFile& tf) {
   const std::vector<std::uint8_t> bytes = tensor_io::serialize_safetensors(tf, "case file");
@@ -296,7 +279,7 @@ std::vector<std::string> select_suites(const std::vector<std::string>& selectors
 
 bool CampaignReport::ok() const {
   for (const SuiteReport& s : suites)
-    if (s.status == "failed") return false;
+    if (s.status == SuiteStatus::failed) return false;
   return true;
 }
 
@@ -319,56 +302,55 @@ std::int64_t case_target(const Suite& s, const CampaignOptions& opt) {
 }
 
 // One batch's outcome folded into the suite's report.
-void add_outcome(SuiteReport& r, CampaignContext& ctx, const rc_adapter::BatchOutcome& out,
+void add_outcome(SuiteReport& r, CampaignContext& ctx, const driver::BatchOutcome& out,
                  const Suite& s, std::uint64_t bseed, const CampaignOptions& opt) {
-  using Kind = rc_adapter::BatchOutcome::Kind;
+  using Kind = driver::BatchOutcome::Kind;
   r.cases += out.successes + (out.kind == Kind::failed ? 1 : 0);
   for (const auto& [tag, n] : out.tags) r.class_counts[tag] += n;
   if (out.kind == Kind::passed) return;
   if (out.kind == Kind::failed) {
-    r.failures.push_back(failure_from(s, ctx, out, bseed, opt));
+    r.failures.push_back(failure_from(s, ctx, out, hex_encode(out.reproduce), bseed, opt));
     return;
   }
   FailureReport f;
-  f.message = (out.kind == Kind::gave_up ? "gave up: " : "error: ") + out.message;
+  f.message = "gave up: " + out.message;
   f.batch_seed = bseed;
   r.failures.push_back(f);
 }
 
-// The batches of one suite until its case target or time share is reached, or it fails.
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The batches of one suite until its case target or time share is reached, or it fails. The
+// suite's context lives for the run: every batch folds into its fingerprint.
 SuiteReport run_suite(const Suite& s, std::size_t si, double per_suite, const CampaignOptions& opt,
                       const ProgressFn& progress) {
   SuiteReport r = start_report(s);
   CampaignContext ctx;
-  const CampaignContext::Scope scope(ctx);
   const std::int64_t target = case_target(s, opt);
   const auto t0 = std::chrono::steady_clock::now();
-  auto elapsed = [&t0] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
   for (std::int64_t k = 0;; ++k) {
     if (target >= 0 && r.cases >= target) break;
-    if (target < 0 && k > 0 && elapsed() >= per_suite) break;
+    if (target < 0 && k > 0 && seconds_since(t0) >= per_suite) break;
     const std::int64_t b = k * opt.shard_count + opt.shard_index;
     const std::uint64_t bseed = batch_seed(opt.seed, s.info.name, b);
     const int n = int(target >= 0 ? std::min<std::int64_t>(opt.batch_cases, target - r.cases)
                                   : opt.batch_cases);
-    const rc_adapter::BatchOutcome out =
-        rc_adapter::run_batch(s.property, s.info.name, bseed, n, 100);
-    add_outcome(r, ctx, out, s, bseed, opt);
-    if (progress) progress(si, s.info.name, r.cases, r.failures.size(), elapsed());
+    add_outcome(r, ctx, driver::run_batch(s.property, ctx, bseed, n, 100), s, bseed, opt);
+    if (progress) progress(si, s.info.name, r.cases, r.failures.size(), seconds_since(t0));
     if (!r.failures.empty()) break;  // one shrunk failure per suite is what a person can act on
   }
-  r.seconds = elapsed();
-  r.fingerprint = ctx.fingerprint;
-  r.status = r.failures.empty() ? "passed" : "failed";
+  r.seconds = seconds_since(t0);
+  r.fingerprint = ctx.fingerprint.value;
+  r.status = r.failures.empty() ? SuiteStatus::passed : SuiteStatus::failed;
   finish_classes(r, s, opt);
   return r;
 }
 
 SuiteReport skipped_suite(const Suite& s, const std::string& why, const CampaignOptions& opt) {
   SuiteReport r = start_report(s);
-  r.status = "skipped", r.skip_reason = why;
+  r.status = SuiteStatus::skipped, r.skip_reason = why;
   finish_classes(r, s, opt);
   r.classes_missing.clear();
   return r;
@@ -382,12 +364,34 @@ double time_per_suite(const std::vector<std::string>& names, const CampaignOptio
   return opt.seconds ? *opt.seconds / double(std::max<std::size_t>(runnable, 1)) : 0.0;
 }
 
+// The suite a campaign runs at position `si`: the pinned regressions, a skipped suite that
+// cannot run here, or its batches.
+SuiteReport run_selected(const std::string& name, std::size_t si, double per_suite,
+                         const CampaignOptions& opt, const ProgressFn& progress) {
+  if (name == "golden.regressions") {
+    SuiteReport r = run_regressions(opt);
+    if (progress) progress(si, name, r.cases, r.failures.size(), r.seconds);
+    return r;
+  }
+  const Suite& s = find_suite(name);
+  if (const std::string why = s.unavailable_reason(); !why.empty())
+    return skipped_suite(s, why, opt);
+  return run_suite(s, si, per_suite, opt, progress);
+}
+
+// The suite a replay names, refused when it cannot run here.
+const Suite& runnable_suite(const std::string& name) {
+  const Suite& s = find_suite(name);
+  if (const std::string why = s.unavailable_reason(); !why.empty())
+    throw std::invalid_argument("suite " + name + " cannot run here: " + why);
+  return s;
+}
+
 }  // namespace
 
 CampaignReport run_campaign(const CampaignOptions& opt, const ProgressFn& progress) {
   validate(opt);
   const std::vector<std::string> names = select_suites(opt.suites);
-  rc_adapter::quiet_configuration();
   plant_selected(opt);
   // Cases are small: by default the reference runs single-threaded (OpenMP fork/join and spinning
   // would cost more than the work); --threads N runs it with N (the results must not change:
@@ -399,50 +403,28 @@ CampaignReport run_campaign(const CampaignOptions& opt, const ProgressFn& progre
   rep.threads = opt.threads;
   const auto c0 = std::chrono::steady_clock::now();
   const double per_suite = time_per_suite(names, opt);
-  for (std::size_t si = 0; si < names.size(); ++si) {
-    if (names[si] == "golden.regressions") {
-      const SuiteReport& r = rep.suites.emplace_back(run_regressions(opt));
-      if (progress) progress(si, names[si], r.cases, r.failures.size(), r.seconds);
-      continue;
-    }
-    const Suite& s = find_suite(names[si]);
-    if (const std::string why = s.unavailable_reason(); !why.empty())
-      rep.suites.push_back(skipped_suite(s, why, opt));
-    else
-      rep.suites.push_back(run_suite(s, si, per_suite, opt, progress));
-  }
-  rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+  for (std::size_t si = 0; si < names.size(); ++si)
+    rep.suites.push_back(run_selected(names[si], si, per_suite, opt, progress));
+  rep.seconds = seconds_since(c0);
   return rep;
 }
 
 SuiteReport replay_token(const std::string& suite, const std::string& token,
                          const CampaignOptions& opt) {
-  const Suite& s = find_suite(suite);
-  if (const std::string why = s.unavailable_reason(); !why.empty())
-    throw std::invalid_argument("suite " + suite + " cannot run here: " + why);
+  const Suite& s = runnable_suite(suite);
   const std::vector<std::uint8_t> bytes = hex_decode(token);
-  rc_adapter::quiet_configuration();
   plant_selected(opt);
   const ThreadCount threads(std::max(opt.threads, 1));
   SuiteReport r = start_report(s);
   const auto t0 = std::chrono::steady_clock::now();
   CampaignContext ctx;
-  rc_adapter::BatchOutcome out;
-  {
-    const CampaignContext::Scope scope(ctx);
-    out = rc_adapter::replay(s.property, s.info.name, bytes);
-  }
+  ctx.capture = true;  // a case that still fails is written again
+  const driver::BatchOutcome out = driver::replay(s.property, ctx, bytes);
   r.cases = 1;
-  if (out.kind == rc_adapter::BatchOutcome::Kind::failed) {
-    FailureReport f;
-    f.message = out.message;
-    f.counterexample = out.counterexample;
-    f.replay = replay_line(opt, s.info.name, token);
-    f.dump = write_case(s, ctx, bytes, opt, f);
-    r.failures.push_back(f);
-  }
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.status = r.failures.empty() ? "passed" : "failed";
+  if (out.kind == driver::BatchOutcome::Kind::failed)
+    r.failures.push_back(failure_from(s, ctx, out, token, 0, opt));
+  r.seconds = seconds_since(t0);
+  r.status = r.failures.empty() ? SuiteStatus::passed : SuiteStatus::failed;
   return r;
 }
 
@@ -457,9 +439,7 @@ SuiteReport replay_case_file(const std::string& path, const std::string& suite,
           path + ": no 'fp8ref.suite' in its metadata; name the suite with --suite");
     name = it->second;
   }
-  const Suite& s = find_suite(name);
-  if (const std::string why = s.unavailable_reason(); !why.empty())
-    throw std::invalid_argument("suite " + name + " cannot run here: " + why);
+  const Suite& s = runnable_suite(name);
   plant_selected(opt);
   const ThreadCount threads(std::max(opt.threads, 1));
   SuiteReport r = start_report(s);
@@ -474,8 +454,8 @@ SuiteReport replay_case_file(const std::string& path, const std::string& suite,
     f.dump = path;
     r.failures.push_back(f);
   }
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.status = r.failures.empty() ? "passed" : "failed";
+  r.seconds = seconds_since(t0);
+  r.status = r.failures.empty() ? SuiteStatus::passed : SuiteStatus::failed;
   return r;
 }
 

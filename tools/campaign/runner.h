@@ -1,7 +1,7 @@
 // The fuzz campaign runner behind `fp8-check fuzz` (docs/fuzz.md): runs suites in batches of
 // RapidCheck cases, each batch seeded from (campaign seed, suite, batch index), so a campaign is
 // reproducible from its seed and `--shard i/n` takes the batches b ≡ i (mod n): n shards cover
-// disjoint cases. A failure is shrunk by RapidCheck, replayed once to capture the case as a
+// disjoint cases. A failure is shrunk (property_driver.h), run once more to capture the case as a
 // safetensors file, and reported with a one-line replay command.
 #pragma once
 
@@ -42,9 +42,22 @@ struct FailureReport {
   std::uint64_t batch_seed = 0;
 };
 
+// How a suite's run ended; reports print it with to_string (the JSON "status" token).
+enum class SuiteStatus : std::uint8_t { passed, failed, skipped };
+inline constexpr SuiteStatus kAllSuiteStatuses[] = {SuiteStatus::passed, SuiteStatus::failed,
+                                                    SuiteStatus::skipped};
+constexpr const char* to_string(SuiteStatus s) {
+  switch (s) {
+    case SuiteStatus::passed: return "passed";
+    case SuiteStatus::failed: return "failed";
+    case SuiteStatus::skipped: return "skipped";
+  }
+  return "?";
+}
+
 struct SuiteReport {
   std::string name, label, summary;
-  std::string status;  // passed | failed | skipped
+  SuiteStatus status = SuiteStatus::passed;
   std::string skip_reason;
   std::int64_t cases = 0;
   double seconds = 0;

@@ -58,18 +58,42 @@ struct SuiteInfo {
   std::vector<std::string> rare_classes;
 };
 
-// What every suite provides. `property` draws a case with RapidCheck and checks it (it stores
-// the case when capture_requested(), so the runner can write the shrunk counterexample);
+// --- what a property run reports besides pass / fail --------------------------------------------
+
+// The fingerprint of a suite run's results: FNV-1a over the result bytes its checks fold in
+// (bitwise determinism across runs and thread counts, docs/fuzz.md).
+struct Fingerprint {
+  std::uint64_t value = 0xcbf29ce484222325ull;  // the FNV-1a offset basis
+  void fold(const void* data, std::size_t bytes) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < bytes; ++i) value = (value ^ p[i]) * 0x100000001b3ull;
+  }
+};
+
+// What the runner keeps for the suite it runs, passed explicitly to every property call: the
+// fingerprint of the results, the coverage classes of the running case, and whether the case is
+// to be captured (the one rerun of a shrunk failure) with the captured case. The runner owns one
+// per suite run; a property run outside the campaign gets a fresh one.
+struct CampaignContext {
+  Fingerprint fingerprint;
+  std::vector<std::string> tags;  // the running case's coverage classes (cleared per case)
+  bool capture = false;
+  TensorFile captured;
+};
+
+// What every suite provides. `property` draws a case with RapidCheck's generators and checks it,
+// reporting to the context it is given: the case's coverage classes, its result bits (the
+// fingerprint), and the case itself when the context asks for a capture (so the runner can write
+// the shrunk counterexample);
 // `replay` checks a case read back from a tensor file (throws Violation when it fails,
 // std::invalid_argument on a malformed file); `unavailable_reason` says why the suite cannot run
 // here (GPU suites: no device).
 // `roundtrip` is a property too: a drawn case written as a safetensors file and read back must
 // load as the same case, field by field (a field the file drops would replay another case).
-// Results are fingerprinted: suites fold their output bits in through fold_result() (bitwise
-// determinism across runs and thread counts).
+// Results are fingerprinted: checks fold their output bits into the Fingerprint they are given.
 struct Suite {
   SuiteInfo info;
-  std::function<void()> property;
+  std::function<void(CampaignContext&)> property;
   std::function<void(const TensorFile&)> replay;
   std::function<std::string()> unavailable_reason;  // empty when the suite can run
   std::function<void()> roundtrip;
@@ -84,42 +108,11 @@ struct ThreadCount {
   ThreadCount& operator=(const ThreadCount&) = delete;
 };
 
-// --- the context of the running property ------------------------------------------------------
-
-// What the runner keeps for the property it runs: whether the current case is to be captured
-// (the one replay of a shrunk failure), the captured case, and the fingerprint of the results
-// (FNV-1a over the bytes suites fold in). The runner owns one per suite run and makes it current
-// for the run (Scope); suites reach it only through the three functions below, which do nothing
-// when no run is current (a property run by CTest directly).
-struct CampaignContext {
-  bool capture = false;
-  TensorFile captured;
-  std::uint64_t fingerprint = 0xcbf29ce484222325ull;  // the FNV-1a offset basis
-  class Scope {
-   public:
-    explicit Scope(CampaignContext& ctx);
-    ~Scope();
-    Scope(const Scope&) = delete;
-    Scope& operator=(const Scope&) = delete;
-
-   private:
-    CampaignContext* saved_;
-  };
-};
-
-// Whether the runner wants the current case written.
-bool capture_requested();
-// Stores the current case for the runner (call only when capture_requested()).
-void set_captured(TensorFile tf);
-// Folds result bits into the current run's fingerprint (bitwise determinism across runs and
-// thread counts).
-void fold_result(const void* data, std::size_t bytes);
-
 // A typed suite: draw / check / tags / save / load of one Case type.
 template <class Case>
 struct CaseSuite {
   std::function<Case()> draw;  // uses *gen inside a RapidCheck property
-  std::function<void(const Case&)> check;
+  std::function<void(const Case&, Fingerprint&)> check;
   std::function<std::vector<std::string>(const Case&)> tags;
   std::function<TensorFile(const Case&)> save;
   std::function<Case(const TensorFile&)> load;
@@ -137,18 +130,19 @@ Suite make_suite(
     std::function<std::string()> unavailable = [] { return std::string(); }) {
   Suite s;
   s.info = std::move(info);
-  s.property = [cs] {
+  s.property = [cs](CampaignContext& ctx) {
     const Case c = cs.draw();
-    for (const std::string& t : cs.tags(c)) RC_TAG(t);
-    if (capture_requested()) set_captured(cs.save(c));
-    cs.check(c);
+    ctx.tags = cs.tags(c);
+    if (ctx.capture) ctx.captured = cs.save(c);
+    cs.check(c, ctx.fingerprint);
   };
   // A malformed file is bad input (std::invalid_argument from load); anything the check throws
   // for a case that loaded is a failure of the code under test, as in a campaign.
   s.replay = [cs](const TensorFile& tf) {
     const Case c = cs.load(tf);
+    Fingerprint unused;  // a replayed case is checked, not fingerprinted
     try {
-      cs.check(c);
+      cs.check(c, unused);
     } catch (const Violation&) {
       throw;
     } catch (const std::exception& e) {
@@ -183,13 +177,13 @@ void add_law_suites(std::vector<Suite>& out);         // laws/: second oracles (
 // inputs (its case file holds the two numbers); `tag(variant)` names the variant's coverage class.
 Suite seed_suite(SuiteInfo info, std::int64_t variants,
                  std::function<std::string(std::int64_t)> tag,
-                 std::function<void(std::int64_t, std::uint64_t)> check);
+                 std::function<void(std::int64_t, std::uint64_t, Fingerprint&)> check);
 // 0x-prefixed hexadecimal, for messages.
 std::string hex(std::uint64_t x);
 void add_gpu_quantize_suites(std::vector<Suite>& out);
 void add_gpu_data_suites(std::vector<Suite>& out);
-void add_gpu_gemm_suites(std::vector<Suite>& out);    // suites_gpu_gemm.cpp
-void add_gpu_oracle_suites(std::vector<Suite>& out);  // suites_gpu_oracle.cpp
+void add_gpu_gemm_suites(std::vector<Suite>& out);           // suites_gpu_gemm.cpp
+void add_gpu_oracle_suites(std::vector<Suite>& out);         // suites_gpu_oracle.cpp
 void add_gpu_quantize_dual_suites(std::vector<Suite>& out);  // suites_gpu_quantize_dual.cpp
 void add_gpu_swiglu_suites(std::vector<Suite>& out);         // suites_gpu_swiglu.cpp
 // Why the GPU suites cannot run here ("" when a device is present): no CUDA build, no device.

@@ -127,13 +127,13 @@ float element(const BwCase& c, std::int64_t m, std::int64_t n, std::int64_t g) {
   return s1 == 1.0f && s2 == 1.0f ? acc : acc * (s1 * s2);
 }
 
-void check_bw(const BwCase& c) {
+void check_bw(const BwCase& c, Fingerprint& fp) {
   std::vector<float> y;
   {
     ThreadCount one(1);
     y = run_bw(c);
   }
-  fold_result(y.data(), y.size() * 4);
+  fp.fold(y.data(), y.size() * 4);
   for (std::int64_t m = 0; m < c.M; ++m) {
     const std::int32_t g = c.row_map[std::size_t(m)];
     for (std::int64_t n = 0; n < c.N; ++n) {

@@ -91,7 +91,7 @@ void check_row_map(const PadCase& p, const ref::PadPlan& plan) {
                       std::to_string(map[r]) + ", expected " + std::to_string(want[r]));
 }
 
-void check_pad(const PadCase& p) {
+void check_pad(const PadCase& p, Fingerprint& fp) {
   const std::int64_t T = p.gs.total(), G = p.gs.groups(), A = p.gs.align, W = p.row_bytes;
   const ref::PadPlan plan = ref::plan_padding(p.gs.sizes, A, p.empty);
   // The plan against the definition (docs/design.md §13).
@@ -114,7 +114,7 @@ void check_pad(const PadCase& p) {
   check_row_map(p, plan);
   std::vector<std::uint8_t> padded(std::size_t(plan.capacity * W), 0xA5);
   ref::pad_rows(plan, {p.rows, T, W}, {padded, plan.capacity, W});
-  fold_result(padded.data(), padded.size());
+  fp.fold(padded.data(), padded.size());
   // True rows where the plan says, every other row zero bytes.
   std::vector<char> is_true(std::size_t(plan.capacity), 0);
   std::int64_t src = 0;
@@ -213,7 +213,7 @@ bool same(const ref::Quantized& a, std::int64_t a_row0, std::int64_t a_brow0,
          (b.e8m0.empty() || bytes_equal(a.e8m0.data() + off, b.e8m0.data(), n));
 }
 
-void check_quant(const QuantCase& q) {
+void check_quant(const QuantCase& q, Fingerprint& fp) {
   const std::int64_t M = q.gs.total(), C = q.cols, br = block_rows(q.geometry);
   const ref::SourceView2d x{q.x.data(), Source::f32, M, C, C, 1};
   std::vector<std::int64_t> ends;
@@ -228,8 +228,8 @@ void check_quant(const QuantCase& q) {
     ThreadCount t(2);
     grouped2 = quantize_grouped_rows(x, q.recipe, q.geometry, ends);
   }
-  fold_result(grouped.codes.data(), grouped.codes.size());
-  fold_result(grouped.scale.data(), grouped.scale.size() * 4);
+  fp.fold(grouped.codes.data(), grouped.codes.size());
+  fp.fold(grouped.scale.data(), grouped.scale.size() * 4);
   if (grouped.codes != grouped2.codes || grouped.scale.size() != grouped2.scale.size() ||
       !bytes_equal(grouped.scale.data(), grouped2.scale.data(), grouped.scale.size() * 4))
     throw Violation("per-group quantize: 1 thread and 2 threads give different bits");

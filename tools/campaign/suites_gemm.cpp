@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "campaign/gemm_case.h"
+#include "campaign/strength.h"
 #include "campaign/wgrad_case.h"
 #include "reference/group_desc.h"
 #include "reference/grouped_gemm.h"
@@ -33,7 +34,8 @@ struct Result {
   }
 };
 
-Result run_forward(const GemmCase& c, ref::RowPolicy pol, bool with_bound, std::uint32_t fill = 0) {
+Result run_forward(Fingerprint& fp, const GemmCase& c, ref::RowPolicy pol, bool with_bound,
+                   std::uint32_t fill = 0) {
   Result r;
   const std::size_t n = std::size_t(c.M * c.N);
   if (c.out == OutDtype::f32)
@@ -62,14 +64,14 @@ Result run_forward(const GemmCase& c, ref::RowPolicy pol, bool with_bound, std::
       break;
   }
   if (c.out == OutDtype::f32)
-    fold_result(r.f32.data(), r.f32.size() * 4);
+    fp.fold(r.f32.data(), r.f32.size() * 4);
   else
-    fold_result(r.u16.data(), r.u16.size() * 2);
+    fp.fold(r.u16.data(), r.u16.size() * 2);
   return r;
 }
 
-void check_forward_exact(const GemmCase& c) {
-  const Result y = run_forward(c, ref::RowPolicy::zero, false);
+void check_forward_exact(const GemmCase& c, Fingerprint& fp) {
+  const Result y = run_forward(fp, c, ref::RowPolicy::zero, false);
   for (std::int64_t r = 0; r < c.M; ++r) {
     if (c.group_of[std::size_t(r)] < 0) {
       for (std::int64_t n = 0; n < c.N; ++n)
@@ -98,8 +100,8 @@ void check_forward_exact(const GemmCase& c) {
   }
 }
 
-void check_models_bound(const GemmCase& c) {
-  const Result y = run_forward(c, ref::RowPolicy::zero, true);
+void check_models_bound(const GemmCase& c, Fingerprint& fp) {
+  const Result y = run_forward(fp, c, ref::RowPolicy::zero, true);
   for (std::int64_t r = 0; r < c.M; ++r) {
     if (c.group_of[std::size_t(r)] < 0) continue;
     for (std::int64_t n : oracle_columns(c.N, r)) {
@@ -122,10 +124,10 @@ void check_models_bound(const GemmCase& c) {
 
 // Padding rows of A and their scales, and the B planes / scales of empty groups, hold poison;
 // valid rows must keep their bits, and rows of no group stay unwritten under RowPolicy::untouched.
-void check_padding_poison(const GemmCase& c) {
+void check_padding_poison(const GemmCase& c, Fingerprint& fp) {
   const std::uint32_t fill1 = c.out == OutDtype::f32 ? 0x7fc01234u : 0x7fc1u;
   const std::uint32_t fill2 = c.out == OutDtype::f32 ? 0xff800000u : 0xff80u;
-  const Result y1 = run_forward(c, ref::RowPolicy::untouched, false, fill1);
+  const Result y1 = run_forward(fp, c, ref::RowPolicy::untouched, false, fill1);
   GemmCase p = c;
   std::mt19937_64 rng(std::uint64_t(c.M * 1000003 + c.N * 131 + c.K));
   const std::uint8_t poison_codes[] = {0x7F, 0xFF, 0x7E, 0xFE, 0x7C, 0xFC, 0x00, 0x80};
@@ -147,7 +149,7 @@ void check_padding_poison(const GemmCase& c) {
     for (std::int64_t j = 0; j < sb_group; ++j)
       p.sb[std::size_t(g * sb_group + j)] = poison_scales[rng() % 6];
   }
-  const Result y2 = run_forward(p, ref::RowPolicy::untouched, false, fill2);
+  const Result y2 = run_forward(fp, p, ref::RowPolicy::untouched, false, fill2);
   for (std::int64_t r = 0; r < c.M; ++r)
     for (std::int64_t n = 0; n < c.N; ++n) {
       const std::size_t i = std::size_t(r * c.N + n);
@@ -205,11 +207,11 @@ GemmCase with_empty_group(const GemmCase& c, std::int64_t at,
 
 // Same bits with 1 and 2 threads, on a repeated run, and with an empty group inserted (its B
 // plane and scales garbage).
-void check_invariance(const GemmCase& c) {
+void check_invariance(const GemmCase& c, Fingerprint& fp) {
   Result base;
   {
     ThreadCount t(1);
-    base = run_forward(c, ref::RowPolicy::zero, false);
+    base = run_forward(fp, c, ref::RowPolicy::zero, false);
   }
   auto compare = [&](const Result& other, const GemmCase& oc,
                      const std::vector<std::int64_t>& row_to_base, const char* what) {
@@ -230,15 +232,16 @@ void check_invariance(const GemmCase& c) {
     identity[std::size_t(r)] = c.group_of[std::size_t(r)] >= 0 ? r : -1;
   {
     ThreadCount t(2);
-    compare(run_forward(c, ref::RowPolicy::zero, false), c, identity, "1 thread vs 2 threads");
-    compare(run_forward(c, ref::RowPolicy::zero, false), c, identity, "repeated run");
+    compare(run_forward(fp, c, ref::RowPolicy::zero, false), c, identity, "1 thread vs 2 threads");
+    compare(run_forward(fp, c, ref::RowPolicy::zero, false), c, identity, "repeated run");
   }
   // Insert an empty group at a position drawn from the case (offs / aligned / masked alike).
   const std::int64_t at =
       std::int64_t(std::uint64_t(c.M * 31 + c.N + c.K) % std::uint64_t(c.G + 1));
   std::vector<std::int64_t> map_to_base;
   const GemmCase e = with_empty_group(c, at, map_to_base);
-  compare(run_forward(e, ref::RowPolicy::zero, false), e, map_to_base, "an empty group inserted");
+  compare(run_forward(fp, e, ref::RowPolicy::zero, false), e, map_to_base,
+          "an empty group inserted");
 }
 
 }  // namespace
@@ -251,40 +254,45 @@ void add_gemm_suites(std::vector<Suite>& out) {
     const char* summary;
     int ctest_cases;
     DrawOptions draw;
-    void (*check)(const GemmCase&);
+    void (*check)(const GemmCase&, Fingerprint&);
     std::vector<std::string> rare;
   };
   const Spec specs[] = {
       {"gemm.forward",
        "M-grouped forward, exact model, == the fixed-point oracle (f32/bf16/f16); padding rows +0",
        2000,
-       {true, true, false, true},
+       {true, true, false, true, true},
        check_forward_exact,
        {}},
       {"gemm.models_bound",
        "every accumulation model (split-K too) within its bound of the exact value",
        1500,
-       {false, false, false, false},
+       {false, false, false, false, true},
        check_models_bound,
        {}},
       {"gemm.padding_poison",
        "valid rows bitwise unchanged when padding rows, scales and empty groups' B hold "
        "NaN/Inf/garbage",
        1000,
-       {true, false, true, false},
+       {true, false, true, false, true},
        check_padding_poison,
        {"sizes:edge_256"}},
       {"gemm.invariance",
        "same bits for 1 and 2 threads, a repeated run, and an inserted empty group",
        600,
-       {true, false, false, false},
+       {true, false, false, false, true},
        check_invariance,
        {"sizes:edge_128", "sizes:edge_256"}},
   };
   for (const Spec& sp : specs) {
     const DrawOptions o = sp.draw;
+    // After a passing check, a sampled case's test strength as tags (strength.h).
+    auto check = [f = sp.check](const GemmCase& c) {
+      f(c);
+      tag_strength(c);
+    };
     const CaseSuite<GemmCase> cs{
-        [o] { return draw_gemm(o); }, sp.check, gemm_tags, save_gemm, load_gemm, gemm_case_diff};
+        [o] { return draw_gemm(o); }, check, gemm_tags, save_gemm, load_gemm, gemm_case_diff};
     out.push_back(make_suite<GemmCase>(
         {sp.name, sp.summary, "cpu", sp.ctest_cases, gemm_classes(o), sp.rare}, cs));
   }

@@ -47,7 +47,7 @@ std::string gpu_unavailable() {
 
 namespace {
 
-void check_cast(const CastCase& c) {
+void check_cast(const CastCase& c, Fingerprint& fp) {
 #ifdef FP8REF_CAMPAIGN_HAVE_GPU
   const std::size_t n = c.x.size();
   float* din = nullptr;
@@ -65,7 +65,7 @@ void check_cast(const CastCase& c) {
     if (err != cudaSuccess)
       throw std::runtime_error(std::string("gpu.cast: ") + cudaGetErrorString(err));
   }
-  fold_result(got.data(), got.size());
+  fp.fold(got.data(), got.size());
   const ProfileCodec codec =
       make_codec(Profile::cuda_satfinite, c.format, Source::f32, Rounding::rne);
   for (std::size_t i = 0; i < n; ++i) {
@@ -80,7 +80,7 @@ void check_cast(const CastCase& c) {
     }
   }
 #else
-  (void)c;
+  (void)c, (void)fp;
   throw std::runtime_error("gpu.cast: built without CUDA");
 #endif
 }
@@ -106,10 +106,10 @@ void check_cast(const CastCase& c) {
   return bits;
 }
 
-void check_oracle(const GemmCase& c) {
+void check_oracle(const GemmCase& c, Fingerprint& fp) {
 #ifdef FP8REF_CAMPAIGN_HAVE_GPU
   const std::vector<std::uint32_t> want = forward_bits(c, false), got = forward_bits(c, true);
-  fold_result(got.data(), got.size() * 4);
+  fp.fold(got.data(), got.size() * 4);
   for (std::size_t i = 0; i < want.size(); ++i)
     if (want[i] != got[i]) {
       char buf[200];
@@ -119,9 +119,58 @@ void check_oracle(const GemmCase& c) {
       throw Violation(buf);
     }
 #else
-  (void)c;
+  (void)c, (void)fp;
   throw std::runtime_error("gpu.oracle: built without CUDA");
 #endif
+}
+
+// --- gpu.cast: the case's draw, classes and case file ----------------------------------------
+
+CastCase draw_cast() {
+  CastCase c;
+  c.format = *rc::gen::element(Format::e4m3, Format::e5m2);
+  c.values = *gen::value_class(true);
+  c.scale_exp = *rc::gen::inRange(-20, 21);
+  const auto n = *rc::gen::inRange<std::int64_t>(0, 5000);
+  c.x = gen::fill_f32(c.values, n, c.scale_exp, *rc::gen::arbitrary<std::uint64_t>());
+  return c;
+}
+
+std::vector<std::string> cast_tags(const CastCase& c) {
+  return {std::string("values:") + gen::to_string(c.values)};
+}
+
+TensorFile save_cast(const CastCase& c) {
+  TensorFile tf;
+  tf.tensors.push_back({"x_bits", u32_tensor(c.x, {std::int64_t(c.x.size())})});
+  tf.metadata["format"] = std::string(to_string(c.format));
+  tf.metadata["values"] = gen::to_string(c.values);
+  tf.metadata["scale_exp"] = std::to_string(c.scale_exp);
+  return tf;
+}
+
+CastCase load_cast(const TensorFile& tf) {
+  CastCase c;
+  const std::string f = get_meta(tf, "format");
+  if (f != "e4m3" && f != "e5m2")
+    throw std::invalid_argument("case file: format must be e4m3 or e5m2");
+  c.format = f == "e4m3" ? Format::e4m3 : Format::e5m2;
+  if (tf.metadata.count("values")) {
+    const auto v = cases::from_token(gen::kValueClasses, get_meta(tf, "values"));
+    if (!v) throw std::invalid_argument("case file: unknown value class");
+    c.values = *v;
+  }
+  if (tf.metadata.count("scale_exp")) c.scale_exp = int(get_meta_int(tf, "scale_exp"));
+  c.x = get_u32(tf, "x_bits");
+  return c;
+}
+
+std::string cast_diff(const CastCase& x, const CastCase& y) {
+  return x.format != y.format         ? "format"
+         : x.values != y.values       ? "value class"
+         : x.scale_exp != y.scale_exp ? "scale exponent"
+         : x.x != y.x                 ? "source tensor"
+                                      : "";
 }
 
 }  // namespace
@@ -136,50 +185,7 @@ void add_gpu_suites(std::vector<Suite>& out) {
        200,
        classes,
        {}},
-      {[] {
-         CastCase c;
-         c.format = *rc::gen::element(Format::e4m3, Format::e5m2);
-         c.values = *gen::value_class(true);
-         c.scale_exp = *rc::gen::inRange(-20, 21);
-         const auto n = *rc::gen::inRange<std::int64_t>(0, 5000);
-         c.x = gen::fill_f32(c.values, n, c.scale_exp, *rc::gen::arbitrary<std::uint64_t>());
-         return c;
-       },
-       check_cast,
-       [](const CastCase& c) {
-         return std::vector<std::string>{std::string("values:") + gen::to_string(c.values)};
-       },
-       [](const CastCase& c) {
-         TensorFile tf;
-         tf.tensors.push_back({"x_bits", u32_tensor(c.x, {std::int64_t(c.x.size())})});
-         tf.metadata["format"] = std::string(to_string(c.format));
-         tf.metadata["values"] = gen::to_string(c.values);
-         tf.metadata["scale_exp"] = std::to_string(c.scale_exp);
-         return tf;
-       },
-       [](const TensorFile& tf) {
-         CastCase c;
-         const std::string f = get_meta(tf, "format");
-         if (f != "e4m3" && f != "e5m2")
-           throw std::invalid_argument("case file: format must be e4m3 or e5m2");
-         c.format = f == "e4m3" ? Format::e4m3 : Format::e5m2;
-         if (tf.metadata.count("values")) {
-           const auto v = cases::from_token(gen::kValueClasses, get_meta(tf, "values"));
-           if (!v) throw std::invalid_argument("case file: unknown value class");
-           c.values = *v;
-         }
-         if (tf.metadata.count("scale_exp")) c.scale_exp = int(get_meta_int(tf, "scale_exp"));
-         c.x = get_u32(tf, "x_bits");
-         return c;
-       },
-       [](const CastCase& x, const CastCase& y) {
-         return x.format != y.format         ? "format"
-                : x.values != y.values       ? "value class"
-                : x.scale_exp != y.scale_exp ? "scale exponent"
-                : x.x != y.x                 ? "source tensor"
-                                             : "";
-       }},
-      gpu_unavailable));
+      {draw_cast, check_cast, cast_tags, save_cast, load_cast, cast_diff}, gpu_unavailable));
   const DrawOptions o{true, false, false, true};
   out.push_back(make_suite<GemmCase>(
       {"gpu.oracle",

@@ -48,7 +48,7 @@ GpuPadCase draw_gpu_pad() {
   return c;
 }
 
-void check_gpu_pad(const GpuPadCase& c) {
+void check_gpu_pad(const GpuPadCase& c, Fingerprint& fp) {
 #ifdef FP8REF_CAMPAIGN_HAVE_GPU
   const auto policy =
       c.one_block ? ref::EmptyGroupPolicy::one_block : ref::EmptyGroupPolicy::keep_empty;
@@ -65,7 +65,7 @@ void check_gpu_pad(const GpuPadCase& c) {
     gpu::pad_rows({din.p, plan.rows_in, W}, c.gs.sizes, c.align, empty, {dout.p, plan.capacity, W},
                   nullptr, blocks);
     const auto got = dout.host();
-    fold_result(got.data(), got.size());
+    fp.fold(got.data(), got.size());
     if (got != want) throw Violation("gpu.pad: padded rows differ from reference/pad_permute");
   }
   std::vector<std::uint8_t> poisoned = want;
@@ -80,7 +80,7 @@ void check_gpu_pad(const GpuPadCase& c) {
   if (dback.host() != in)
     throw Violation("gpu.pad: unpad of a buffer with poisoned padding is not the input");
 #else
-  (void)c;
+  (void)c, (void)fp;
   throw std::runtime_error("gpu.pad: built without CUDA");
 #endif
 }
@@ -159,7 +159,7 @@ struct DrawnRouting {
   return r;
 }
 
-void check_gpu_permute(const GpuPermuteCase& c) {
+void check_gpu_permute(const GpuPermuteCase& c, Fingerprint& fp) {
 #ifdef FP8REF_CAMPAIGN_HAVE_GPU
   const DrawnRouting dr = routing_of(c);
   const std::int64_t T = c.tokens, k = c.k, E = c.experts, H = c.hidden;
@@ -179,7 +179,7 @@ void check_gpu_permute(const GpuPermuteCase& c) {
   gpu::permute_rows({dc.p, T, H}, gr, {dout.p, P, H}, nullptr, c.max_blocks);
   gpu::permute_rows({ds.p, T, SC * 4}, gr, {dsout.p, P, SC * 4}, nullptr, c.max_blocks);
   const auto got = dout.host();
-  fold_result(got.data(), got.size());
+  fp.fold(got.data(), got.size());
   if (got != want) throw Violation("gpu.permute: permuted FP8 rows differ");
   if (dsout.host() != std::vector<std::uint8_t>(ws.bytes.begin(), ws.bytes.end()))
     throw Violation("gpu.permute: permuted scale rows differ");
@@ -197,7 +197,7 @@ void check_gpu_permute(const GpuPermuteCase& c) {
     if (dres.host() != bytes_of(want_out)) throw Violation("gpu.permute: combine differs");
   }
 #else
-  (void)c;
+  (void)c, (void)fp;
   throw std::runtime_error("gpu.permute: built without CUDA");
 #endif
 }

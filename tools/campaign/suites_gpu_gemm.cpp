@@ -16,13 +16,13 @@
 namespace fp8ref::fuzz {
 namespace {
 
-void check_gpu_gemm(const GpuGemmCase& c) {
+void check_gpu_gemm(const GpuGemmCase& c, Fingerprint& fp) {
   const auto want = oracle_gemm_bits(c);
   if (c.gs.total() > 0 && !has_nonzero_output(c, want))
     throw Violation("gpu.grouped_gemm: vacuous case, every output of a group row is zero " +
                     describe(c));
   const auto got = kernel_gemm_bits(c);
-  fold_result(got.data(), got.size() * sizeof got[0]);
+  fp.fold(got.data(), got.size() * sizeof got[0]);
   if (const std::string m = first_gemm_mismatch(c, got, want); !m.empty())
     throw Violation("gpu.grouped_gemm: " + m);
   if (const std::string m = first_gemm_mismatch(c, kernel_gemm_bits(c), got); !m.empty())

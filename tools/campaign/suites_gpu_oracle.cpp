@@ -85,10 +85,10 @@ std::vector<std::uint32_t> wgrad_bits(const WgradCase& w, bool on_gpu) {
 }
 #endif
 
-void check_gpu_wgrad(const WgradCase& w) {
+void check_gpu_wgrad(const WgradCase& w, Fingerprint& fp) {
 #ifdef FP8REF_CAMPAIGN_HAVE_GPU
   const std::vector<std::uint32_t> want = wgrad_bits(w, false), got = wgrad_bits(w, true);
-  fold_result(got.data(), got.size() * 4);
+  fp.fold(got.data(), got.size() * 4);
   const std::size_t nk = std::size_t(w.N * w.K);
   for (std::size_t i = 0; i < want.size(); ++i)
     if (want[i] != got[i]) {
@@ -100,7 +100,7 @@ void check_gpu_wgrad(const WgradCase& w) {
       throw Violation(buf);
     }
 #else
-  (void)w;
+  (void)w, (void)fp;
   throw std::runtime_error("gpu.oracle_wgrad: built without CUDA");
 #endif
 }

@@ -106,7 +106,7 @@ void require_same(const char* what, const std::vector<std::uint8_t>& got,
 }
 #endif
 
-void check_gpu_quant(const GpuQuantCase& c) {
+void check_gpu_quant(const GpuQuantCase& c, Fingerprint& fp) {
 #ifdef FP8REF_CAMPAIGN_HAVE_GPU
   const std::int64_t rows = c.gs.total();
   std::vector<std::uint16_t> bf16;
@@ -128,8 +128,8 @@ void check_gpu_quant(const GpuQuantCase& c) {
     throw Violation("gpu.quantize: a shape the library refuses was not refused");
   }
   const gpu::HostQuantized a = run(c.max_blocks), b = run(c.max_blocks == 0 ? 2 : 0);
-  fold_result(a.codes.data(), a.codes.size());
-  fold_result(a.scales.data(), a.scales.size());
+  fp.fold(a.codes.data(), a.codes.size());
+  fp.fold(a.scales.data(), a.scales.size());
   const ExpectedQuantize e =
       expected_quantize(x, c.src, rows, c.cols, c.recipe, c.geometry, ends, f32l, e8l);
   require_same("codes", a.codes, e.q.codes, c);
@@ -137,7 +137,7 @@ void check_gpu_quant(const GpuQuantCase& c) {
   require_same("codes (second launch)", b.codes, a.codes, c);
   require_same("scales (second launch)", b.scales, a.scales, c);
 #else
-  (void)c;
+  (void)c, (void)fp;
   throw std::runtime_error("gpu.quantize: built without CUDA");
 #endif
 }

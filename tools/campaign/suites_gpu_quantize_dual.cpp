@@ -221,7 +221,7 @@ DualBytes expected_dual(const GpuDualCase& c, const void* x) {
 }
 #endif
 
-void check_gpu_dual(const GpuDualCase& c) {
+void check_gpu_dual(const GpuDualCase& c, Fingerprint& fp) {
 #ifdef FP8REF_CAMPAIGN_HAVE_GPU
   std::vector<std::uint16_t> bf16;
   for (auto v : c.x) bf16.push_back(std::uint16_t(v));
@@ -240,14 +240,14 @@ void check_gpu_dual(const GpuDualCase& c) {
   const DualBytes a = launch_dual(c, dx.p, c.max_blocks, nullptr);
   const Stream other;
   const DualBytes b = launch_dual(c, dx.p, c.max_blocks == 0 ? 2 : 0, other.s);
-  for (const auto& v : a) fold_result(v.data(), v.size());
+  for (const auto& v : a) fp.fold(v.data(), v.size());
   const DualBytes want = expected_dual(c, x);
   const char* what[] = {"rowwise codes", "rowwise scales", "columnwise codes", "columnwise scales"};
   for (int i = 0; i < 4; ++i) require_same_bytes(context, what[i], a[i], want[i]);
   for (int i = 0; i < 4; ++i)
     require_same_bytes(context + " (second launch, other stream and grid)", what[i], b[i], a[i]);
 #else
-  (void)c;
+  (void)c, (void)fp;
   throw std::runtime_error("gpu.quantize_dual: built without CUDA");
 #endif
 }

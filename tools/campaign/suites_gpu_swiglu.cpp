@@ -183,7 +183,7 @@ std::array<std::vector<std::uint8_t>, 2> launch_swiglu(const GpuSwigluCase& c, c
 }
 #endif
 
-void check_gpu_swiglu(const GpuSwigluCase& c) {
+void check_gpu_swiglu(const GpuSwigluCase& c, Fingerprint& fp) {
 #ifdef FP8REF_CAMPAIGN_HAVE_GPU
   const std::vector<std::uint16_t> gu(c.gate_up.begin(), c.gate_up.end());
   const DeviceBytes dx(gu);
@@ -199,8 +199,8 @@ void check_gpu_swiglu(const GpuSwigluCase& c) {
   const auto a = launch_swiglu(c, dx.p, c.max_blocks, nullptr);
   const Stream other;
   const auto b = launch_swiglu(c, dx.p, c.max_blocks == 0 ? 2 : 0, other.s);
-  fold_result(a[0].data(), a[0].size());
-  fold_result(a[1].data(), a[1].size());
+  fp.fold(a[0].data(), a[0].size());
+  fp.fold(a[1].data(), a[1].size());
   const std::vector<float> h = ref::swiglu_merged_bf16(gu, c.rows, c.H);
   const ExpectedQuantize want = expected_quantize(
       h.data(), Source::f32, c.rows, c.H, c.recipe, geometry(c.recipe), {},
@@ -210,7 +210,7 @@ void check_gpu_swiglu(const GpuSwigluCase& c) {
   require_same_bytes(context + " (second launch, other stream and grid)", "codes", b[0], a[0]);
   require_same_bytes(context + " (second launch, other stream and grid)", "scales", b[1], a[1]);
 #else
-  (void)c;
+  (void)c, (void)fp;
   throw std::runtime_error("gpu.swiglu: built without CUDA");
 #endif
 }

@@ -251,7 +251,7 @@ void mismatch(std::int64_t v, const DotCase& d, float got, float want) {
       hex(std::bit_cast<std::uint32_t>(want)));
 }
 
-void check_step(std::mt19937_64& rng) {
+void check_step(std::mt19937_64& rng, Fingerprint& fp) {
   std::uint8_t a[32], b[32];
   const int n = 1 + int(rng() % 32);
   const int mag = int(rng() % 5) - 2;
@@ -263,7 +263,7 @@ void check_step(std::mt19937_64& rng) {
                       : std::ldexp(full_scale(rng), int(rng() % 20) - 8) * (rng() & 1 ? 1 : -1);
   const float got = hopper_wgmma_step(a, b, n, Format::e4m3, Format::e5m2, c);
   const float want = step(a, b, n, Format::e4m3, Format::e5m2, c);
-  fold_result(&got, sizeof got);
+  fp.fold(&got, sizeof got);
   if (std::bit_cast<std::uint32_t>(got) != std::bit_cast<std::uint32_t>(want)) {
     DotCase d;
     d.K = n;
@@ -271,21 +271,21 @@ void check_step(std::mt19937_64& rng) {
   }
 }
 
-void check_dot(std::int64_t v, std::mt19937_64& rng);
+void check_dot(std::int64_t v, std::mt19937_64& rng, Fingerprint& fp);
 
 // A step variant checks 16 steps, a model variant three dot products (blockwise and mma.sync
 // eight: fmaf and a rounded product then an add, or C added first or last, differ only where a
 // rounding sees the low bits).
-void check_model(std::int64_t v, std::uint64_t seed) {
+void check_model(std::int64_t v, std::uint64_t seed, Fingerprint& fp) {
   std::mt19937_64 rng(seed);
   if (v == 0) {
-    for (int i = 0; i < 16; ++i) check_step(rng);
+    for (int i = 0; i < 16; ++i) check_step(rng, fp);
     return;
   }
-  for (int i = 0; i < (v == 4 || v == 7 ? 8 : 3); ++i) check_dot(v, rng);
+  for (int i = 0; i < (v == 4 || v == 7 ? 8 : 3); ++i) check_dot(v, rng, fp);
 }
 
-void check_dot(std::int64_t v, std::mt19937_64& rng) {
+void check_dot(std::int64_t v, std::mt19937_64& rng, Fingerprint& fp) {
   const bool per_block = v == 4;
   const DotCase d = draw_dot(rng, per_block);
   const DotRun x{d.a.data(), d.b.data(), d.fa, d.fb};
@@ -329,7 +329,7 @@ void check_dot(std::int64_t v, std::mt19937_64& rng) {
       want = unpromoted_acc(d, true) * (sa * sb);
       break;
   }
-  fold_result(&got, sizeof got);
+  fp.fold(&got, sizeof got);
   if (std::bit_cast<std::uint32_t>(got) != std::bit_cast<std::uint32_t>(want))
     mismatch(v, d, got, want);
 }

@@ -40,7 +40,7 @@ std::string hex(std::uint64_t x) {
 
 Suite seed_suite(SuiteInfo info, std::int64_t variants,
                  std::function<std::string(std::int64_t)> tag,
-                 std::function<void(std::int64_t, std::uint64_t)> check) {
+                 std::function<void(std::int64_t, std::uint64_t, Fingerprint&)> check) {
   CaseSuite<SeedCase> cs;
   // At RapidCheck's nominal size, so that every variant is equally likely from the first case on
   // (inRange narrows its range with the size, which starts at 0).
@@ -48,7 +48,7 @@ Suite seed_suite(SuiteInfo info, std::int64_t variants,
     return SeedCase{*rc::gen::resize(rc::kNominalSize, rc::gen::inRange<std::int64_t>(0, variants)),
                     *rc::gen::arbitrary<std::uint64_t>()};
   };
-  cs.check = [check](const SeedCase& c) { check(c.variant, c.seed); };
+  cs.check = [check](const SeedCase& c, Fingerprint& fp) { check(c.variant, c.seed, fp); };
   cs.tags = [tag](const SeedCase& c) { return std::vector<std::string>{tag(c.variant)}; };
   cs.save = [](const SeedCase& c) {
     TensorFile tf;
@@ -229,7 +229,7 @@ std::vector<std::string> codec_classes() {
   return out;
 }
 
-void check_codec(std::int64_t variant, std::uint64_t seed) {
+void check_codec(std::int64_t variant, std::uint64_t seed, Fingerprint& fp) {
   const CodecVariant& v = codec_variants()[std::size_t(variant)];
   const ProfileCodec codec = make_codec(v.profile, v.format, v.source, v.rounding);
   std::mt19937_64 rng(seed);
@@ -238,7 +238,7 @@ void check_codec(std::int64_t variant, std::uint64_t seed) {
     const std::uint32_t rand = std::uint32_t(rng());
     const std::uint8_t got = codec.encode(bits, rand);
     const std::uint8_t want = rational_expected(codec, bits, rand);
-    fold_result(&got, 1);
+    fp.fold(&got, 1);
     if (got != want)
       throw Violation("codec " + std::string(to_string(v.profile)) + " " +
                       std::string(to_string(v.source)) + "->" + std::string(to_string(v.format)) +
@@ -319,7 +319,7 @@ std::int64_t blocked_closed_form(std::int64_t r, std::int64_t c, std::int64_t co
 // The grouped 128x4 layouts of docs/recipes.md: M-grouped, group g's rows start at tile row
 // sum_{h<g} ceil(m_h / 128); K-grouped, group g's columns start at column sum_{h<g} up(c_h, 4)
 // of one blocked grid. Padding bytes are zero.
-void check_grouped_layout(std::int64_t l, std::mt19937_64& rng) {
+void check_grouped_layout(std::int64_t l, std::mt19937_64& rng, Fingerprint& fp) {
   const std::int64_t R = 1 + std::int64_t(rng() % 300), C = 1 + std::int64_t(rng() % 10);
   const bool rows = l == 8;
   std::vector<std::int64_t> ends;
@@ -351,15 +351,15 @@ void check_grouped_layout(std::int64_t l, std::mt19937_64& rng) {
   const ScaleGridE8m0 grid{1, R, C, codes};
   const std::vector<std::uint8_t> got = rows ? serialize_blocked_grouped_rows(grid, ends)
                                              : serialize_blocked_grouped_cols(grid, ends);
-  fold_result(got.data(), got.size());
+  fp.fold(got.data(), got.size());
   if (got != want) layout_fail(l, "serialize differs from the closed form");
   if (rows && deserialize_blocked_grouped_rows(want, ends, C) != grid)
     layout_fail(l, "deserialize of the closed form differs from the grid");
 }
 
-void check_layout(std::int64_t l, std::uint64_t seed) {
+void check_layout(std::int64_t l, std::uint64_t seed, Fingerprint& fp) {
   std::mt19937_64 rng(seed);
-  if (l >= 8) return check_grouped_layout(l, rng);
+  if (l >= 8) return check_grouped_layout(l, rng, fp);
   const std::int64_t G = 1 + std::int64_t(rng() % 3);
   const std::int64_t R = rng() % 2 ? 1 + std::int64_t(rng() % 300) : 128 * (1 + rng() % 2) + 1;
   const std::int64_t C = 1 + std::int64_t(rng() % 10);
@@ -393,7 +393,7 @@ void check_layout(std::int64_t l, std::uint64_t seed) {
     if (deserialize(le, bytes, G, R, C) != grid)
       layout_fail(l, "deserialize of the closed form differs from the grid");
   }
-  fold_result(bytes.data(), bytes.size());
+  fp.fold(bytes.data(), bytes.size());
 }
 
 }  // namespace

@@ -142,12 +142,12 @@ bool same(float x, float y) {
   return std::bit_cast<std::uint32_t>(x) == std::bit_cast<std::uint32_t>(y);
 }
 
-void check_scales(const RecipeVariant& v, std::mt19937_64& rng) {
+void check_scales(const RecipeVariant& v, std::mt19937_64& rng, Fingerprint& fp) {
   for (int i = 0; i < 16; ++i) {
     const float amax = draw_amax(rng);
     const BlockScale got = block_scale(v.recipe, amax, Source::bf16);
     const BlockScale want = recipe_formula(v.recipe, amax);
-    fold_result(&got.s, sizeof got.s);
+    fp.fold(&got.s, sizeof got.s);
     if (!same(got.s, want.s) || !same(got.factor, want.factor) || got.divide != want.divide ||
         got.e8m0 != want.e8m0)
       throw Violation(std::string("recipe ") + v.name + ": amax " + std::to_string(amax) + " (" +
@@ -160,7 +160,7 @@ void check_scales(const RecipeVariant& v, std::mt19937_64& rng) {
 // One row of 1..3 blocks (the last one partial at times), bf16-exact; per block a spike at
 // +-amax and the rest multiples of amax / 2^12; quantized by the reference, each block's scale
 // and every code compared with the formula and the table oracle.
-void check_codes(const RecipeVariant& v, std::mt19937_64& rng) {
+void check_codes(const RecipeVariant& v, std::mt19937_64& rng, Fingerprint& fp) {
   const Recipe& r = v.recipe;
   const std::int64_t blk = is_mx(r.kind) ? 32 : 128, n = 1 + std::int64_t(rng() % (3 * blk));
   std::vector<std::uint16_t> row(static_cast<std::size_t>(n));
@@ -181,7 +181,7 @@ void check_codes(const RecipeVariant& v, std::mt19937_64& rng) {
   const ref::Quantized q =
       ref::quantize({row.data(), Source::bf16, 1, n, n, 1}, r,
                     is_mx(r.kind) ? BlockGeometry::b1x32 : BlockGeometry::b1x128);
-  fold_result(q.codes.data(), q.codes.size());
+  fp.fold(q.codes.data(), q.codes.size());
   const EncodeSpec spec{Rounding::rne,
                         r.kind == RecipeKind::deepgemm ? Overflow::nonsat : Overflow::sat,
                         NanEncoding::quiet_signed, InfEncoding::saturate, 32};
@@ -203,11 +203,11 @@ void check_codes(const RecipeVariant& v, std::mt19937_64& rng) {
   }
 }
 
-void check_recipe(std::int64_t variant, std::uint64_t seed) {
+void check_recipe(std::int64_t variant, std::uint64_t seed, Fingerprint& fp) {
   const RecipeVariant& v = recipe_variants()[std::size_t(variant)];
   std::mt19937_64 rng(seed);
-  check_scales(v, rng);
-  check_codes(v, rng);
+  check_scales(v, rng, fp);
+  check_codes(v, rng, fp);
 }
 
 }  // namespace

@@ -138,7 +138,7 @@ struct WgradResult {
   std::vector<std::uint16_t> u16;
   std::vector<double> bound;
 };
-WgradResult run_wgrad(const WgradCase& w) {
+WgradResult run_wgrad(const WgradCase& w, Fingerprint& fp) {
   std::vector<std::int64_t> offs;
   std::int64_t end = 0;
   for (auto s : w.gs.sizes) offs.push_back(end += s);
@@ -157,8 +157,8 @@ WgradResult run_wgrad(const WgradCase& w) {
     ThreadCount t(2);
     ref::grouped_gemm_wgrad(op, offs, w.model, {w.out, f2, h2, {}});
   }
-  fold_result(r.f32.data(), r.f32.size() * 4);
-  fold_result(r.u16.data(), r.u16.size() * 2);
+  fp.fold(r.f32.data(), r.f32.size() * 4);
+  fp.fold(r.u16.data(), r.u16.size() * 2);
   auto same_bytes = [](const auto& u, const auto& v) {
     return u.empty() || std::memcmp(u.data(), v.data(), u.size() * sizeof u[0]) == 0;
   };
@@ -201,8 +201,8 @@ void check_dw_element(const WgradCase& w, const WgradResult& res, std::int64_t g
   throw Violation(os.str());
 }
 
-void check_wgrad(const WgradCase& w) {
-  const WgradResult res = run_wgrad(w);
+void check_wgrad(const WgradCase& w, Fingerprint& fp) {
+  const WgradResult res = run_wgrad(w, fp);
   const std::int64_t blk = w.scaling == Scaling::mx ? 32 : 128;
   std::int64_t r0 = 0, rb0 = 0;
   for (std::int64_t g = 0; g < w.G; ++g) {

@@ -102,6 +102,7 @@ TensorFile save_gemm(const GemmCase& c) {
   m["N"] = std::to_string(c.N);
   m["K"] = std::to_string(c.K);
   m["shape"] = c.moe_shape ? "moe" : "small";
+  if (!c.adversarial.empty()) m["adversarial"] = c.adversarial;
   m["format_a"] = to_string(c.fa);
   m["format_b"] = to_string(c.fb);
   m["values_a"] = to_string(c.va);
@@ -149,6 +150,7 @@ GemmCase load_gemm(const TensorFile& tf) {
   c.G = c.gs.groups();
   c.group_of = rows_of(c.gs, c.desc, c.m_max, c.M);
   c.moe_shape = tf.metadata.count("shape") && get_meta(tf, "shape") == "moe";
+  if (tf.metadata.count("adversarial")) c.adversarial = get_meta(tf, "adversarial");
   c.fa = format_from_name(get_meta(tf, "format_a"));
   c.fb = format_from_name(get_meta(tf, "format_b"));
   c.va = value_class_from(get_meta(tf, "values_a"));
@@ -173,6 +175,7 @@ std::string gemm_case_diff(const GemmCase& x, const GemmCase& y) {
       {"descriptor", x.desc == y.desc && x.m_max == y.m_max},
       {"extents", x.M == y.M && x.N == y.N && x.K == y.K && x.G == y.G},
       {"shape class", x.moe_shape == y.moe_shape},
+      {"adversarial class", x.adversarial == y.adversarial},
       {"formats", x.fa == y.fa && x.fb == y.fb},
       {"scaling", x.scaling == y.scaling},
       {"B layout", x.b_layout == y.b_layout},

@@ -164,7 +164,7 @@ void setup_groups(TensorDiff& d, const std::vector<std::int64_t>* offs, std::int
   }
 }
 
-TensorDiff header_only(const std::string& name, const char* status, const Tensor& t) {
+TensorDiff header_only(const std::string& name, DiffStatus status, const Tensor& t) {
   TensorDiff d;
   d.name = name, d.status = status, d.dtype = t.dtype, d.shape = t.shape;
   return d;
@@ -241,9 +241,9 @@ void load_bound_tensor(Metric& m) {
 TensorDiff diff_tensors(const std::string& name, const Tensor& a, const Tensor& b,
                         const Metric& metric, const std::vector<std::int64_t>* offs,
                         std::size_t max_report, Progress* progress) {
-  TensorDiff d = header_only(name, "equal", a);
-  if (a.dtype != b.dtype) return d.status = "dtype_mismatch", d;
-  if (a.shape != b.shape) return d.status = "shape_mismatch", d;
+  TensorDiff d = header_only(name, DiffStatus::equal, a);
+  if (a.dtype != b.dtype) return d.status = DiffStatus::dtype_mismatch, d;
+  if (a.shape != b.shape) return d.status = DiffStatus::shape_mismatch, d;
   if (metric.kind == Metric::Kind::Bound) check_bound_shape(metric, name, a);
   d.numel = a.numel();
   const std::int64_t rows = a.shape.empty() ? 1 : a.shape[0];
@@ -291,7 +291,9 @@ TensorDiff diff_tensors(const std::string& name, const Tensor& a, const Tensor& 
   if (progress != nullptr) progress->add(d.numel % kProgressChunk);
   d.rel_l2 = acc.sq_ref > 0 ? std::sqrt(acc.sq_err / acc.sq_ref) : (acc.sq_err > 0 ? INFINITY : 0);
   d.sqnr_db = acc.sq_err > 0 ? 10 * std::log10(acc.sq_ref / acc.sq_err) : INFINITY;
-  d.status = d.bitwise_mismatches == 0 ? "equal" : d.metric_failures == 0 ? "within" : "differs";
+  d.status = d.bitwise_mismatches == 0 ? DiffStatus::equal
+             : d.metric_failures == 0  ? DiffStatus::within
+                                       : DiffStatus::differs;
   return d;
 }
 
@@ -353,9 +355,9 @@ Json diff_json(const TensorDiff& d, const Metric& metric) {
 
 void print_text(const TensorDiff& d, const Metric& metric) {
   const bool bound = metric.kind == Metric::Kind::Bound;
-  std::printf("%s: %s  %s %s\n", escape_text(d.name).c_str(), d.status.c_str(),
+  std::printf("%s: %s  %s %s\n", escape_text(d.name).c_str(), to_string(d.status),
               std::string(dtype_name(d.dtype)).c_str(), shape_string(d.shape).c_str());
-  if (d.numel == 0 && d.status != "equal") return;
+  if (d.numel == 0 && d.status != DiffStatus::equal) return;
   std::printf("  bitwise mismatches %llu / %llu, class mismatches %llu, metric failures %llu\n",
               static_cast<unsigned long long>(d.bitwise_mismatches),
               static_cast<unsigned long long>(d.numel),
@@ -442,10 +444,10 @@ std::vector<TensorDiff> pair_and_diff(const DiffOptions& o, const Metric& metric
     const Tensor* tb = in(ib, fb, t.name);
     out.push_back(
         tb ? diff_tensors(t.name, t.tensor, *tb, metric, offs, o.max_report, progress.get())
-           : header_only(t.name, "only_in_a", t.tensor));
+           : header_only(t.name, DiffStatus::only_in_a, t.tensor));
   }
   for (const NamedTensor& t : fb.tensors) {
-    if (!in(ia, fa, t.name)) out.push_back(header_only(t.name, "only_in_b", t.tensor));
+    if (!in(ia, fa, t.name)) out.push_back(header_only(t.name, DiffStatus::only_in_b, t.tensor));
   }
   return out;
 }

@@ -48,10 +48,32 @@ struct GroupStats {
   double max_abs = 0;
 };
 
+// How two tensors compare; printed and written to JSON as its token (to_string).
+enum class DiffStatus : std::uint8_t {
+  equal,           // bitwise equal
+  within,          // differs, every element within the metric
+  differs,         // some element outside the metric
+  dtype_mismatch,  // not compared: dtypes differ
+  shape_mismatch,  // not compared: shapes differ
+  only_in_a,       // the tensor is in the first file only
+  only_in_b,       // the tensor is in the second file only
+};
+constexpr const char* to_string(DiffStatus s) {
+  switch (s) {
+    case DiffStatus::equal: return "equal";
+    case DiffStatus::within: return "within";
+    case DiffStatus::differs: return "differs";
+    case DiffStatus::dtype_mismatch: return "dtype_mismatch";
+    case DiffStatus::shape_mismatch: return "shape_mismatch";
+    case DiffStatus::only_in_a: return "only_in_a";
+    case DiffStatus::only_in_b: return "only_in_b";
+  }
+  return "?";
+}
+
 struct TensorDiff {
   std::string name;
-  std::string
-      status;  // equal | within | differs | dtype_mismatch | shape_mismatch | only_in_a | only_in_b
+  DiffStatus status = DiffStatus::equal;
   tensor_io::DType dtype = tensor_io::DType::U8;
   std::vector<std::int64_t> shape;
   std::uint64_t numel = 0, bitwise_mismatches = 0, class_mismatches = 0, metric_failures = 0;
@@ -63,7 +85,7 @@ struct TensorDiff {
   std::vector<Mismatch> first;
   std::vector<GroupStats> groups;
   std::vector<std::vector<double>> heatmap;  // rows: groups or row bins; cols: column bins; max ULP
-  bool passes() const { return status == "equal" || status == "within"; }
+  bool passes() const { return status == DiffStatus::equal || status == DiffStatus::within; }
 };
 
 // `progress`, when given, is advanced by the number of elements compared.

@@ -55,7 +55,7 @@ void visit_fields(const Mismatch& m, V&& v) {
 template <class V>
 void visit_fields(const TensorDiff& d, V&& v) {
   v("name", d.name, Shown{Shown::text});
-  v("status", d.status, Shown{});
+  v("status", std::string(to_string(d.status)), Shown{});
   v("passes", d.passes(), Shown{Shown::python_only});
   v("dtype", std::string(tensor_io::dtype_name(d.dtype)), Shown{});
   v("shape", d.shape, Shown{});

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 
 #include "cli/errors.h"
@@ -27,7 +28,8 @@ std::int64_t scale_block_k(Scaling s) {
   switch (s) {
     case Scaling::blockwise: return kScaleBlockK;
     case Scaling::mx: return kMxBlockK;
-    case Scaling::nvfp4: return kNvfp4BlockK;
+    case Scaling::nvfp4:
+    case Scaling::mx16: return kNvfp4BlockK;
     default: return 0;
   }
 }
@@ -98,6 +100,31 @@ std::string difference(const ref::ModelChoice& a, const ref::ModelChoice& b) {
   return a.epilogue == b.epilogue ? "split_k" : "model";
 }
 
+// Output (row, col) of K-grouped group g in the wgrad form (gemm_case.h KGroupedCase: A^T as dy
+// (K, M), B as x (K, N), 1x128 / 1x32 scales along K restarting at each group start, transposed
+// to (R, M) / (R, N)) as a 1x1 forward case over the group's K columns with its scale blocks.
+GemmCase kgroup_block_element(const KGroupedCase& k, std::int64_t g, std::int64_t row,
+                              std::int64_t col) {
+  const std::int64_t blk = k.block_scaling == Scaling::blockwise ? kScaleBlockK : kMxBlockK;
+  std::int64_t s = 0, rb = 0;
+  for (std::int64_t h = 0; h < g; ++h) {
+    rb += (k.offs[std::size_t(h)] - s + blk - 1) / blk;
+    s = k.offs[std::size_t(h)];
+  }
+  GemmCase e;
+  e.M = 1, e.N = 1, e.K = k.offs[std::size_t(g)] - s, e.G = 1, e.fa = k.fa, e.fb = k.fb;
+  e.scaling = k.block_scaling, e.b_layout = ref::BLayout::nk, e.offs = {1};
+  for (std::int64_t kk = s; kk < s + e.K; ++kk) {
+    e.a.push_back(k.dy[std::size_t(kk * k.M + row)]);
+    e.b.push_back(k.x[std::size_t(kk * k.N + col)]);
+  }
+  for (std::int64_t j = 0; j < (e.K + blk - 1) / blk; ++j) {
+    e.sa.push_back(k.sdy[std::size_t((rb + j) * k.M + row)]);
+    e.sb.push_back(k.sx[std::size_t((rb + j) * k.N + col)]);
+  }
+  return e;
+}
+
 // A one-group view of output element i: the 1x1 case, its row, column and group.
 struct Located {
   GemmCase e;
@@ -109,11 +136,77 @@ Located locate(const LoadedCase& lc, std::size_t i) {
   if (lc.k) {
     const std::int64_t g = row / lc.k->M;
     const GemmCase& gc = lc.k->groups[std::size_t(g)];
+    if (lc.k->block_scaling != Scaling::none)
+      return {kgroup_block_element(*lc.k, g, row % lc.k->M, col), row % lc.k->M, col, g, &gc};
     return {element_case(gc, row % lc.k->M, col, 0), row % lc.k->M, col, g, &gc};
   }
   const auto map = ref::row_map_from_offsets(lc.c.offs, lc.c.M);
   const std::int64_t g = map[std::size_t(row)];
   return {element_case(lc.c, row, col, g), row, col, g, &lc.c};
+}
+
+// A fault local to one 128-K chunk under the best configuration that gives got's bits: the
+// chunk's products lost (its codes zero), or one scale block (1x128 / 1x32) read from its
+// neighbour's index, for A and B, A only or B only. `hypothesis` is the element's case so broken.
+struct ChunkFault {
+  std::string kind, because;
+  GemmCase hypothesis;
+};
+std::optional<ChunkFault> chunk_fault(const GemmCase& e, const ref::ModelChoice& best,
+                                      std::uint32_t got, OutDtype d) {
+  const std::int64_t nb = (e.K + kScaleBlockK - 1) / kScaleBlockK;
+  for (std::int64_t j = 0; j < nb; ++j) {
+    GemmCase h = e;
+    std::fill(h.a.begin() + j * kScaleBlockK, h.a.begin() + std::min(e.K, (j + 1) * kScaleBlockK),
+              std::uint8_t(0));
+    if (eval1(h, best, d) == got)
+      return ChunkFault{"lost_chunk",
+                        "got equals the model with the products of 128-K chunk " +
+                            std::to_string(j) + " (K " + std::to_string(j * kScaleBlockK) + ".." +
+                            std::to_string(std::min(e.K, (j + 1) * kScaleBlockK) - 1) +
+                            ") left out: that chunk was skipped or zero-filled",
+                        std::move(h)};
+  }
+  const std::int64_t bk = scale_block_k(e.scaling), ns = bk > 0 ? std::int64_t(e.sa.size()) : 0;
+  static constexpr const char* kWhich[] = {"A's and B's scales", "A's scale", "B's scale"};
+  for (std::int64_t kb = 0; kb < ns; ++kb)
+    for (const std::int64_t from : {kb - 1, kb + 1}) {
+      if (from < 0 || from >= ns) continue;
+      for (int w = 0; w < 3; ++w) {
+        GemmCase h = e;
+        if (w != 2) h.sa[std::size_t(kb)] = e.sa[std::size_t(from)];
+        if (w != 1) h.sb[std::size_t(kb)] = e.sb[std::size_t(from)];
+        if (eval1(h, best, d) != got) continue;
+        return ChunkFault{"chunk_scale",
+                          "got equals the model with " + std::string(kWhich[w]) +
+                              " of scale block " + std::to_string(kb) + " (128-K chunk " +
+                              std::to_string(kb * bk / kScaleBlockK) + ") taken from block " +
+                              std::to_string(from) + ": a scale index off by one",
+                          std::move(h)};
+      }
+    }
+  return std::nullopt;
+}
+
+// The partial sums per 128-K chunk: exact, the best configuration, and the explanation (another
+// configuration, or the best one on the broken case); the first chunk where the last two part.
+void add_chain(ElementStory& s, const GemmCase& e, const ref::ModelChoice& best,
+               const ref::ModelChoice* explaining, const GemmCase* broken) {
+  const std::int64_t nb = (e.K + kScaleBlockK - 1) / kScaleBlockK;
+  for (std::int64_t j = 0; j < nb; ++j) {
+    const std::int64_t kp = std::min(e.K, (j + 1) * kScaleBlockK);
+    const GemmCase p = prefix(e, kp);
+    ChunkSum c{p.K,
+               double(std::bit_cast<float>(eval1(p, {AccumulationModel::exact, 1}, OutDtype::f32))),
+               std::bit_cast<float>(eval1(p, best, OutDtype::f32)), NAN};
+    if (explaining != nullptr || broken != nullptr) {
+      const std::uint32_t x = broken ? eval1(prefix(*broken, kp), best, OutDtype::f32)
+                                     : eval1(p, *explaining, OutDtype::f32);
+      c.explaining = std::bit_cast<float>(x);
+      if (!s.diverged_chunk && x != std::bit_cast<std::uint32_t>(c.best)) s.diverged_chunk = j;
+    }
+    s.chain.push_back(c);
+  }
 }
 
 void classify(ElementStory& s, const Located& at, const LoadedCase& lc,
@@ -129,6 +222,8 @@ void classify(ElementStory& s, const Located& at, const LoadedCase& lc,
       if (explaining == nullptr && ref::describe_member(m.m) != ref::describe_member(best))
         explaining = &m.m;
     }
+  std::optional<ChunkFault> fault;
+  if (!s.wrong_group && !zero && explaining == nullptr) fault = chunk_fault(at.e, best, s.got, d);
   const std::string dist = std::to_string(s.ulps) + " ulp";
   if (s.wrong_group) {
     s.kind = "wrong_group";
@@ -145,26 +240,16 @@ void classify(ElementStory& s, const Located& at, const LoadedCase& lc,
                  : s.kind == "split_k" ? "K cut into other split-K slices: "
                                        : "another accumulation model: ") +
                 ref::describe_member(*explaining) + " gives got (" + dist + ")";
+  } else if (fault) {
+    s.kind = fault->kind;
+    s.because = fault->because + " (" + dist + ")";
   } else {
     s.kind = std::abs(s.ulps) == 1 ? "one_ulp" : "unexplained";
     s.because = std::abs(s.ulps) == 1
                     ? "got is one ulp of the output from the model, and no candidate gives it"
                     : "no candidate configuration gives got (" + dist + ")";
   }
-  const std::int64_t nb = (at.e.K + kScaleBlockK - 1) / kScaleBlockK;
-  for (std::int64_t j = 0; j < nb; ++j) {
-    const GemmCase p = prefix(at.e, std::min(at.e.K, (j + 1) * kScaleBlockK));
-    ChunkSum c{p.K,
-               double(std::bit_cast<float>(eval1(p, {AccumulationModel::exact, 1}, OutDtype::f32))),
-               std::bit_cast<float>(eval1(p, best, OutDtype::f32)), NAN};
-    if (explaining != nullptr) {
-      c.explaining = std::bit_cast<float>(eval1(p, *explaining, OutDtype::f32));
-      if (!s.diverged_chunk &&
-          std::bit_cast<std::uint32_t>(c.explaining) != std::bit_cast<std::uint32_t>(c.best))
-        s.diverged_chunk = j;
-    }
-    s.chain.push_back(c);
-  }
+  add_chain(s, at.e, best, explaining, fault ? &fault->hypothesis : nullptr);
 }
 
 std::string hex(std::uint32_t bits, OutDtype d) {
@@ -239,9 +324,6 @@ ExplainReport explain(const LoadedCase& lc, const Tensor& got,
     r.summary = "MATCH: " + cfg + " reproduces all " + all + " compared elements";
     return r;
   }
-  if (lc.k && lc.k->block_scaling != ref::Scaling::none)
-    usage("explain: K-grouped blockwise / mx outputs have no element story yet (ranking: " + cfg +
-          ", " + std::to_string(best.mismatches) + " mismatches)");
   const OracleRun run = run_loaded(lc, best.m, d, false);
   std::size_t i = 0;
   while (!(rows[i / n] && run.bits[i] != std::uint32_t(raw_bits(got, i)))) ++i;

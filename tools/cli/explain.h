@@ -29,12 +29,15 @@ struct ElementStory {
   std::uint32_t got = 0, ref_z = 0;          // bits in the output dtype
   std::int64_t ulps = 0;                     // got - ref_z in output ULPs (ordered)
   std::string kind;                          // one_ulp | epilogue | split_k | model | lost_group |
-                                             // wrong_group | unexplained
+                                             // wrong_group | lost_chunk | chunk_scale |
+                                             // unexplained
   std::string because;                       // the sentence
   std::vector<std::string> reproduced_by;    // configurations giving got's bits for this element
   std::optional<std::int64_t> wrong_group;   // the group whose weights give got
   std::vector<ChunkSum> chain;
-  std::optional<std::int64_t> diverged_chunk;  // first 128-K chunk where best and explaining differ
+  // First 128-K chunk where the best configuration and the explanation (another configuration,
+  // or the best one on the broken case of lost_chunk / chunk_scale) differ.
+  std::optional<std::int64_t> diverged_chunk;
 };
 
 struct ExplainReport {

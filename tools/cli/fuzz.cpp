@@ -104,7 +104,7 @@ nlohmann::json suite_json(const fuzz::SuiteReport& s) {
   nlohmann::json j;
   j["name"] = s.name;
   j["label"] = s.label;
-  j["status"] = s.status;
+  j["status"] = fuzz::to_string(s.status);
   if (!s.skip_reason.empty()) j["skip_reason"] = s.skip_reason;
   j["cases"] = s.cases;
   j["seconds"] = s.seconds;
@@ -116,6 +116,7 @@ nlohmann::json suite_json(const fuzz::SuiteReport& s) {
   j["classes_rare"] = s.classes_rare;
   j["coverage_required"] = s.coverage_required;
   j["fingerprint"] = hex64(s.fingerprint);
+  if (nlohmann::json st = strength_json(s); !st.is_null()) j["strength"] = std::move(st);
   j["failures"] = nlohmann::json::array();
   for (const auto& f : s.failures)
     j["failures"].push_back({{"message", f.message},
@@ -149,10 +150,11 @@ void print_table(const fuzz::CampaignReport& rep) {
             ? std::to_string(s.classes_expected - std::int64_t(s.classes_missing.size())) + "/" +
                   std::to_string(s.classes_expected)
             : std::to_string(s.class_counts.size());
-    std::printf("%-22s %-5s %-8s %9lld %9s %9s %8zu\n", s.name.c_str(), s.label.c_str(),
-                s.status.c_str(), static_cast<long long>(s.cases),
-                s.status == "skipped" ? "-" : fixed(s.cases_per_second(), 1).c_str(),
-                s.status == "skipped" ? "-" : classes.c_str(), s.failures.size());
+    std::printf(
+        "%-22s %-5s %-8s %9lld %9s %9s %8zu\n", s.name.c_str(), s.label.c_str(),
+        fuzz::to_string(s.status), static_cast<long long>(s.cases),
+        s.status == fuzz::SuiteStatus::skipped ? "-" : fixed(s.cases_per_second(), 1).c_str(),
+        s.status == fuzz::SuiteStatus::skipped ? "-" : classes.c_str(), s.failures.size());
     total += s.cases;
     failures += s.failures.size();
   }
@@ -160,9 +162,9 @@ void print_table(const fuzz::CampaignReport& rep) {
               static_cast<long long>(total),
               fixed(rep.seconds > 0 ? double(total) / rep.seconds : 0, 1).c_str(), "", failures);
   for (const auto& s : rep.suites) {
-    if (s.status == "skipped")
+    if (s.status == fuzz::SuiteStatus::skipped)
       std::printf("  %s skipped: %s\n", s.name.c_str(), s.skip_reason.c_str());
-    if (!s.classes_missing.empty() && s.status == "passed") {
+    if (!s.classes_missing.empty() && s.status == fuzz::SuiteStatus::passed) {
       std::string m;
       for (const auto& c : s.classes_missing) {
         const bool rare =
@@ -172,6 +174,8 @@ void print_table(const fuzz::CampaignReport& rep) {
       std::printf("  %s: classes not hit in this run: %s\n", s.name.c_str(), m.c_str());
     }
   }
+  for (const auto& s : rep.suites)
+    for (const std::string& line : strength_lines(s)) std::printf("  %s\n", line.c_str());
   for (const auto& s : rep.suites) print_failures(s);
   std::fflush(stdout);
 }

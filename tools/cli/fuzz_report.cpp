@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -11,6 +12,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "cases/enum_tokens.h"
 #include "cli/errors.h"
 #include "tensor_io/mapped_file.h"
 #include "tensor_io/tensor.h"
@@ -40,9 +42,10 @@ fuzz::SuiteReport suite_from_json(const nlohmann::json& j) {
   fuzz::SuiteReport s;
   s.name = j.at("name").get<std::string>();
   s.label = j.at("label").get<std::string>();
-  s.status = j.at("status").get<std::string>();
-  if (s.status != "passed" && s.status != "failed" && s.status != "skipped")
-    throw std::invalid_argument("suite " + s.name + " has status '" + s.status + "'");
+  const std::string status = j.at("status").get<std::string>();
+  const auto parsed = cases::from_token(fuzz::kAllSuiteStatuses, status);
+  if (!parsed) throw std::invalid_argument("suite " + s.name + " has status '" + status + "'");
+  s.status = *parsed;
   s.skip_reason = j.value("skip_reason", "");
   s.cases = j.at("cases").get<std::int64_t>();
   s.seconds = j.at("seconds").get<double>();
@@ -86,11 +89,11 @@ void fold_suite(fuzz::SuiteReport& m, const fuzz::SuiteReport& s) {
   m.classes_expected = std::max(m.classes_expected, s.classes_expected);
   m.coverage_required = m.coverage_required || s.coverage_required;
   m.failures.insert(m.failures.end(), s.failures.begin(), s.failures.end());
-  if (s.status == "failed" || m.status == "failed")
-    m.status = "failed";
-  else if (s.status == "passed")
-    m.status = "passed";
-  if (m.status != "skipped") m.skip_reason.clear();
+  if (s.status == fuzz::SuiteStatus::failed || m.status == fuzz::SuiteStatus::failed)
+    m.status = fuzz::SuiteStatus::failed;
+  else if (s.status == fuzz::SuiteStatus::passed)
+    m.status = fuzz::SuiteStatus::passed;
+  if (m.status != fuzz::SuiteStatus::skipped) m.skip_reason.clear();
   m.fingerprint = (m.fingerprint ^ s.fingerprint) * 0x100000001b3ull;
 }
 
@@ -193,8 +196,8 @@ fuzz::CampaignReport merge_fuzz_reports(const std::vector<fuzz::CampaignReport>&
 std::string fuzz_junit_xml(const fuzz::CampaignReport& report) {
   std::size_t failures = 0, skipped = 0;
   for (const auto& s : report.suites) {
-    failures += s.status == "failed";
-    skipped += s.status == "skipped";
+    failures += s.status == fuzz::SuiteStatus::failed;
+    skipped += s.status == fuzz::SuiteStatus::skipped;
   }
   const std::string counts = " tests=\"" + std::to_string(report.suites.size()) + "\" failures=\"" +
                              std::to_string(failures) + "\" errors=\"0\" skipped=\"" +
@@ -208,7 +211,7 @@ std::string fuzz_junit_xml(const fuzz::CampaignReport& report) {
   for (const auto& s : report.suites) {
     x << "    <testcase classname=\"fp8ref.fuzz." << xml_escape(s.label) << "\" name=\""
       << xml_escape(s.name) << "\" time=\"" << seconds_attr(s.seconds) << "\">\n";
-    if (s.status == "skipped")
+    if (s.status == fuzz::SuiteStatus::skipped)
       x << "      <skipped message=\"" << xml_escape(s.skip_reason) << "\"/>\n";
     for (const auto& f : s.failures) {
       x << "      <failure type=\"property\" message=\"" << xml_escape(last_line(f.message))
@@ -219,7 +222,7 @@ std::string fuzz_junit_xml(const fuzz::CampaignReport& report) {
       if (!f.dump.empty()) x << "case file: " << xml_escape(f.dump) << "\n";
       x << "</failure>\n";
     }
-    if (s.status == "failed" && s.failures.empty())
+    if (s.status == fuzz::SuiteStatus::failed && s.failures.empty())
       x << "      <failure type=\"coverage\" message=\"suite failed\"/>\n";
     x << "      <system-out>" << s.cases << " cases</system-out>\n";
     x << "    </testcase>\n";
@@ -234,6 +237,83 @@ void write_report_file(const std::string& path, const std::string& text) {
   } catch (const std::exception& e) {
     throw UsageError(escape_text(e.what()));
   }
+}
+
+}  // namespace fp8ref::cli
+
+namespace fp8ref::cli {
+
+namespace {
+
+// What each vacuous-data tag of tools/campaign/strength.h means, for the warnings.
+struct VacuousKind {
+  const char* tag;
+  const char* key;
+  const char* what;
+};
+constexpr VacuousKind kVacuous[] = {
+    {"vacuous:all_agree", "all_agree",
+     "every configuration reproduces the output: these cases cannot tell accumulation orders "
+     "apart"},
+    {"vacuous:zero_output", "zero_output",
+     "every compared output is zero (zero operands, or scales that underflow every product)"},
+    {"vacuous:zero_operand", "zero_operand", "an all-zero operand"},
+    {"vacuous:no_rows", "no_rows", "no row in any group: nothing compared"},
+};
+
+std::int64_t count_of(const fuzz::SuiteReport& s, const std::string& tag) {
+  const auto it = s.class_counts.find(tag);
+  return it == s.class_counts.end() ? 0 : it->second;
+}
+
+}  // namespace
+
+nlohmann::json strength_json(const fuzz::SuiteReport& s) {
+  std::map<int, std::int64_t> dist;
+  std::int64_t measured = 0, others = 0;
+  for (const auto& [tag, n] : s.class_counts) {
+    if (tag.rfind("strength:", 0) != 0) continue;
+    const int k = std::atoi(tag.c_str() + 9);
+    if (k < 1) continue;
+    dist[k] += n, measured += n, others += n * (k - 1);
+  }
+  std::int64_t vacuous_total = 0;
+  for (const VacuousKind& v : kVacuous) vacuous_total += count_of(s, v.tag);
+  if (measured == 0 && vacuous_total == 0) return nullptr;
+  nlohmann::json j;
+  j["measured"] = measured;
+  j["strength_1"] = dist.count(1) ? dist[1] : 0;
+  j["strength_1_share"] = measured ? double(j["strength_1"].get<std::int64_t>()) / measured : 0.0;
+  j["mean_other_configurations"] = measured ? double(others) / double(measured) : 0.0;
+  j["distribution"] = nlohmann::json::object();
+  for (const auto& [k, n] : dist) j["distribution"][std::to_string(k)] = n;
+  j["vacuous"] = nlohmann::json::object();
+  j["warnings"] = nlohmann::json::array();
+  for (const VacuousKind& v : kVacuous) {
+    const std::int64_t n = count_of(s, v.tag);
+    j["vacuous"][v.key] = n;
+    if (n > 0)
+      j["warnings"].push_back(std::to_string(n) + " of " +
+                              std::to_string(measured + count_of(s, "vacuous:no_rows")) +
+                              " sampled cases: " + v.what);
+  }
+  return j;
+}
+
+std::vector<std::string> strength_lines(const fuzz::SuiteReport& s) {
+  const nlohmann::json j = strength_json(s);
+  if (j.is_null()) return {};
+  char head[200];
+  std::snprintf(head, sizeof head,
+                "%s strength: %lld cases measured, %lld (%.0f%%) strength 1, %.2f other "
+                "configurations per case",
+                s.name.c_str(), static_cast<long long>(j["measured"].get<std::int64_t>()),
+                static_cast<long long>(j["strength_1"].get<std::int64_t>()),
+                100.0 * j["strength_1_share"].get<double>(),
+                j["mean_other_configurations"].get<double>());
+  std::vector<std::string> out{head};
+  for (const auto& w : j["warnings"]) out.push_back("  warning: " + w.get<std::string>());
+  return out;
 }
 
 }  // namespace fp8ref::cli

@@ -4,6 +4,7 @@
 // testcase per suite, for CI systems.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -31,5 +32,14 @@ std::string fuzz_junit_xml(const fuzz::CampaignReport& report);
 
 // Writes `text` to `path` (UsageError when it cannot).
 void write_report_file(const std::string& path, const std::string& text);
+
+// A suite's test strength (docs/fuzz.md "Test strength") from its `strength:N` and `vacuous:*`
+// class counts (tools/campaign/strength.h): measured cases, the distribution of N (how many
+// configurations reproduce a case's output, the declared one included), the strength-1 count and
+// share, the vacuous-data counts and a warning for each kind seen. Null when the suite measured
+// nothing. Derived from the class counts, so `fuzz merge` folds it as it folds the classes.
+nlohmann::json strength_json(const fuzz::SuiteReport& s);
+// The same as text lines for the table (empty when nothing was measured).
+std::vector<std::string> strength_lines(const fuzz::SuiteReport& s);
 
 }  // namespace fp8ref::cli

@@ -39,14 +39,16 @@ namespace {
 Format fp8_format(const Tensor& t, const char* flag) {
   if (t.dtype == DType::F8_E4M3) return Format::e4m3;
   if (t.dtype == DType::F8_E5M2) return Format::e5m2;
-  if (t.dtype == DType::F4) return Format::e2m1;  // the Blackwell models' FP4 operands
-  usage(std::string(flag) + ": expected F8_E4M3, F8_E5M2 or F4 (e2m1), got " +
+  if (t.dtype == DType::F4) return Format::e2m1;       // the Blackwell models' FP4 operands
+  if (t.dtype == DType::F6_E2M3) return Format::e2m3;  // and FP6 (kind::f8f6f4 / mxf8f6f4)
+  if (t.dtype == DType::F6_E3M2) return Format::e3m2;
+  usage(std::string(flag) + ": expected F8_E4M3, F8_E5M2, F6_E2M3, F6_E3M2 or F4 (e2m1), got " +
         std::string(dtype_name(t.dtype)));
 }
 
-// The operand's codes one per byte (F4 unpacked: element i from the packed nibbles).
+// The operand's codes one per byte (F4 / F6 unpacked: element i from the packed bits).
 std::vector<std::uint8_t> operand_codes(const Tensor& t) {
-  if (t.dtype != DType::F4) return t.data;
+  if (t.dtype != DType::F4 && t.dtype != DType::F6_E2M3 && t.dtype != DType::F6_E3M2) return t.data;
   std::vector<std::uint8_t> c(t.numel());
   for (std::uint64_t i = 0; i < t.numel(); ++i) c[i] = std::uint8_t(raw_bits(t, i));
   return c;
@@ -79,7 +81,8 @@ ScaleShapes scale_shapes(const GemmCase& c) {
               "128x128: (G, ceil(N/128), ceil(K/128))"};
     case Scaling::mx:
       return {{c.M, nmx}, {c.G, c.N, nmx}, "1x32: (M, ceil(K/32))", "1x32: (G, N, ceil(K/32))"};
-    case Scaling::nvfp4: {
+    case Scaling::nvfp4:
+    case Scaling::mx16: {
       const std::int64_t nnv = ceil_div(c.K, kNvfp4BlockK);
       return {{c.M, nnv}, {c.G, c.N, nnv}, "1x16: (M, ceil(K/16))", "1x16: (G, N, ceil(K/16))"};
     }
@@ -156,7 +159,8 @@ void load_operands(const TensorFile& tf, const GemmOptions& o, GemmCase& c) {
 
 Scaling parse_scaling(const std::string& s) {
   if (const auto x = ref::parse_scaling(s)) return *x;
-  usage("--scaling: expected none, tensorwise, rowwise, blockwise, mx or nvfp4, got '" + s + "'");
+  usage("--scaling: expected none, tensorwise, rowwise, blockwise, mx, mx16 or nvfp4, got '" + s +
+        "'");
 }
 
 // nvfp4's optional per-tensor scales: F32, () or (1) for A, (G) for B; both or neither.
@@ -310,7 +314,7 @@ KGroupedCase load_kgrouped_case(const TensorFile& tf, const GemmOptions& o) {
   k.offs = load_offsets(tf, o, probe);
   k.G = probe.G;
   const Scaling sc = parse_scaling(o.scaling);
-  if (sc == Scaling::nvfp4)
+  if (sc == Scaling::nvfp4 || sc == Scaling::mx16)
     usage("--grouping k takes --scaling none, tensorwise, rowwise, blockwise or mx, not " +
           o.scaling);
   if ((sc == Scaling::none) != (o.scale_a.empty() && o.scale_b.empty()) ||

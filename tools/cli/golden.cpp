@@ -153,7 +153,7 @@ std::vector<std::string> unlisted_files(const std::string& root, GoldenManifest&
 
 bool GoldenReport::passed() const {
   return std::none_of(files.begin(), files.end(),
-                      [](const GoldenFileStatus& f) { return f.status == "fail"; });
+                      [](const GoldenFileStatus& f) { return f.status == GoldenStatus::fail; });
 }
 
 GoldenReport golden_verify(const std::string& root, bool keep_temp) {
@@ -162,10 +162,10 @@ GoldenReport golden_verify(const std::string& root, bool keep_temp) {
   std::map<std::string, std::string> plan;
   for (const PlannedFile& p : golden_plan()) plan[p.path] = p.command;
   for (const GoldenEntry& e : m.files) {
-    GoldenFileStatus st{e.path, "ok", {}};
+    GoldenFileStatus st{e.path, GoldenStatus::ok, {}};
     const std::optional<std::string> stored = read_file(fs::path(root) / e.path);
     if (!stored) st.reasons.push_back("missing (listed in " + std::string(kManifestName) + ")");
-    if (e.kind == "generated") {
+    if (e.kind == GoldenKind::generated) {
       verify_generated(e, stored, r.temp_dir, st.reasons);
       const auto it = plan.find(e.path);
       if (it == plan.end())
@@ -182,17 +182,18 @@ GoldenReport golden_verify(const std::string& root, bool keep_temp) {
         st.reasons.push_back(std::string("not a readable tensor file: ") + err.what());
       }
     }
-    if (!st.reasons.empty()) st.status = "fail";
+    if (!st.reasons.empty()) st.status = GoldenStatus::fail;
     r.files.push_back(std::move(st));
   }
   for (const auto& [path, command] : plan) {
     if (m.find(path) == nullptr)
-      r.files.push_back(
-          {path, "fail", {"in the tool's golden plan but not in the manifest: " + kRegen}});
+      r.files.push_back({path,
+                         GoldenStatus::fail,
+                         {"in the tool's golden plan but not in the manifest: " + kRegen}});
   }
   for (const std::string& rel : unlisted_files(root, m)) {
     r.files.push_back({rel,
-                       "fail",
+                       GoldenStatus::fail,
                        {"not listed in the manifest (golden files are written only by fp8-check "
                         "golden regen | accept)"}});
   }
@@ -216,21 +217,22 @@ GoldenReport golden_regen(const std::string& root) {
                                    [&](const GoldenEntry& e) { return e.path == p.path; });
     const std::optional<std::string> stored = read_file(fs::path(root) / p.path);
     GoldenFileStatus st{p.path,
-                        !stored              ? "written"
-                        : *stored == g.bytes ? "unchanged"
-                                             : "rewritten",
+                        !stored              ? GoldenStatus::written
+                        : *stored == g.bytes ? GoldenStatus::unchanged
+                                             : GoldenStatus::rewritten,
                         {}};
     if (prev != old.files.end() && prev->command == p.command &&
         prev->semantics_version == kSemanticsVersion && prev->sha256 != sha) {
-      st.status = "fail";
+      st.status = GoldenStatus::fail;
       st.reasons.push_back(
           "payload changed without a semantics-version bump" +
           (stored ? " (" + first_difference(*stored, g.bytes) + ")" : std::string()) +
           ": bump kSemanticsVersion in tools/cli/semantics_version.h if the change is intended");
     }
-    if (st.status == "written" || st.status == "rewritten") writes.emplace_back(p.path, g.bytes);
+    if (st.status == GoldenStatus::written || st.status == GoldenStatus::rewritten)
+      writes.emplace_back(p.path, g.bytes);
     next.files.push_back({p.path,
-                          "generated",
+                          GoldenKind::generated,
                           p.command,
                           g.seed,
                           kSemanticsVersion,
@@ -243,12 +245,12 @@ GoldenReport golden_regen(const std::string& root) {
   }
   std::vector<std::string> removed;
   for (const GoldenEntry& e : old.files) {
-    if (e.kind == "captured" && next.find(e.path) == nullptr) {
+    if (e.kind == GoldenKind::captured && next.find(e.path) == nullptr) {
       next.files.push_back(e);
-      r.files.push_back({e.path, "kept", {}});
-    } else if (e.kind == "generated" && next.find(e.path) == nullptr) {
+      r.files.push_back({e.path, GoldenStatus::kept, {}});
+    } else if (e.kind == GoldenKind::generated && next.find(e.path) == nullptr) {
       removed.push_back(e.path);
-      r.files.push_back({e.path, "removed", {"no longer in the tool's golden plan"}});
+      r.files.push_back({e.path, GoldenStatus::removed, {"no longer in the tool's golden plan"}});
     }
   }
   if (!r.passed()) return r;  // refused: nothing is written
@@ -309,7 +311,7 @@ GoldenReport golden_accept(const std::string& root, const std::string& file,
   if (existing != nullptr && !o.replace)
     throw UsageError(rel + " is already in the golden set (pass --replace to overwrite it)");
   GoldenEntry e{rel,
-                "captured",
+                GoldenKind::captured,
                 "fp8-check golden accept " + file + " --as " + name,
                 o.seed,
                 kSemanticsVersion,
@@ -330,7 +332,7 @@ GoldenReport golden_accept(const std::string& root, const std::string& file,
   else
     m.files.push_back(e);
   write_case_and_manifest(root, rel, bytes, m);
-  return {"accept", {{rel, "accepted", {}}}, {}};
+  return {"accept", {{rel, GoldenStatus::accepted, {}}}, {}};
 }
 
 namespace {
@@ -354,15 +356,19 @@ void print_report(const GoldenReport& r, const GoldenCliOptions& o) {
     if (!r.temp_dir.empty()) j["temp_dir"] = r.temp_dir;
     j["files"] = nlohmann::ordered_json::array();
     for (const GoldenFileStatus& f : r.files)
-      j["files"].push_back({{"path", f.path}, {"status", f.status}, {"reasons", f.reasons}});
+      j["files"].push_back(
+          {{"path", f.path}, {"status", to_string(f.status)}, {"reasons", f.reasons}});
     std::cout << j.dump(2) << "\n";
     return;
   }
   std::size_t failed = 0;
   for (const GoldenFileStatus& f : r.files) {
-    failed += f.status == "fail";
-    if (f.status == "ok" || f.status == "unchanged" || f.status == "kept") continue;
-    std::printf("%-9s %s\n", f.status == "fail" ? "FAIL" : f.status.c_str(), f.path.c_str());
+    failed += f.status == GoldenStatus::fail;
+    if (f.status == GoldenStatus::ok || f.status == GoldenStatus::unchanged ||
+        f.status == GoldenStatus::kept)
+      continue;
+    std::printf("%-9s %s\n", f.status == GoldenStatus::fail ? "FAIL" : to_string(f.status),
+                f.path.c_str());
     for (const std::string& why : f.reasons) std::printf("          %s\n", why.c_str());
   }
   if (!r.temp_dir.empty()) std::printf("regenerated files kept in %s\n", r.temp_dir.c_str());

@@ -14,9 +14,34 @@
 
 namespace fp8ref::cli {
 
+// What a golden action did to one file (or found wrong with it); printed as its token.
+enum class GoldenStatus : std::uint8_t {
+  ok,         // verify: the file matches
+  fail,       // verify / regen: see the reasons
+  written,    // regen: a new file
+  rewritten,  // regen: new bytes under a semantics-version bump
+  unchanged,  // regen: the same bytes
+  removed,    // regen: no longer in the golden plan
+  kept,       // regen: a captured case, left as it is
+  accepted,   // accept: a case pinned
+};
+constexpr const char* to_string(GoldenStatus s) {
+  switch (s) {
+    case GoldenStatus::ok: return "ok";
+    case GoldenStatus::fail: return "fail";
+    case GoldenStatus::written: return "written";
+    case GoldenStatus::rewritten: return "rewritten";
+    case GoldenStatus::unchanged: return "unchanged";
+    case GoldenStatus::removed: return "removed";
+    case GoldenStatus::kept: return "kept";
+    case GoldenStatus::accepted: return "accepted";
+  }
+  return "?";
+}
+
 struct GoldenFileStatus {
   std::string path;
-  std::string status;  // ok | fail | written | rewritten | unchanged | removed | kept | accepted
+  GoldenStatus status = GoldenStatus::ok;
   std::vector<std::string> reasons;
 };
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "cases/enum_tokens.h"
 #include "cli/errors.h"
 
 namespace fp8ref::cli {
@@ -30,9 +31,10 @@ GoldenEntry parse_entry(const Json& j, const std::string& where) {
   e.path = j.at("path").get<std::string>();
   if (!safe_relative_path(e.path))
     throw UsageError(where + ": entry path '" + e.path + "' leaves the golden folder");
-  e.kind = j.at("kind").get<std::string>();
-  if (e.kind != "generated" && e.kind != "captured")
-    throw UsageError(where + ": " + e.path + ": unknown kind '" + e.kind + "'");
+  const std::string kind = j.at("kind").get<std::string>();
+  const auto parsed = cases::from_token(kAllGoldenKinds, kind);
+  if (!parsed) throw UsageError(where + ": " + e.path + ": unknown kind '" + kind + "'");
+  e.kind = *parsed;
   e.command = j.at("command").get<std::string>();
   if (!j.at("seed").is_null()) e.seed = j.at("seed").get<std::uint64_t>();
   e.semantics_version = j.at("semantics_version").get<int>();
@@ -78,7 +80,7 @@ std::string manifest_text(GoldenManifest m) {
       {"files", Json::array()}};
   for (const GoldenEntry& e : m.files) {
     Json f = {{"path", e.path},
-              {"kind", e.kind},
+              {"kind", to_string(e.kind)},
               {"command", e.command},
               {"seed", e.seed ? Json(*e.seed) : Json(nullptr)},
               {"semantics_version", e.semantics_version},

@@ -239,6 +239,29 @@ std::string joined(const std::vector<LayoutImage>& c, const std::vector<std::siz
   return s;
 }
 
+// The verdict: one class of matching layouts, an ambiguous set of classes, the closest layout of
+// the dump's size (`best`, cands.size() when none has it), or none.
+std::string verdict_text(const std::vector<LayoutImage>& cands, const std::vector<Verdict>& v,
+                         const std::vector<std::vector<std::size_t>>& classes, std::size_t best,
+                         std::span<const std::uint8_t> dump, const Grid& g) {
+  std::string text;
+  if (classes.size() == 1) {
+    text += "matched: " + joined(cands, classes[0]) + "\n";
+  } else if (classes.size() > 1) {
+    text += "ambiguous: the dump matches " + std::to_string(classes.size()) +
+            " different layouts (repeated scales cannot tell them apart):";
+    for (const auto& k : classes) text += " [" + joined(cands, k) + "]";
+    text += "\n";
+  } else if (best < cands.size()) {
+    text += "no layout matches; closest: " + cands[best].name + ", " +
+            departure(cands[best], v[best], dump, g) + "\n";
+  } else {
+    text += "no layout matches: none has the dump's size of " + std::to_string(dump.size()) +
+            " bytes\n";
+  }
+  return text;
+}
+
 void report(const DetectOptions& o, const std::vector<LayoutImage>& cands,
             std::span<const std::uint8_t> dump, const Grid& g, bool values,
             const std::string& dump_label, const std::string& ref_label) {
@@ -277,21 +300,8 @@ void report(const DetectOptions& o, const std::vector<LayoutImage>& cands,
   }
   j["matched"] = nlohmann::ordered_json::array();
   for (const auto& k : classes) j["matched"].push_back(joined(cands, k));
-  if (classes.size() == 1) {
-    text += "matched: " + joined(cands, classes[0]) + "\n";
-  } else if (classes.size() > 1) {
-    text += "ambiguous: the dump matches " + std::to_string(classes.size()) +
-            " different layouts (repeated scales cannot tell them apart):";
-    for (const auto& k : classes) text += " [" + joined(cands, k) + "]";
-    text += "\n";
-  } else if (best < cands.size()) {
-    text += "no layout matches; closest: " + cands[best].name + ", " +
-            departure(cands[best], v[best], dump, g) + "\n";
-    j["closest"] = cands[best].name;
-  } else {
-    text += "no layout matches: none has the dump's size of " + std::to_string(dump.size()) +
-            " bytes\n";
-  }
+  if (classes.empty() && best < cands.size()) j["closest"] = cands[best].name;
+  text += verdict_text(cands, v, classes, best, dump, g);
   j["verdict"] = classes.size() == 1 ? "match" : classes.empty() ? "none" : "ambiguous";
   if (o.json)
     std::cout << j.dump(2) << "\n";

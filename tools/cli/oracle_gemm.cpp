@@ -290,12 +290,13 @@ GemmFlags add_gemm_options(CLI::App* c, GemmOptions& o) {
   c->add_option("--b", o.b, "B (G, N, K) for nk, (G, K, N) for kn")->required();
   c->add_option("--scale-a", o.scale_a,
                 "A's decode scales, F32 or F8_E8M0: () tensorwise, (M) rowwise, (M, ceil(K/128)) "
-                "blockwise, (M, ceil(K/32)) mx, (M, ceil(K/16)) nvfp4 (ue4m3 values)");
+                "blockwise, (M, ceil(K/32)) mx, (M, ceil(K/16)) mx16 (ue8m0 values) / nvfp4 "
+                "(ue4m3 values)");
   c->add_option(
       "--scale-b", o.scale_b,
       "B's decode scales, F32 or F8_E8M0: (G) tensorwise, (G, N) rowwise, "
       "(G, ceil(N/128), ceil(K/128)) blockwise, (G, N, ceil(K/32)) mx, (G, N, ceil(K/16)) "
-      "nvfp4");
+      "mx16 / nvfp4");
   c->add_option("--tensor-scale-a", o.tensor_scale_a,
                 "nvfp4: A's per-tensor decode scale, F32 () (optional, with --tensor-scale-b)");
   c->add_option("--tensor-scale-b", o.tensor_scale_b,
@@ -309,10 +310,11 @@ GemmFlags add_gemm_options(CLI::App* c, GemmOptions& o) {
       ->capture_default_str();
   f.b_layout = c->add_option("--b-layout", o.b_layout, "nk | kn (--kernel: read from B's shape)")
                    ->capture_default_str();
-  f.scaling = c->add_option("--scaling", o.scaling,
-                            "none | tensorwise | rowwise | blockwise | mx | nvfp4 (--kernel: read "
-                            "from the scale sizes)")
-                  ->capture_default_str();
+  f.scaling =
+      c->add_option("--scaling", o.scaling,
+                    "none | tensorwise | rowwise | blockwise | mx | mx16 | nvfp4 (--kernel: "
+                    "read from the scale sizes)")
+          ->capture_default_str();
   add_kernel_options(c, o);
   f.model =
       c->add_option("--model", o.model,

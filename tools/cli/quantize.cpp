@@ -263,6 +263,24 @@ Tensor swiglu_input(const Tensor& x, const QuantizeOptions& o, const std::string
   return t;
 }
 
+// The NaN policy, the device and the tensor's shape of an FP8 quantization (UsageError on bad
+// input), checked before any work.
+void check_quantize_input(const Tensor& x, const QuantizeOptions& o,
+                          const std::string& source_name) {
+  if (o.nan != "propagate" && o.nan != "reject")
+    throw UsageError("unknown NaN policy '" + o.nan + "' (one of: propagate, reject)");
+  if (x.shape.size() != 2 && x.shape.size() != 3)
+    throw UsageError(source_name + ": shape " + tensor_io::shape_string(x.shape) +
+                     " is not 2-D (M, K) or 3-D (G, N, K)");
+  if (o.device != "cpu" && o.device != "cuda")
+    throw UsageError("unknown device '" + o.device + "' (one of: cpu, cuda)");
+  // A zero extent leaves nothing to quantize; refused before the per-group loop, which would
+  // otherwise run over every (empty) group of a huge leading dimension.
+  if (x.numel() == 0)
+    throw UsageError(source_name + ": shape " + tensor_io::shape_string(x.shape) +
+                     " has no elements to quantize");
+}
+
 }  // namespace
 
 tensor_io::TensorFile quantize_tensor(const Tensor& x, const QuantizeOptions& o,
@@ -277,22 +295,13 @@ tensor_io::TensorFile quantize_tensor(const Tensor& x, const QuantizeOptions& o,
     return out;
   }
   if (is_subbyte_recipe(o.recipe)) return quantize_subbyte_tensor(x, o, source_name);
+  if (o.f6_codes != "u8")
+    throw UsageError("--f6-codes applies to the mxfp6 recipes, not " + o.recipe);
   bool default_runtime = false;
   const Recipe r = make_recipe(o, &default_runtime);
   const ref::BlockGeometry g = parse_token("block", o.block, kAllBlockGeometries);
   const Layout layout = parse_layout(o.layout);
-  if (o.nan != "propagate" && o.nan != "reject")
-    throw UsageError("unknown NaN policy '" + o.nan + "' (one of: propagate, reject)");
-  if (x.shape.size() != 2 && x.shape.size() != 3)
-    throw UsageError(source_name + ": shape " + tensor_io::shape_string(x.shape) +
-                     " is not 2-D (M, K) or 3-D (G, N, K)");
-  if (o.device != "cpu" && o.device != "cuda")
-    throw UsageError("unknown device '" + o.device + "' (one of: cpu, cuda)");
-  // A zero extent leaves nothing to quantize; refused before the per-group loop, which would
-  // otherwise run over every (empty) group of a huge leading dimension.
-  if (x.numel() == 0)
-    throw UsageError(source_name + ": shape " + tensor_io::shape_string(x.shape) +
-                     " has no elements to quantize");
+  check_quantize_input(x, o, source_name);
   const std::vector<ref::Quantized> planes =
       o.device == "cuda" ? quantize_planes_cuda(x, source_bits(x), r, g, o, source_name)
                          : quantize_planes(x, source_bits(x), r, g, o, source_name);
@@ -409,6 +418,10 @@ void add_quantize_command(CLI::App& app) {
   sub->add_option("--out", o->out, "Output file (.safetensors): tensors codes and scales")
       ->required();
   sub->add_option("--format", o->format, "Element format: e4m3 or e5m2; mxfp6: e2m3 or e3m2")
+      ->capture_default_str();
+  sub->add_option("--f6-codes", o->f6_codes,
+                  "mxfp6 codes: u8 (U8, one code per byte, bits 5:0) or packed (F6_E2M3 / "
+                  "F6_E3M2, the GEMM operand dtype)")
       ->capture_default_str();
   sub->add_option("--runtime", o->runtime,
                   "torch_cpu, torch_cuda or cuda_kernel (default: cuda_kernel for te and mx_rceil, "

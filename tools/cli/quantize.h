@@ -24,6 +24,9 @@ struct QuantizeOptions {
   bool allow_partial_blocks = false;  // skip the source library's shape requirement
   std::string device = "cpu";         // cpu (reference/quantize) | cuda (gpu/quantize kernels)
   bool swiglu = false;  // the input is a merged (M, 2H) BF16 gate/up: quantize silu(gate) * up
+  // mxfp6 codes: u8 (one code per byte, bits 5:0) or packed (F6_E2M3 / F6_E3M2, 6 bits each,
+  // LSB first: the operand dtype `oracle grouped-gemm` reads)
+  std::string f6_codes = "u8";
 };
 
 // Quantizes `x` as the options say; the tensors "codes" and "scales" plus metadata. Throws

@@ -47,6 +47,10 @@ RecipeKind mx_subbyte_mode(const std::string& suffix) {
 
 SubbyteChoice parse_choice(const QuantizeOptions& o) {
   SubbyteChoice c{};
+  if (o.f6_codes != "u8" && o.f6_codes != "packed")
+    throw UsageError("--f6-codes: expected u8 or packed, not " + o.f6_codes);
+  if (o.f6_codes == "packed" && o.recipe.rfind("mxfp6", 0) != 0)
+    throw UsageError("--f6-codes packed applies to the mxfp6 recipes, not " + o.recipe);
   c.nvfp4 = o.recipe.rfind("nvfp4_", 0) == 0;
   const std::string fam = c.nvfp4 ? "ue4m3" : "e8m0";
   if (o.layout != fam + "_row_major" && o.layout != fam + "_blocked_128x4")
@@ -99,6 +103,36 @@ std::vector<float> source_f32(const Tensor& x) {
   return v;
 }
 
+// The codes, scales and (NVFP4) global decode scales of every group, concatenated.
+struct SubbytePlanes {
+  std::vector<std::uint8_t> codes, scales;
+  std::vector<float> global;
+};
+
+SubbytePlanes quantize_groups(const SubbyteChoice& c, const std::vector<float>& v,
+                              std::int64_t groups, std::int64_t rows, std::int64_t cols,
+                              const std::string& source_name) {
+  SubbytePlanes out;
+  try {
+    for (std::int64_t g = 0; g < groups; ++g) {
+      const float* p = v.data() + g * rows * cols;
+      if (c.nvfp4) {
+        const Nvfp4Quantized q = nvfp4_quantize(c.nv, c.rt, p, rows, cols, c.block_rows);
+        out.codes.insert(out.codes.end(), q.codes.begin(), q.codes.end());
+        out.scales.insert(out.scales.end(), q.scales.begin(), q.scales.end());
+        out.global.push_back(q.global_decode);
+      } else {
+        const MxSubbyteQuantized q = mx_subbyte_quantize(c.elem, c.mx_mode, c.rt, p, rows, cols);
+        out.codes.insert(out.codes.end(), q.codes.begin(), q.codes.end());
+        out.scales.insert(out.scales.end(), q.scales.begin(), q.scales.end());
+      }
+    }
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(source_name + ": " + e.what());
+  }
+  return out;
+}
+
 }  // namespace
 
 bool is_subbyte_recipe(const std::string& r) {
@@ -121,29 +155,18 @@ tensor_io::TensorFile quantize_subbyte_tensor(const Tensor& x, const QuantizeOpt
   if (c.elem == Format::e2m1 && cols % 2 != 0)
     throw UsageError(source_name + ": FP4 codes pack two per byte along rows: K = " +
                      std::to_string(cols) + " must be even");
-  const std::vector<float> v = source_f32(x);
-  std::vector<std::uint8_t> codes, scales;
-  std::vector<float> global;
-  try {
-    for (std::int64_t g = 0; g < groups; ++g) {
-      const float* p = v.data() + g * rows * cols;
-      if (c.nvfp4) {
-        const Nvfp4Quantized q = nvfp4_quantize(c.nv, c.rt, p, rows, cols, c.block_rows);
-        codes.insert(codes.end(), q.codes.begin(), q.codes.end());
-        scales.insert(scales.end(), q.scales.begin(), q.scales.end());
-        global.push_back(q.global_decode);
-      } else {
-        const MxSubbyteQuantized q = mx_subbyte_quantize(c.elem, c.mx_mode, c.rt, p, rows, cols);
-        codes.insert(codes.end(), q.codes.begin(), q.codes.end());
-        scales.insert(scales.end(), q.scales.begin(), q.scales.end());
-      }
-    }
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(source_name + ": " + e.what());
-  }
+  const SubbytePlanes q = quantize_groups(c, source_f32(x), groups, rows, cols, source_name);
+  const std::vector<std::uint8_t>&codes = q.codes, &scales = q.scales;
+  const std::vector<float>& global = q.global;
   tensor_io::TensorFile out;
+  const bool f6_packed = c.elem != Format::e2m1 && o.f6_codes == "packed";
   if (c.elem == Format::e2m1)
     out.tensors.push_back({"codes", tensor_io::pack_unpacked_f4(codes, x.shape, source_name)});
+  else if (f6_packed)
+    out.tensors.push_back(
+        {"codes", tensor_io::pack_unpacked_subbyte(
+                      codes, x.shape, c.elem == Format::e3m2 ? DType::F6_E3M2 : DType::F6_E2M3,
+                      source_name)});
   else
     out.tensors.push_back({"codes", Tensor{DType::U8, x.shape, codes}});
   const ScaleGridE8m0 grid{groups, rows, nb, scales};
@@ -161,20 +184,20 @@ tensor_io::TensorFile quantize_subbyte_tensor(const Tensor& x, const QuantizeOpt
     std::memcpy(gs.data.data(), global.data(), gs.data.size());
     out.tensors.push_back({"global_scale", std::move(gs)});
   }
-  out.metadata = {
-      {"fp8ref.op", "quantize"},
-      {"fp8ref.recipe", o.recipe},
-      {"fp8ref.format", std::string(to_string(c.elem))},
-      {"fp8ref.runtime", std::string(to_string(c.rt))},
-      {"fp8ref.block", o.block},
-      {"fp8ref.layout", o.layout},
-      {"fp8ref.codes", c.elem == Format::e2m1
-                           ? "e2m1 packed two per byte, element 2i in the low nibble"
-                           : std::string(to_string(c.elem)) + " one code per byte, bits 5:0"},
-      {"fp8ref.scales", c.nvfp4 ? "ue4m3 codes; x ~= e2m1 * ue4m3 * global_scale"
-                                : "E8M0 codes, s = 2^(code - 127), 0xFF NaN"},
-      {"fp8ref.source", source_name},
-      {"fp8ref.source_dtype", std::string(tensor_io::dtype_name(x.dtype))}};
+  out.metadata = {{"fp8ref.op", "quantize"},
+                  {"fp8ref.recipe", o.recipe},
+                  {"fp8ref.format", std::string(to_string(c.elem))},
+                  {"fp8ref.runtime", std::string(to_string(c.rt))},
+                  {"fp8ref.block", o.block},
+                  {"fp8ref.layout", o.layout},
+                  {"fp8ref.codes",
+                   c.elem == Format::e2m1 ? "e2m1 packed two per byte, element 2i in the low nibble"
+                   : f6_packed ? std::string(to_string(c.elem)) + " packed 6 bits each, LSB first"
+                               : std::string(to_string(c.elem)) + " one code per byte, bits 5:0"},
+                  {"fp8ref.scales", c.nvfp4 ? "ue4m3 codes; x ~= e2m1 * ue4m3 * global_scale"
+                                            : "E8M0 codes, s = 2^(code - 127), 0xFF NaN"},
+                  {"fp8ref.source", source_name},
+                  {"fp8ref.source_dtype", std::string(tensor_io::dtype_name(x.dtype))}};
   return out;
 }
 

@@ -98,7 +98,7 @@ std::string render_html_report(const std::string& title, const Metric& metric,
     << escape(metric.text) << "</code></p>\n";
   for (const TensorDiff& d : diffs) {
     o << "<h2 class=\"" << (d.passes() ? "pass" : "differs") << "\">" << escape(d.name) << ": "
-      << d.status << "</h2>\n";
+      << to_string(d.status) << "</h2>\n";
     o << "<p>bitwise mismatches " << d.bitwise_mismatches << " / " << d.numel
       << ", class mismatches " << d.class_mismatches << ", max ULP " << d.max_ulp << ", max abs "
       << d.max_abs << ", rel L2 " << d.rel_l2 << ", SQNR " << d.sqnr_db << " dB</p>\n";

@@ -44,61 +44,58 @@ inline CodeValue decode_code(Format f, std::uint8_t code) {
   return v;
 }
 
-// Σ_b sa_b·sb_b·Σ_{k in block b} a_k·b_k with blocks of `block` along K (nsa == 1: one pair for
-// all of K; nscales == 0: unscaled). a and b are strided code arrays (B read along K in
-// either layout, wgrad's columns of dY and X).
-inline ExactValue exact_scaled_dot(Format fa, const std::uint8_t* a, std::int64_t a_stride,
-                                   Format fb, const std::uint8_t* b, std::int64_t b_stride,
-                                   std::int64_t K, const float* sa, const float* sb,
-                                   std::int64_t nscales, std::int64_t block) {
-  ExactValue out;
+// The non-finite products seen in a dot product (NaN wins; +Inf and -Inf together are NaN).
+struct NonFinite {
   bool pos_inf = false, neg_inf = false, nan = false;
-  // Per-block fixed-point partial sums (scale 2^-32), then combined at the smallest exponent.
-  struct Part {
-    i128 p;
-    std::int64_t m;
-    int e;
-  };
-  Part parts_small[64];
-  std::vector<Part> parts_big;
-  const std::int64_t nb = nscales <= 1 ? 1 : nscales;
-  Part* parts = parts_small;
-  if (nb > 64) parts_big.resize(std::size_t(nb)), parts = parts_big.data();
-  for (std::int64_t blk = 0; blk < nb; ++blk) {
-    const std::int64_t k0 = nscales <= 1 ? 0 : blk * block;
-    const std::int64_t k1 = nscales <= 1 ? K : std::min(K, k0 + block);
-    i128 acc = 0;
-    for (std::int64_t k = k0; k < k1; ++k) {
-      const CodeValue x = decode_code(fa, a[k * a_stride]), y = decode_code(fb, b[k * b_stride]);
-      if (x.nan || y.nan) {
-        nan = true;
-        continue;
-      }
-      if (x.inf || y.inf) {
-        if ((!x.inf && x.sig == 0) || (!y.inf && y.sig == 0)) {
-          nan = true;
-          continue;
-        }
-        ((x.sig < 0) != (y.sig < 0) ? neg_inf : pos_inf) = true;
-        continue;
-      }
-      acc += i128(x.sig * y.sig) * (i128(1) << (x.exp + y.exp + 32));  // no shift of negatives
+};
+
+// One block's exact sum Σ a_k·b_k for k in [k0, k1) in fixed point (scale 2^-32); a NaN or
+// infinite product is recorded in `nf` and left out of the sum.
+inline i128 exact_block_sum(Format fa, const std::uint8_t* a, std::int64_t a_stride, Format fb,
+                            const std::uint8_t* b, std::int64_t b_stride, std::int64_t k0,
+                            std::int64_t k1, NonFinite& nf) {
+  i128 acc = 0;
+  for (std::int64_t k = k0; k < k1; ++k) {
+    const CodeValue x = decode_code(fa, a[k * a_stride]), y = decode_code(fb, b[k * b_stride]);
+    if (x.nan || y.nan) {
+      nf.nan = true;
+      continue;
     }
-    // The scale pair's product: two 24-bit significands, exactly.
-    const float s0 = nscales == 0 ? 1.0f : sa[nscales <= 1 ? 0 : blk];
-    const float s1 = nscales == 0 ? 1.0f : sb[nscales <= 1 ? 0 : blk];
-    int e0 = 0, e1 = 0;
-    const double m0 = std::frexp(double(s0), &e0), m1 = std::frexp(double(s1), &e1);
-    const std::int64_t i0 = std::int64_t(std::ldexp(m0, 24)), i1 = std::int64_t(std::ldexp(m1, 24));
-    parts[blk] = {acc, i0 * i1, e0 + e1 - 48 - 32};
+    if (x.inf || y.inf) {
+      if ((!x.inf && x.sig == 0) || (!y.inf && y.sig == 0)) {
+        nf.nan = true;
+        continue;
+      }
+      ((x.sig < 0) != (y.sig < 0) ? nf.neg_inf : nf.pos_inf) = true;
+      continue;
+    }
+    acc += i128(x.sig * y.sig) * (i128(1) << (x.exp + y.exp + 32));  // no shift of negatives
   }
-  if (nan || (pos_inf && neg_inf)) return out.kind = ExactValue::nan, out;
-  if (pos_inf) return out.kind = ExactValue::pos_inf, out;
-  if (neg_inf) return out.kind = ExactValue::neg_inf, out;
+  return acc;
+}
+
+// A block's partial sum p (scale 2^-32) times its scale pair's product m·2^e.
+struct ScaledPart {
+  i128 p;
+  std::int64_t m;
+  int e;
+};
+
+// The block's part with the scale pair's product: two 24-bit significands, exactly.
+inline ScaledPart scaled_part(i128 acc, float s0, float s1) {
+  int e0 = 0, e1 = 0;
+  const double m0 = std::frexp(double(s0), &e0), m1 = std::frexp(double(s1), &e1);
+  const std::int64_t i0 = std::int64_t(std::ldexp(m0, 24)), i1 = std::int64_t(std::ldexp(m1, 24));
+  return {acc, i0 * i1, e0 + e1 - 48 - 32};
+}
+
+// Σ parts, exactly, at the smallest exponent of the parts.
+inline ExactValue sum_of_parts(const ScaledPart* parts, std::int64_t nb) {
+  ExactValue out;
   int emin = std::numeric_limits<int>::max();
   for (std::int64_t blk = 0; blk < nb; ++blk) emin = std::min(emin, parts[blk].e);
   for (std::int64_t blk = 0; blk < nb; ++blk) {
-    const Part& pt = parts[blk];
+    const ScaledPart& pt = parts[blk];
     if (pt.p == 0) continue;
     // |p| < 2^75 and m < 2^48: the product fits in a signed __int128.
     const i128 prod = pt.p * i128(pt.m);
@@ -114,6 +111,35 @@ inline ExactValue exact_scaled_dot(Format fa, const std::uint8_t* a, std::int64_
   }
   out.exp = nb > 0 ? emin : 0;
   return out;
+}
+
+// Σ_b sa_b·sb_b·Σ_{k in block b} a_k·b_k with blocks of `block` along K (nsa == 1: one pair for
+// all of K; nscales == 0: unscaled). a and b are strided code arrays (B read along K in
+// either layout, wgrad's columns of dY and X).
+inline ExactValue exact_scaled_dot(Format fa, const std::uint8_t* a, std::int64_t a_stride,
+                                   Format fb, const std::uint8_t* b, std::int64_t b_stride,
+                                   std::int64_t K, const float* sa, const float* sb,
+                                   std::int64_t nscales, std::int64_t block) {
+  NonFinite nf;
+  // Per-block fixed-point partial sums, then combined at the smallest exponent.
+  ScaledPart parts_small[64];
+  std::vector<ScaledPart> parts_big;
+  const std::int64_t nb = nscales <= 1 ? 1 : nscales;
+  ScaledPart* parts = parts_small;
+  if (nb > 64) parts_big.resize(std::size_t(nb)), parts = parts_big.data();
+  for (std::int64_t blk = 0; blk < nb; ++blk) {
+    const std::int64_t k0 = nscales <= 1 ? 0 : blk * block;
+    const std::int64_t k1 = nscales <= 1 ? K : std::min(K, k0 + block);
+    const i128 acc = exact_block_sum(fa, a, a_stride, fb, b, b_stride, k0, k1, nf);
+    const float s0 = nscales == 0 ? 1.0f : sa[nscales <= 1 ? 0 : blk];
+    const float s1 = nscales == 0 ? 1.0f : sb[nscales <= 1 ? 0 : blk];
+    parts[blk] = scaled_part(acc, s0, s1);
+  }
+  ExactValue out;
+  if (nf.nan || (nf.pos_inf && nf.neg_inf)) return out.kind = ExactValue::nan, out;
+  if (nf.pos_inf) return out.kind = ExactValue::pos_inf, out;
+  if (nf.neg_inf) return out.kind = ExactValue::neg_inf, out;
+  return sum_of_parts(parts, nb);
 }
 
 // RNE of an exact value to a binary format with p significand bits (hidden bit included),

@@ -117,7 +117,7 @@ std::uint8_t table_expected(const ProfileCodec& codec, std::uint64_t bits, std::
   return oracle::table_oracle_encode(codec.format, d, codec.fp8, rand);
 }
 
-void check_table(std::int64_t variant, std::uint64_t seed) {
+void check_table(std::int64_t variant, std::uint64_t seed, Fingerprint& fp) {
   const TableVariant& v = table_variants()[std::size_t(variant)];
   const ProfileCodec codec = make_codec(v.profile, v.format, v.source, v.rounding);
   std::mt19937_64 rng(seed);
@@ -126,7 +126,7 @@ void check_table(std::int64_t variant, std::uint64_t seed) {
     const std::uint32_t rand = std::uint32_t(rng());
     const std::uint8_t got = codec.encode(bits, rand);
     const std::uint8_t want = table_expected(codec, bits, rand);
-    fold_result(&got, 1);
+    fp.fold(&got, 1);
     if (got != want)
       throw Violation("codec " + std::string(to_string(v.profile)) + " " +
                       std::string(to_string(v.source)) + "->" + std::string(to_string(v.format)) +

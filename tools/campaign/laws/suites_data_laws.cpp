@@ -36,10 +36,10 @@ ref::PadPlan draw_plan(std::mt19937_64& rng) {
   return ref::plan_padding(draw_sizes(rng, align), align, policy);
 }
 
-void law_map_counts(std::mt19937_64& rng) {
+void law_map_counts(std::mt19937_64& rng, Fingerprint& fp) {
   const ref::PadPlan plan = draw_plan(rng);
   const std::vector<std::int32_t> map = ref::padded_row_map(plan);
-  fold_result(map.data(), map.size() * 4);
+  fp.fold(map.data(), map.size() * 4);
   std::vector<std::int64_t> count(plan.sizes.size(), 0);
   std::int64_t padding = 0;
   for (const std::int32_t g : map) {
@@ -63,7 +63,7 @@ void law_map_counts(std::mt19937_64& rng) {
 
 // Every input row has a non-zero byte; the padded buffer's rows are the input rows in order,
 // found by skipping zero rows, and exactly capacity - rows_in rows are zero.
-void law_pad_rows(std::mt19937_64& rng) {
+void law_pad_rows(std::mt19937_64& rng, Fingerprint& fp) {
   const ref::PadPlan plan = draw_plan(rng);
   const std::int64_t rb = 1 + std::int64_t(rng() % 8);
   std::vector<std::uint8_t> in(std::size_t(plan.rows_in * rb));
@@ -71,7 +71,7 @@ void law_pad_rows(std::mt19937_64& rng) {
   for (std::int64_t r = 0; r < plan.rows_in; ++r) in[std::size_t(r * rb)] |= 1;
   std::vector<std::uint8_t> out(std::size_t(plan.capacity * rb), 0xA5);
   ref::pad_rows(plan, {in, plan.rows_in, rb}, {out, plan.capacity, rb});
-  fold_result(out.data(), out.size());
+  fp.fold(out.data(), out.size());
   std::int64_t next = 0, zero_rows = 0;
   for (std::int64_t r = 0; r < plan.capacity; ++r) {
     const auto row = out.begin() + r * rb;
@@ -99,7 +99,7 @@ std::uint8_t finite_e4m3(std::mt19937_64& rng) {
 }
 
 // Group g empty, and the same with m all-zero rows inserted for g: dW[g] must agree.
-void law_wgrad_empty(std::mt19937_64& rng) {
+void law_wgrad_empty(std::mt19937_64& rng, Fingerprint& fp) {
   const std::int64_t N = 1 + std::int64_t(rng() % 8), K = 1 + std::int64_t(rng() % 8);
   std::vector<std::int64_t> sizes = draw_sizes(rng, 4);
   const std::size_t g = rng() % sizes.size();
@@ -126,7 +126,7 @@ void law_wgrad_empty(std::mt19937_64& rng) {
     dw[zero_rows].resize(c.size());
     ref::grouped_gemm_wgrad(op, offs, model, dw[zero_rows], {});
   }
-  fold_result(dw[0].data(), dw[0].size() * 4);
+  fp.fold(dw[0].data(), dw[0].size() * 4);
   for (std::int64_t e = std::int64_t(g) * N * K; e < std::int64_t(g + 1) * N * K; ++e)
     if (std::bit_cast<std::uint32_t>(dw[0][std::size_t(e)]) !=
         std::bit_cast<std::uint32_t>(dw[1][std::size_t(e)]))
@@ -136,15 +136,15 @@ void law_wgrad_empty(std::mt19937_64& rng) {
                       hex(std::bit_cast<std::uint32_t>(dw[1][std::size_t(e)])));
 }
 
-void check_data_law(std::int64_t law, std::uint64_t seed) {
+void check_data_law(std::int64_t law, std::uint64_t seed, Fingerprint& fp) {
   std::mt19937_64 rng(seed);
   for (int i = 0; i < 4; ++i) {
     if (law == 0)
-      law_map_counts(rng);
+      law_map_counts(rng, fp);
     else if (law == 1)
-      law_pad_rows(rng);
+      law_pad_rows(rng, fp);
     else
-      law_wgrad_empty(rng);
+      law_wgrad_empty(rng, fp);
   }
 }
 

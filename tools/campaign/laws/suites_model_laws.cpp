@@ -91,9 +91,9 @@ void broken(std::int64_t law, const LawCase& c, const std::string& what, float g
 // Unscaled hopper_unpromoted over one slice is one chain of wgmma steps: every step result, the
 // last one included, is normalised and truncated to 14 significant bits, so a normal result has
 // its 10 low mantissa bits clear (docs/models.md, wgmma step).
-void law_fourteen_bits(const LawCase& c) {
+void law_fourteen_bits(const LawCase& c, Fingerprint& fp) {
   const float z = run(AccumulationModel::hopper_unpromoted, c, 0, c.K);
-  fold_result(&z, sizeof z);
+  fp.fold(&z, sizeof z);
   const std::uint32_t u = std::bit_cast<std::uint32_t>(z);
   if (std::isnormal(z) && (u & 0x3FFu) != 0)
     broken(0, c, "hopper_unpromoted", z, std::bit_cast<float>(u & ~0x3FFu));
@@ -101,7 +101,7 @@ void law_fourteen_bits(const LawCase& c) {
 
 // The promoted f32 sum starts a chain from +0 at every 128 of K: the whole run equals the f32
 // left fold of each 128-block run alone.
-void law_promotion(const LawCase& c) {
+void law_promotion(const LawCase& c, Fingerprint& fp) {
   const AccumulationModel m = AccumulationModel::hopper_promoted_tensorwise;
   float want = 0.0f;
   for (std::int64_t k = 0; k < c.K; k += 128) {
@@ -109,14 +109,14 @@ void law_promotion(const LawCase& c) {
     want = k == 0 ? t : want + t;
   }
   const float got = run(m, c, 0, c.K);
-  fold_result(&got, sizeof got);
+  fp.fold(&got, sizeof got);
   if (std::bit_cast<std::uint32_t>(got) != std::bit_cast<std::uint32_t>(want))
     broken(1, c, "hopper_promoted_tensorwise", got, want);
 }
 
 // Split-K: slice s covers 128-blocks [s·L, (s+1)·L); the run equals the f32 left fold, in slice
 // order, of each slice run alone. The second slice cancels the first, so order matters.
-void law_slices(const LawCase& c0, std::mt19937_64& rng) {
+void law_slices(const LawCase& c0, std::mt19937_64& rng, Fingerprint& fp) {
   const std::int64_t L = 1 + std::int64_t(rng() % 2), S = 3 + std::int64_t(rng() % 3);
   LawCase c = c0;
   c.K = std::min(c0.K, L * S * 128);
@@ -143,25 +143,25 @@ void law_slices(const LawCase& c0, std::mt19937_64& rng) {
     want = k == 0 ? t : want + t;
   }
   const float got = run(m, c, 0, c.K, kUnitScales, split);
-  fold_result(&got, sizeof got);
+  fp.fold(&got, sizeof got);
   if (std::bit_cast<std::uint32_t>(got) != std::bit_cast<std::uint32_t>(want))
     broken(2, c, std::string(to_string(m)) + " " + split.str(), got, want);
 }
 
 // Rowwise epilogue: out = RN(sa·RN(sb·acc)), acc the unscaled run.
-void law_rowwise(const LawCase& c, std::mt19937_64& rng) {
+void law_rowwise(const LawCase& c, std::mt19937_64& rng, Fingerprint& fp) {
   const AccumulationModel m = AccumulationModel::hopper_promoted_rowwise;
   const float sa = full_scale(rng), sb = full_scale(rng);
   const float acc = run(m, c, 0, c.K);
   const float want = sa * (sb * acc);
   const float got = run(m, c, 0, c.K, ElementScales{&sa, &sb, false});
-  fold_result(&got, sizeof got);
+  fp.fold(&got, sizeof got);
   if (std::bit_cast<std::uint32_t>(got) != std::bit_cast<std::uint32_t>(want))
     broken(3, c, "hopper_promoted_rowwise", got, want);
 }
 
 // Blockwise: acc = fmaf(RN(sa_b·sb_b), T_b, acc) from +0, T_b the unscaled run of block b alone.
-void law_blockwise(const LawCase& c, std::mt19937_64& rng) {
+void law_blockwise(const LawCase& c, std::mt19937_64& rng, Fingerprint& fp) {
   const std::int64_t nb = ceil_div(c.K, 128);
   std::vector<float> sa(static_cast<std::size_t>(nb)), sb(static_cast<std::size_t>(nb));
   for (std::int64_t b = 0; b < nb; ++b)
@@ -174,34 +174,34 @@ void law_blockwise(const LawCase& c, std::mt19937_64& rng) {
   }
   const float got = run(AccumulationModel::hopper_promoted_blockwise, c, 0, c.K,
                         ElementScales{sa.data(), sb.data(), true, kScaleBlockK});
-  fold_result(&got, sizeof got);
+  fp.fold(&got, sizeof got);
   if (std::bit_cast<std::uint32_t>(got) != std::bit_cast<std::uint32_t>(want))
     broken(4, c, "hopper_promoted_blockwise", got, want);
 }
 
 // mma.sync adds its C last, in f32 RN: step(a, b, c) = RN(c + step(a, b, +0)).
-void law_mma_sync(const LawCase& c, std::mt19937_64& rng) {
+void law_mma_sync(const LawCase& c, std::mt19937_64& rng, Fingerprint& fp) {
   const int n = 1 + int(rng() % 32);
   const float acc = std::ldexp(full_scale(rng), int(rng() % 16) - 8) * (rng() & 1 ? 1.0f : -1.0f);
   const float got = hopper_mma_sync_step(c.a.data(), c.b.data(), n, Format::e4m3, c.fb, acc);
   const float want =
       acc + hopper_mma_sync_step(c.a.data(), c.b.data(), n, Format::e4m3, c.fb, 0.0f);
-  fold_result(&got, sizeof got);
+  fp.fold(&got, sizeof got);
   if (std::bit_cast<std::uint32_t>(got) != std::bit_cast<std::uint32_t>(want))
     broken(5, c, "hopper_mma_sync_step", got, want);
 }
 
-void check_law(std::int64_t law, std::uint64_t seed) {
+void check_law(std::int64_t law, std::uint64_t seed, Fingerprint& fp) {
   std::mt19937_64 rng(seed);
   for (int i = 0; i < 4; ++i) {
     const LawCase c = draw_blocks(rng, 2 + std::int64_t(rng() % 7));
     switch (law) {
-      case 0: law_fourteen_bits(c); break;
-      case 1: law_promotion(c); break;
-      case 2: law_slices(c, rng); break;
-      case 3: law_rowwise(c, rng); break;
-      case 4: law_blockwise(c, rng); break;
-      default: law_mma_sync(c, rng); break;
+      case 0: law_fourteen_bits(c, fp); break;
+      case 1: law_promotion(c, fp); break;
+      case 2: law_slices(c, rng, fp); break;
+      case 3: law_rowwise(c, rng, fp); break;
+      case 4: law_blockwise(c, rng, fp); break;
+      default: law_mma_sync(c, rng, fp); break;
     }
   }
 }

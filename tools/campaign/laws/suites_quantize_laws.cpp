@@ -90,7 +90,7 @@ float to_source(float x, Source src) {
 
 // Law 1: each code is the nearest code of RN(x·factor) (or x / factor) of its block, the
 // factor and scale being the library's own block_scale of the block's amax.
-void law_codes(const LawRecipe& v, std::mt19937_64& rng) {
+void law_codes(const LawRecipe& v, std::mt19937_64& rng, Fingerprint& fp) {
   const Recipe& r = v.recipe;
   const Source src = rng() & 1 ? Source::bf16 : Source::f32;
   const std::int64_t blk = is_mx(r.kind) ? 32 : 128, n = 1 + std::int64_t(rng() % (3 * blk));
@@ -117,7 +117,7 @@ void law_codes(const LawRecipe& v, std::mt19937_64& rng) {
                                1};
   const ref::Quantized q =
       ref::quantize(view, r, is_mx(r.kind) ? BlockGeometry::b1x32 : BlockGeometry::b1x128);
-  fold_result(q.codes.data(), q.codes.size());
+  fp.fold(q.codes.data(), q.codes.size());
   for (std::int64_t b0 = 0; b0 < n; b0 += blk) {
     float amax = 0.0f;
     for (std::int64_t j = b0; j < std::min(n, b0 + blk); ++j)
@@ -138,13 +138,13 @@ void law_codes(const LawRecipe& v, std::mt19937_64& rng) {
 }
 
 // Law 2: scale laws on drawn amax pairs (monotone; clamp and epsilon; RCEIL; MX floor / ceil).
-void law_scales(const LawRecipe& v, std::mt19937_64& rng) {
+void law_scales(const LawRecipe& v, std::mt19937_64& rng, Fingerprint& fp) {
   const Recipe& r = v.recipe;
   const Source src = Source::bf16;
   const float clamp = r.kind == RecipeKind::deepgemm ? 1e-4f : r.epsilon;
   const float a1 = draw_block_amax(rng), a2 = rng() % 3 == 0 ? clamp : draw_block_amax(rng);
   const BlockScale s1 = block_scale(r, a1, src), s2 = block_scale(r, a2, src);
-  fold_result(&s1.s, sizeof s1.s);
+  fp.fold(&s1.s, sizeof s1.s);
   if (a1 > 0 && a2 > 0 && (a1 < a2) != (a2 < a1) && ((a1 < a2) ? s1.s > s2.s : s2.s > s1.s))
     law_broken(v, "scale not monotone: amax " + f32_text(a1) + " -> s " + f32_text(s1.s) +
                       ", amax " + f32_text(a2) + " -> s " + f32_text(s2.s));
@@ -172,11 +172,11 @@ void law_scales(const LawRecipe& v, std::mt19937_64& rng) {
   }
 }
 
-void check_quantize_law(std::int64_t variant, std::uint64_t seed) {
+void check_quantize_law(std::int64_t variant, std::uint64_t seed, Fingerprint& fp) {
   const LawRecipe& v = law_recipes()[std::size_t(variant)];
   std::mt19937_64 rng(seed);
-  law_codes(v, rng);
-  for (int i = 0; i < 16; ++i) law_scales(v, rng);
+  law_codes(v, rng, fp);
+  for (int i = 0; i < 16; ++i) law_scales(v, rng, fp);
 }
 
 }  // namespace

@@ -1,0 +1,527 @@
+// The lanes of numerics/models/blackwell_step_tile.h: a Blackwell instruction tile evaluated W
+// outputs at a time (W consecutive columns of B, one output per lane; 8 lanes in the AVX2 copy,
+// 16 in the AVX-512 copy), R rows of A per pass so that each load of B's columns serves R rows.
+// Every rule is the single-step model's (numerics/models/blackwell_step.h, steps 2-4;
+// docs/models.md "Blackwell"), computed without a branch per lane:
+//  - E: the largest exponent sum over the products, as the f32 maximum of 2^e_a · 2^e_b (exact
+//    powers of two, 0 for a zero code); "all products non-zero" and "some product non-zero" from
+//    masks of the non-zero elements of the row and the column;
+//  - step 3 (k32): trunc(a_k·b_k·2^u) as f32 multiplies and a conversion to int32 (exact as in
+//    detail::truncated_sum), summed in two int32 halves of 16 terms (each below 2^27);
+//    k64: the 16 products of a group summed exactly in f32 (integers below 2^12), each group term
+//    sig·2^sh truncated through an f32 (sh <= 0) and scaled exactly (sh > 0: an f32 below 2^53);
+//  - step 4: the integer sum (below 2^50) is exact in f64, and so is its scaling by 2^(E - F);
+//    RZ-FP32 is the RNE conversion stepped one code toward zero where it went past the value;
+//    RNE-FP16 rounds the round-to-odd f32 on its bits.
+// A lane whose step takes a branch of the single-step model (a NaN / Inf operand, scale or C, or a
+// product scale 2^u below 2^-100) is recomputed by that model after the pass.
+// Lane masks (-1 / 0) come from arithmetic shifts and are applied with bit operations: GCC 12
+// lowers vector comparisons and ?: on AVX-512 lanes piecewise (their results are mask registers);
+// the only ?: left are plain max / min. No function takes or returns a lane vector by value (no
+// vector ABI is involved).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "numerics/models/blackwell_step.h"
+#include "numerics/models/wgmma_step.h"  // StepIsa, FP8REF_TARGET_AVX2 / AVX512, ALWAYS_INLINE
+
+namespace fp8ref {
+namespace detail {
+
+template <int W>
+struct BwLanes {
+  typedef float F __attribute__((vector_size(4 * W)));
+  typedef std::int32_t I __attribute__((vector_size(4 * W)));
+  typedef std::uint32_t U __attribute__((vector_size(4 * W)));
+  typedef std::uint16_t H16 __attribute__((vector_size(2 * W)));
+  typedef double D __attribute__((vector_size(8 * W)));
+};
+
+// -1 where x != 0, else 0 (any int32 bits; computed unsigned so that nothing overflows).
+template <class I>
+FP8REF_ALWAYS_INLINE void mask_nonzero(I& m, const I& x) {
+  typedef std::uint32_t UV __attribute__((vector_size(sizeof(I))));
+  const UV u = (UV)x;
+  m = (I)(u | -u) >> 31;
+}
+// out = m ? a : b, lane by lane, for a mask m of -1 / 0.
+template <class I>
+FP8REF_ALWAYS_INLINE void select(I& out, const I& m, const I& a, const I& b) {
+  const I r = b ^ ((a ^ b) & m);
+  out = r;
+}
+template <class To, class From>
+FP8REF_ALWAYS_INLINE void bits_of(To& out, const From& x) {
+  static_assert(sizeof(To) == sizeof(From));
+  std::memcpy(&out, &x, sizeof out);
+}
+
+// The columns of B for the lanes, in blocks of W columns: element k of column j at
+// (j / W · K + k) · W + j % W (the last block padded with zero columns); per column (K = 1; k64:
+// K = 4 groups) the mask of its non-zero elements, its scale, and -1 where the column needs the
+// single-step model (a NaN / Inf code or a NaN scale; its lanes compute on zeros).
+struct BwColumns {
+  int W = 1, K = 0;
+  std::vector<float> val;             // k32: the value; k64: 2·value
+  std::vector<float> p2;              // k32: 2^(step 2's exponent), 0 for a zero
+  std::vector<std::int32_t> nz;       // k32: bit k; k64: bit k - 16g of group g
+  std::vector<std::int32_t> s_exp;    // k32 mx: the e8m0 code; k64: the scale's exponent
+  std::vector<float> s_sig;           // k64: the scale's significand (integer)
+  std::vector<std::int32_t> special;  // per column
+  int s_man = 0;                      // k64: mantissa bits of the scale format
+  std::size_t at(int j, int k, int k_count) const {
+    return (std::size_t(j / W) * std::size_t(k_count) + std::size_t(k)) * std::size_t(W) +
+           std::size_t(j % W);
+  }
+};
+
+inline float pow2_f32(int e) { return std::bit_cast<float>(std::uint32_t(e + 127) << 23); }
+
+// Fills t (reusing its storage) with the columns of a k32 tile; sb: the columns' e8m0 scales or
+// null.
+inline void bw_columns32(const std::vector<Operand32>& cols, const std::uint8_t* sb, int W,
+                         BwColumns& t) {
+  t.W = W, t.K = kBlackwellStepK;
+  const int n = int(cols.size()), blocks = (n + W - 1) / W;
+  t.val.assign(std::size_t(blocks) * t.K * W, 0.0f);
+  t.p2.assign(t.val.size(), 0.0f);
+  t.nz.assign(std::size_t(blocks) * W, 0);
+  t.s_exp.assign(t.nz.size(), 127);
+  t.special.assign(t.nz.size(), 0);
+  for (int j = 0; j < n; ++j) {
+    const Operand32& c = cols[std::size_t(j)];
+    float* val = t.val.data() + t.at(j, 0, t.K);
+    float* p2 = t.p2.data() + t.at(j, 0, t.K);
+    std::uint32_t nz = 0;
+    for (int k = 0; c.finite && k < t.K; ++k) {
+      val[k * W] = c.val[k];
+      p2[k * W] = c.val[k] != 0.0f ? pow2_f32(c.exp[k]) : 0.0f;
+      nz |= std::uint32_t(c.val[k] != 0.0f) << k;
+    }
+    t.nz[std::size_t(j)] = std::int32_t(nz);
+    const bool nan_scale = sb != nullptr && sb[j] == E8m0Traits::kNan;
+    if (sb != nullptr && !nan_scale) t.s_exp[std::size_t(j)] = sb[j];
+    t.special[std::size_t(j)] = !c.finite || nan_scale ? -1 : 0;
+  }
+}
+
+// A row of A for the lanes (finite codes): 2^(step 2's exponent) per element (0 for a zero) and
+// the mask of its non-zero elements; a pass takes R of them.
+struct BwRow32 {
+  float p2[kBlackwellStepK];
+  std::int32_t nz;
+};
+inline BwRow32 bw_row32(const Operand32& a) {
+  BwRow32 row{};
+  for (int k = 0; k < kBlackwellStepK; ++k) {
+    row.p2[k] = a.val[k] != 0.0f ? pow2_f32(a.exp[k]) : 0.0f;
+    row.nz |= std::int32_t(std::uint32_t(a.val[k] != 0.0f) << k);
+  }
+  return row;
+}
+template <int R>
+struct BwRows32 {
+  const Operand32* op[R];
+  const BwRow32* pre[R];
+  std::int32_t s_exp[R];  // mx: the e8m0 code of the row's scale
+};
+
+// Lanes [h·V, h·V + V) of a W-lane vector as a V-lane vector (V = W / 2: an f64 vector of V
+// lanes is one register).
+template <class Half, class Full>
+FP8REF_ALWAYS_INLINE void half_of(const Full& x, int h, Half& out) {
+  std::memcpy(&out, reinterpret_cast<const char*>(&x) + h * sizeof(Half), sizeof(Half));
+}
+
+// 2^e as an f32 vector, e in [-126, 127].
+template <class I, class F>
+FP8REF_ALWAYS_INLINE void pow2_lanes(const I& e, F& out) {
+  const I bits = (e + 127) << 23;
+  bits_of(out, bits);
+}
+
+// x·2^q in f64 (exact: x an integer below 2^53, q in [-200, 250]), 2^q as two f32 factors.
+template <int V>
+FP8REF_ALWAYS_INLINE void scale_f64_lanes(typename BwLanes<V>::D& x,
+                                          const typename BwLanes<V>::I& q) {
+  using I = typename BwLanes<V>::I;
+  using F = typename BwLanes<V>::F;
+  using D = typename BwLanes<V>::D;
+  I q1 = q < -126 ? I{} - 126 : q;
+  q1 = q1 > 127 ? I{} + 127 : q1;
+  F f1, f2;
+  pow2_lanes(q1, f1);
+  pow2_lanes(I(q - q1), f2);
+  x = x * __builtin_convertvector(f1, D) * __builtin_convertvector(f2, D);
+}
+
+// RZ-FP32 bits of the exact f64 v: the RNE conversion, one code toward zero where it went past v
+// (v - RNE(v) is exact, and its product with v is negative then, +0 when v is exact); ±Inf from
+// 2^128 (step 4: an exponent above 127), told by the sign of v·v - 2^256 (v·v rounds below 2^256
+// when |v| < 2^128).
+template <int V>
+FP8REF_ALWAYS_INLINE void rz_f32_lanes(const typename BwLanes<V>::D& v,
+                                       typename BwLanes<V>::I& bits) {
+  using I = typename BwLanes<V>::I;
+  using F = typename BwLanes<V>::F;
+  using D = typename BwLanes<V>::D;
+  const F hi = __builtin_convertvector(v, F);
+  const D past = (v - __builtin_convertvector(hi, D)) * v + 0.0;  // an exact v: +0, not -0
+  const F past_f = __builtin_convertvector(past, F),
+          big_f = __builtin_convertvector(v * v - 0x1p256, F);
+  I past_bits, big_bits;
+  bits_of(bits, hi), bits_of(past_bits, past_f), bits_of(big_bits, big_f);
+  bits += past_bits >> 31;
+  const I inf = (bits & static_cast<std::int32_t>(0x80000000u)) | 0x7F800000;
+  select(bits, ~(big_bits >> 31), inf, bits);
+}
+
+// Step 4, RZ-FP32 of the exact integer sum times 2^q into out[0, V): zero is +0.
+template <int V>
+FP8REF_ALWAYS_INLINE void finish_rz_f32_lanes(const typename BwLanes<V>::D& sum,
+                                              const typename BwLanes<V>::I& q, float* out) {
+  using I = typename BwLanes<V>::I;
+  typename BwLanes<V>::D x = sum;
+  scale_f64_lanes<V>(x, q);
+  I bits, nonzero;
+  rz_f32_lanes<V>(x, bits);
+  mask_nonzero(nonzero, I(bits & 0x7FFFFFFF));
+  bits &= nonzero;  // -0 -> +0
+  std::memcpy(out, &bits, sizeof bits);
+}
+
+// Step 4 with an f16 accumulator, RNE-FP16 of sum·2^q: RZ to f32 with the lost bits ORed into
+// the last place (round to odd: 24 bits, at least 2 more than f16's 11, so that the second
+// rounding is the single RNE; x - RZ(x) is exact and, where it matters, above 2^-47), then
+// f32 -> f16 RNE on the bits (subnormal below 2^-14, ±Inf from 65520); zero is +0.
+template <int V>
+FP8REF_ALWAYS_INLINE void finish_rne_f16_lanes(const typename BwLanes<V>::D& sum,
+                                               const typename BwLanes<V>::I& q,
+                                               std::uint16_t* out) {
+  using I = typename BwLanes<V>::I;
+  using F = typename BwLanes<V>::F;
+  using D = typename BwLanes<V>::D;
+  D x = sum;
+  scale_f64_lanes<V>(x, q);
+  I bits, lost_bits, lost, subnormal, nonzero, h;
+  rz_f32_lanes<V>(x, bits);
+  F r;
+  bits_of(r, bits);
+  const F lost_f = __builtin_convertvector(x - __builtin_convertvector(r, D), F);
+  bits_of(lost_bits, lost_f);
+  mask_nonzero(lost, I(lost_bits & 0x7FFFFFFF));
+  bits |= lost & 1;
+  const I a = bits & 0x7FFFFFFF, sign = (bits >> 16) & 0x8000;
+  I normal = (a - 0x38000000 + 0xFFF + ((a >> 13) & 1)) >> 13;  // re-biased RNE, 2^-14 <= |x|
+  normal = normal > 0x7C00 ? I{} + 0x7C00 : normal;
+  F small;
+  bits_of(small, a);
+  small = small * 0x1p24f;
+  small = (small + 0x1p23f) - 0x1p23f;  // RNE to a multiple of 2^-24 (below 2^10: exact)
+  subnormal = (a - 0x38800000) >> 31;
+  select(h, subnormal, __builtin_convertvector(small, I), normal);
+  mask_nonzero(nonzero, h);
+  h |= sign & nonzero;
+  for (int l = 0; l < V; ++l) out[l] = std::uint16_t(h[l]);
+}
+
+// Step 3's truncation of a term sig·2^sh (sig an integer below 2^24 in magnitude, as an f32):
+// trunc(sig·2^min(sh, 0)) through an f32 (exact: at most 24 bits), times 2^max(sh, 0) (exact:
+// below 2^53 here, 24 significant bits).
+template <class I, class F>
+FP8REF_ALWAYS_INLINE void shifted_term_lanes(const F& sig, const I& sh, F& out) {
+  I up = sh < 0 ? I{} : sh, down = sh > 0 ? I{} : sh;
+  up = up > 100 ? I{} + 100 : up;
+  down = down < -126 ? I{} - 126 : down;
+  F p_up, p_down;
+  pow2_lanes(up, p_up);
+  pow2_lanes(down, p_down);
+  out = __builtin_convertvector(__builtin_convertvector(sig * p_down, I), F) * p_up;
+}
+
+// C of W lanes as step 2's term: magnitude of the significand (24 bits; f16: 11 bits scaled to
+// 24), exponent of its leading bit (subnormals at -126 / -14), and masks: negative, NaN / Inf.
+template <int W, bool F16>
+FP8REF_ALWAYS_INLINE void c_lanes(const std::conditional_t<F16, std::uint16_t, float>* c,
+                                  typename BwLanes<W>::I& mag, typename BwLanes<W>::I& exp,
+                                  typename BwLanes<W>::I& neg, typename BwLanes<W>::I& special) {
+  using I = typename BwLanes<W>::I;
+  I cu, normal, not_special;
+  if constexpr (F16) {
+    typename BwLanes<W>::H16 c16;
+    std::memcpy(&c16, c, sizeof c16);
+    cu = __builtin_convertvector(c16, I);
+    const I field = (cu >> 10) & 0x1F, man = cu & 0x3FF;
+    mask_nonzero(normal, field);
+    mag = (man | (normal & 1024)) << 13;
+    select(exp, normal, I(field - 15), I{} - 14);
+    neg = (cu << 16) >> 31;
+    mask_nonzero(not_special, I(field ^ 0x1F));
+  } else {
+    std::memcpy(&cu, c, sizeof cu);
+    const I field = (cu >> 23) & 0xFF, man = cu & 0x7FFFFF;
+    mask_nonzero(normal, field);
+    mag = man | (normal & 0x800000);
+    select(exp, normal, I(field - 127), I{} - 126);
+    neg = cu >> 31;
+    mask_nonzero(not_special, I(field ^ 0xFF));
+  }
+  special = ~not_special;
+}
+
+// Bit l set where lane l of the mask m is -1 (most passes have none: one OR over words first).
+template <class I>
+FP8REF_ALWAYS_INLINE std::uint32_t lane_bits(const I& m) {
+  std::uint64_t words[sizeof(I) / 8], any = 0;
+  std::memcpy(words, &m, sizeof words);
+  for (std::size_t w = 0; w < sizeof(I) / 8; ++w) any |= words[w];
+  if (any == 0) return 0;
+  std::uint32_t bits = 0;
+  for (int l = 0; l < int(sizeof(I) / 4); ++l) bits |= std::uint32_t(m[l] & 1) << l;
+  return bits;
+}
+
+// E, C's truncated term and the product scale 2^u of a k32 pass's lanes; returns the lanes that
+// the single-step model must redo.
+template <int W, int Mode>
+FP8REF_ALWAYS_INLINE std::uint32_t lanes32_terms(
+    const typename BwLanes<W>::I& p_max_bits, const typename BwLanes<W>::I& nz,
+    const typename BwLanes<W>::I& scale_exp, const typename BwLanes<W>::I& col_special,
+    const std::conditional_t<Mode == 1, std::uint16_t, float>* c, typename BwLanes<W>::I& e_max,
+    typename BwLanes<W>::I& cs, typename BwLanes<W>::F& unit) {
+  using I = typename BwLanes<W>::I;
+  constexpr int kF = kBlackwellFractionBits;
+  constexpr int kZero = Mode == 1 ? kZeroTermExpF16 : kZeroTermExp;
+  I cmag, cexp, cneg, cspecial, some, not_all, c_nonzero;
+  c_lanes<W, Mode == 1>(c, cmag, cexp, cneg, cspecial);
+  mask_nonzero(some, nz);
+  mask_nonzero(not_all, I(~nz));
+  mask_nonzero(c_nonzero, cmag);
+  const I pm = (p_max_bits >> 23) - 127 + scale_exp;
+  I e;
+  select(e, c_nonzero, cexp, I{} - (1 << 30));
+  select(e, some & ((e - pm) >> 31), pm, e);                                // products' E
+  select(e, (~c_nonzero | not_all) & ((e - kZero) >> 31), I{} + kZero, e);  // e_zero
+  e_max = e;
+  I u = scale_exp + kF - e;
+  const I low = (u + 100) >> 31;
+  const std::uint32_t redo = lane_bits(I(col_special | cspecial | (some & low)));
+  select(u, low, I{} - 100, u);
+  const I unit_bits = ((u & some) + 127) << 23;
+  bits_of(unit, unit_bits);
+  // C truncated to F fraction bits below E: a shift by F - 23 + c_exp - E <= 2.
+  I sh = (kF - 23) + cexp - e;
+  sh = sh > kF - 23 ? I{} + (kF - 23) : sh;
+  I left = sh < 0 ? I{} : sh, right = -sh;
+  right = right < 0 ? I{} : right;
+  right = right > 31 ? I{} + 31 : right;
+  const I cm = (cmag << left) >> right;
+  select(cs, cneg, I(-cm), cm);
+  return redo;
+}
+
+// Outputs (i .. i + R, j0 .. j0 + W) of a k32 kind (Mode 0: f8f6f4 f32, 1: f8f6f4 f16, 2:
+// mxf8f6f4 block32) into d (row stride `stride`); redo[r]: the lanes of row r that the
+// single-step model must redo.
+template <int W, int R, int Mode>
+FP8REF_ALWAYS_INLINE void lanes32(const BwRows32<R>& rows, const BwColumns& t, int j0,
+                                  const std::conditional_t<Mode == 1, std::uint16_t, float>* c,
+                                  std::conditional_t<Mode == 1, std::uint16_t, float>* d,
+                                  std::size_t stride, std::uint32_t (&redo)[R]) {
+  using I = typename BwLanes<W>::I;
+  using F = typename BwLanes<W>::F;
+  constexpr int K = kBlackwellStepK, kF = kBlackwellFractionBits;
+  const std::size_t blk = std::size_t(j0 / W) * K * W;
+  const float* vb = t.val.data() + blk;
+  const float* pb = t.p2.data() + blk;
+  I nzb, col_special, sexp_b, x;
+  std::memcpy(&nzb, t.nz.data() + j0, sizeof nzb);
+  std::memcpy(&sexp_b, t.s_exp.data() + j0, sizeof sexp_b);
+  std::memcpy(&col_special, t.special.data() + j0, sizeof col_special);
+  // Step 2: the largest 2^(e_a + e_b) (non-negative f32: its bits order as integers).
+  I p_max[R];
+  F y;
+  for (int r = 0; r < R; ++r) p_max[r] = I{};
+  for (int k = 0; k < K; ++k) {
+    std::memcpy(&y, pb + k * W, sizeof y);
+    for (int r = 0; r < R; ++r) {
+      bits_of(x, F(rows.pre[r]->p2[k] * y));
+      p_max[r] = p_max[r] > x ? p_max[r] : x;
+    }
+  }
+  F unit[R];
+  I e_max[R], cs[R];
+  for (int r = 0; r < R; ++r) {
+    const I scale_exp = Mode == 2 ? sexp_b + (rows.s_exp[r] - 254) : I{};
+    redo[r] = lanes32_terms<W, Mode>(p_max[r], I(nzb & rows.pre[r]->nz), scale_exp, col_special,
+                                     c + r * stride, e_max[r], cs[r], unit[r]);
+  }
+  // Step 3: two int32 halves of 16 truncated terms each (|term| < 2^27).
+  I acc0[R], acc1[R];
+  for (int r = 0; r < R; ++r) acc0[r] = I{}, acc1[r] = I{};
+  for (int k = 0; k < K / 2; ++k) {
+    std::memcpy(&y, vb + k * W, sizeof y);
+    for (int r = 0; r < R; ++r)
+      acc0[r] += __builtin_convertvector(rows.op[r]->val[k] * y * unit[r], I);
+  }
+  for (int k = K / 2; k < K; ++k) {
+    std::memcpy(&y, vb + k * W, sizeof y);
+    for (int r = 0; r < R; ++r)
+      acc1[r] += __builtin_convertvector(rows.op[r]->val[k] * y * unit[r], I);
+  }
+  // Step 4 on half vectors (V lanes of f64 are one register): the sum is exact in f64.
+  constexpr int V = W / 2;
+  using H = BwLanes<V>;
+  for (int r = 0; r < R; ++r) {
+    I q = e_max[r] - kF;
+    q = q < -200 ? I{} - 200 : q;
+    q = q > 250 ? I{} + 250 : q;
+    for (int h = 0; h < 2; ++h) {
+      typename H::I c_h, a0, a1, q_h;
+      half_of(cs[r], h, c_h), half_of(acc0[r], h, a0), half_of(acc1[r], h, a1), half_of(q, h, q_h);
+      const typename H::D sum = __builtin_convertvector(c_h, typename H::D) +
+                                __builtin_convertvector(a0, typename H::D) +
+                                __builtin_convertvector(a1, typename H::D);
+      if constexpr (Mode == 1)
+        finish_rne_f16_lanes<V>(sum, q_h, d + r * stride + h * V);
+      else
+        finish_rz_f32_lanes<V>(sum, q_h, d + r * stride + h * V);
+    }
+  }
+}
+
+// k64 (kind::mxf4 / mxf4nvf4): B's columns as 2·value per element, per group of 16 the mask of
+// its non-zero elements and its block scale (significand, exponent).
+inline void bw_columns_e2m1(const std::vector<OperandE2m1x64>& cols, Format scale, int W,
+                            BwColumns& t) {
+  constexpr int G = kBlackwellMxf4StepK / kBlackwellMxf4GroupK;
+  t.W = W, t.K = kBlackwellMxf4StepK, t.s_man = elem_man(scale);
+  const int n = int(cols.size()), blocks = (n + W - 1) / W;
+  t.val.assign(std::size_t(blocks) * t.K * W, 0.0f);
+  t.nz.assign(std::size_t(blocks) * G * W, 0);
+  t.s_sig.assign(t.nz.size(), 0.0f), t.s_exp.assign(t.nz.size(), 0);
+  t.special.assign(std::size_t(blocks) * W, 0);
+  for (int j = 0; j < n; ++j) {
+    const OperandE2m1x64& c = cols[std::size_t(j)];
+    float* val = t.val.data() + t.at(j, 0, t.K);
+    const std::size_t g0 = t.at(j, 0, G);
+    for (int g = 0; g < G; ++g) {
+      std::int32_t nz = 0;
+      for (int kk = 0; kk < kBlackwellMxf4GroupK; ++kk) {
+        const int k = g * kBlackwellMxf4GroupK + kk;
+        val[k * W] = float(c.twice[k]);
+        nz |= std::int32_t(c.twice[k] != 0) << kk;
+      }
+      t.nz[g0 + std::size_t(g * W)] = nz;
+      t.s_sig[g0 + std::size_t(g * W)] = c.scales_finite ? float(c.scale[g].sig) : 0.0f;
+      t.s_exp[g0 + std::size_t(g * W)] = c.scales_finite ? c.scale[g].exp : 0;
+    }
+    t.special[std::size_t(j)] = c.scales_finite ? 0 : -1;
+  }
+}
+
+// A k64 row of A for the lanes: 2·value per element as f32, per group the mask of its non-zero
+// elements; a pass takes R of them.
+struct BwRowE2m1 {
+  float twice[kBlackwellMxf4StepK];
+  std::int32_t nz[kBlackwellMxf4StepK / kBlackwellMxf4GroupK];
+};
+inline BwRowE2m1 bw_row_e2m1(const OperandE2m1x64& a) {
+  BwRowE2m1 row{};
+  for (int k = 0; k < kBlackwellMxf4StepK; ++k) {
+    row.twice[k] = float(a.twice[k]);
+    row.nz[k / kBlackwellMxf4GroupK] |= std::int32_t(a.twice[k] != 0) << (k % kBlackwellMxf4GroupK);
+  }
+  return row;
+}
+template <int R>
+struct BwRowsE2m1 {
+  const OperandE2m1x64* op[R];
+  const BwRowE2m1* pre[R];
+};
+
+// Outputs (i .. i + R, j0 .. j0 + W) of kind::mxf4 / mxf4nvf4 (rows with finite scales).
+template <int W, int R>
+FP8REF_ALWAYS_INLINE void lanes_e2m1(const BwRowsE2m1<R>& rows, const BwColumns& t, int j0,
+                                     const float* c, float* d, std::size_t stride,
+                                     std::uint32_t (&redo)[R]) {
+  using I = typename BwLanes<W>::I;
+  using F = typename BwLanes<W>::F;
+  constexpr int K = kBlackwellMxf4StepK, GK = kBlackwellMxf4GroupK, G = K / GK;
+  constexpr int kF = kBlackwellMxf4FractionBits;
+  const float* vb = t.val.data() + std::size_t(j0 / W) * K * W;
+  const std::size_t sblk = std::size_t(j0 / W) * G * W;
+  I cmag[R], cexp[R], cneg[R], cspecial[R], e_max[R], col_special, c_nonzero;
+  std::memcpy(&col_special, t.special.data() + j0, sizeof col_special);
+  for (int r = 0; r < R; ++r) {
+    c_lanes<W, false>(c + r * stride, cmag[r], cexp[r], cneg[r], cspecial[r]);
+    mask_nonzero(c_nonzero, cmag[r]);
+    select(e_max[r], c_nonzero, cexp[r], I{} + kZeroTermExpMxf4);
+  }
+  // Step 2: group sums (exact in f32: integers below 2^12) times the scale significands (below
+  // 2^20), at the scales' exponent sum, or e_zero.
+  F sig[G][R];
+  I exp[G][R];
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) {
+    // four partial sums per row (short add chains; every partial sum is exact)
+    F p[R][4], y, ssig;
+    for (int r = 0; r < R; ++r) p[r][0] = p[r][1] = p[r][2] = p[r][3] = F{};
+#pragma GCC unroll 16
+    for (int kk = 0; kk < GK; ++kk) {
+      const int k = g * GK + kk;
+      std::memcpy(&y, vb + k * W, sizeof y);
+      for (int r = 0; r < R; ++r) p[r][kk % 4] += rows.pre[r]->twice[k] * y;
+    }
+    I nzb, sexp, any, s_nonzero, ssig_bits;
+    std::memcpy(&nzb, t.nz.data() + sblk + std::size_t(g) * W, sizeof nzb);
+    std::memcpy(&ssig, t.s_sig.data() + sblk + std::size_t(g) * W, sizeof ssig);
+    std::memcpy(&sexp, t.s_exp.data() + sblk + std::size_t(g) * W, sizeof sexp);
+    bits_of(ssig_bits, ssig);
+    mask_nonzero(s_nonzero, ssig_bits);
+    for (int r = 0; r < R; ++r) {
+      const ElemParts& xs = rows.op[r]->scale[g];
+      sig[g][r] = ((p[r][0] + p[r][1]) + (p[r][2] + p[r][3])) * (ssig * float(xs.sig));
+      mask_nonzero(any, I(nzb & rows.pre[r]->nz[g]));
+      select(exp[g][r], any & s_nonzero & (xs.sig != 0 ? -1 : 0), I(sexp + xs.exp),
+             I{} + kZeroTermExpMxf4);
+      e_max[r] = e_max[r] > exp[g][r] ? e_max[r] : exp[g][r];
+    }
+  }
+  // Step 3: each term truncated to 35 fraction bits below E (an f32 below 2^53), summed exactly
+  // in f64 (below 2^50) on half vectors.
+  constexpr int V = W / 2;
+  using H = BwLanes<V>;
+  for (int r = 0; r < R; ++r) {
+    I cs;
+    select(cs, cneg[r], I(-cmag[r]), cmag[r]);
+    I q = e_max[r] - kF;
+    q = q < -200 ? I{} - 200 : q;
+    q = q > 250 ? I{} + 250 : q;
+    F term;
+    typename H::F x;
+    typename H::D sum[2];
+    shifted_term_lanes(F(__builtin_convertvector(cs, F)), I(cexp[r] + (kF - 23) - e_max[r]), term);
+    for (int h = 0; h < 2; ++h)
+      half_of(term, h, x), sum[h] = __builtin_convertvector(x, typename H::D);
+    for (int g = 0; g < G; ++g) {
+      const int sh = kF - 2 - rows.op[r]->scale[g].man - t.s_man;
+      shifted_term_lanes(sig[g][r], I(exp[g][r] + sh - e_max[r]), term);
+      for (int h = 0; h < 2; ++h)
+        half_of(term, h, x), sum[h] += __builtin_convertvector(x, typename H::D);
+    }
+    for (int h = 0; h < 2; ++h) {
+      typename H::I q_h;
+      half_of(q, h, q_h);
+      finish_rz_f32_lanes<V>(sum[h], q_h, d + r * stride + h * V);
+    }
+    redo[r] = lane_bits(I(col_special | cspecial[r]));
+  }
+}
+
+}  // namespace detail
+}  // namespace fp8ref

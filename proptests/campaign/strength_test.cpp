@@ -1,0 +1,152 @@
+// Test strength and the adversarial classes of the grouped-GEMM suites (docs/fuzz.md "Test
+// strength", "Generators"): the candidate set counted by hand, configurations that compute the
+// same arithmetic sharing a key, cases whose strength follows from the arithmetic (a tiny term
+// that only `exact` keeps; integer data every configuration sums exactly; an all-zero operand),
+// and each adversarial class's defining property on drawn cases.
+#include "campaign/strength.h"
+
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "campaign/gemm_case.h"
+#include "proptests/common/test_level.h"
+
+namespace fp8ref::fuzz {
+namespace {
+
+using AM = AccumulationModel;
+using ref::Scaling;
+
+// One group, M rows, N = 1, B `nk`, unscaled; codes given per row of A and for B.
+GemmCase tiny_case(const std::vector<std::vector<std::uint8_t>>& rows,
+                   const std::vector<std::uint8_t>& b, ref::ModelChoice model) {
+  GemmCase c;
+  c.gs.sizes = {std::int64_t(rows.size())};
+  c.G = 1, c.N = 1, c.K = std::int64_t(b.size());
+  c.group_of = cases::rows_of(c.gs, Desc::offs, 0, c.M);
+  for (const auto& r : rows) c.a.insert(c.a.end(), r.begin(), r.end());
+  c.b = b;
+  c.model = model;
+  return c;
+}
+
+TEST(Strength, CandidateCountsByHand) {
+  // Scalar scales, one 128-block: exact, fp32_sequential; unpromoted, promoted (tensorwise ==
+  // rowwise) and mma_sync under three epilogue orders; promoted_blockwise once: 2 + 9 + 1.
+  EXPECT_EQ(strength_candidates(Scaling::tensorwise, 128).size(), 12u);
+  // Three blocks: the partitions [3], [2, 3], [1, 2, 3] (S = 2 cuts ceil(3/2) = 2 blocks; slices
+  // of 1, 2, 3 blocks repeat them): 2 + 10 · 3.
+  EXPECT_EQ(strength_candidates(Scaling::rowwise, 384).size(), 32u);
+  // Block scales: promoted_blockwise and mma_sync, the model's own order only: 2 + 2 · 3.
+  EXPECT_EQ(strength_candidates(Scaling::blockwise, 384).size(), 8u);
+  // No scales: every order is one: 2 + 4 · 2 (two blocks: [2], [1, 2]).
+  EXPECT_EQ(strength_candidates(Scaling::none, 256).size(), 10u);
+  for (Scaling s :
+       {Scaling::none, Scaling::tensorwise, Scaling::rowwise, Scaling::blockwise, Scaling::mx}) {
+    std::set<std::string> keys;
+    for (const auto& m : strength_candidates(s, 640)) keys.insert(configuration_key(m, s, 640));
+    EXPECT_EQ(keys.size(), strength_candidates(s, 640).size()) << ref::to_string(s);
+  }
+}
+
+TEST(Strength, KeysJoinTheSameArithmetic) {
+  const auto key = [](ref::ModelChoice m, Scaling s, std::int64_t k) {
+    return configuration_key(m, s, k);
+  };
+  // promoted_rowwise's own order is b_then_a, on promoted_tensorwise's accumulator.
+  EXPECT_EQ(key({AM::hopper_promoted_rowwise, 1}, Scaling::rowwise, 256),
+            key({AM::hopper_promoted_tensorwise, 1, 0, Epilogue::b_then_a}, Scaling::rowwise, 256));
+  EXPECT_NE(key({AM::hopper_promoted_rowwise, 1}, Scaling::rowwise, 256),
+            key({AM::hopper_promoted_tensorwise, 1}, Scaling::rowwise, 256));
+  // One block: split-K cannot cut it.
+  EXPECT_EQ(key({AM::hopper_unpromoted, 3}, Scaling::tensorwise, 128),
+            key({AM::hopper_unpromoted, 1, 2}, Scaling::tensorwise, 128));
+  // Three blocks: S = 3 and slices of one block are [1, 2, 3]; S = 2 is [2, 3].
+  EXPECT_EQ(key({AM::hopper_mma_sync, 3}, Scaling::blockwise, 384),
+            key({AM::hopper_mma_sync, 1, 1}, Scaling::blockwise, 384));
+  EXPECT_NE(key({AM::hopper_mma_sync, 2}, Scaling::blockwise, 384),
+            key({AM::hopper_mma_sync, 3}, Scaling::blockwise, 384));
+}
+
+// e4m3: 0x7E = 448, 0xFE = -448, 0x01 = 2^-9 (the least subnormal). Row 448·448 + 2^-18 −
+// 448·448: the exact sum 2^-18 is an f32; fp32_sequential adds 2^-18 to 200704 (ulp 2^-6) and
+// loses it, the tensor-core models align products to the largest exponent and truncate it away,
+// so every configuration but `exact` gives +0.
+TEST(Strength, OnlyExactKeepsTheTinyTerm) {
+  const std::vector<std::uint8_t> row{0x7E, 0x01, 0x7E}, b{0x7E, 0x01, 0xFE};
+  const Strength exact = measure_strength(tiny_case({row}, b, {AM::exact, 1}));
+  ASSERT_TRUE(exact.measured);
+  EXPECT_EQ(exact.matching, 1);
+  EXPECT_FALSE(exact.zero_output);
+  EXPECT_EQ(strength_tags(exact), std::vector<std::string>{"strength:1"});
+  const Strength other = measure_strength(tiny_case({row}, b, {AM::hopper_unpromoted, 1}));
+  EXPECT_EQ(other.matching, other.candidates - 1);
+  EXPECT_TRUE(other.zero_output);
+}
+
+// Small integers (1, 2, 3 as e4m3 0x38, 0x40, 0x44): every partial sum is an exact small
+// integer, so every configuration reproduces the output: vacuous for accumulation orders.
+TEST(Strength, IntegerDataEveryConfigurationAgrees) {
+  std::vector<std::uint8_t> row(256, 0x38), b(256, 0x40);
+  row[7] = 0x44;
+  const Strength s = measure_strength(tiny_case({row, row}, b, {AM::hopper_mma_sync, 2}));
+  EXPECT_EQ(s.matching, s.candidates);
+  const auto t = strength_tags(s);
+  EXPECT_NE(std::find(t.begin(), t.end(), "vacuous:all_agree"), t.end());
+  const Strength z = measure_strength(
+      tiny_case({std::vector<std::uint8_t>(256, 0)}, b, {AM::hopper_promoted_tensorwise, 1}));
+  EXPECT_TRUE(z.zero_operand && z.zero_output && z.matching == z.candidates);
+  GemmCase none = tiny_case({row}, b, {AM::exact, 1});
+  none.gs.sizes = {0}, none.gs.tail = 1;
+  none.group_of = cases::rows_of(none.gs, Desc::offs, 0, none.M);
+  EXPECT_EQ(strength_tags(measure_strength(none)), std::vector<std::string>{"vacuous:no_rows"});
+}
+
+// Each adversarial class has its defining property on the cases drawn with it.
+FP8REF_RC_PROP(Adversarial, ClassesHoldTheirProperty, 400, ()) {
+  DrawOptions o;
+  o.adversarial = true;
+  const GemmCase c = draw_gemm(o);
+  RC_TAG(c.adversarial);
+  if (c.adversarial == "exact_128")
+    RC_ASSERT(std::count(c.gs.sizes.begin(), c.gs.sizes.end(), 128) >= 1);
+  if (c.adversarial == "poison_past_end") {
+    RC_ASSERT(c.desc != Desc::masked && c.gs.tail >= 1 && c.group_of.back() < 0);
+    for (std::int64_t r = 0; r < c.M; ++r)
+      if (c.group_of[std::size_t(r)] < 0)
+        RC_ASSERT(std::all_of(c.a.begin() + r * c.K, c.a.begin() + (r + 1) * c.K,
+                              [](std::uint8_t x) { return x == 0x7F; }));
+  }
+  if (c.adversarial == "zero_channel") {
+    bool k_zero = false;
+    for (std::int64_t k = 0; k < c.K && !k_zero; ++k) {
+      k_zero = true;
+      for (std::int64_t r = 0; r < c.M; ++r) k_zero = k_zero && c.a[std::size_t(r * c.K + k)] == 0;
+    }
+    RC_ASSERT(k_zero);
+  }
+  if (c.adversarial == "pow2_bands") {
+    // Valid rows in two 128-row bands; A's first scale per row a power of two, one value per band
+    // and different between the bands; N spans two tiles.
+    std::map<std::int64_t, std::set<float>> band;
+    const std::int64_t per_row = cases::sa_count(c) / c.M;
+    for (std::int64_t r = 0; r < c.M; ++r)
+      if (c.group_of[std::size_t(r)] >= 0) band[r / 128].insert(c.sa[std::size_t(r * per_row)]);
+    RC_ASSERT(band.size() >= 2u && c.N > 128);
+    std::set<float> firsts;
+    for (const auto& [b, v] : band) {
+      RC_ASSERT(v.size() == 1u);
+      int e = 0;
+      RC_ASSERT(std::frexp(*v.begin(), &e) == 0.5f);
+      firsts.insert(*v.begin());
+    }
+    RC_ASSERT(firsts.size() == band.size());
+  }
+}
+
+}  // namespace
+}  // namespace fp8ref::fuzz
