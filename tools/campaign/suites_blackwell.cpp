@@ -28,8 +28,8 @@ struct BwCase {
   std::vector<std::int32_t> row_map;
 };
 
-std::int64_t blk(Scaling s) { return s == Scaling::nvfp4 ? 16 : 32; }
-bool blocks(Scaling s) { return s == Scaling::mx || s == Scaling::nvfp4; }
+std::int64_t blk(Scaling s) { return s == Scaling::nvfp4 || s == Scaling::mx16 ? 16 : 32; }
+bool blocks(Scaling s) { return s == Scaling::mx || s == Scaling::nvfp4 || s == Scaling::mx16; }
 
 std::uint8_t any_finite_code(Format f, std::mt19937_64& r) {
   for (;;) {
@@ -39,7 +39,8 @@ std::uint8_t any_finite_code(Format f, std::mt19937_64& r) {
 }
 
 float draw_scale(Scaling s, std::mt19937_64& r) {
-  if (s == Scaling::mx) return float(std::ldexp(1.0, int(r() % 61) - 30 + (r() % 8 == 0 ? 90 : 0)));
+  if (s == Scaling::mx || s == Scaling::mx16)
+    return float(std::ldexp(1.0, int(r() % 61) - 30 + (r() % 8 == 0 ? 90 : 0)));
   if (s == Scaling::nvfp4) return float(decode_f64(Format::ue4m3, std::uint8_t(r() % 0x7F)));
   return float(std::ldexp(double(1 + r() % 255), int(r() % 24) - 16));
 }
@@ -53,8 +54,9 @@ BwCase draw_bw() {
   const bool k64 = k == BlackwellKind::mxf4 || k == BlackwellKind::mxf4nvf4;
   c.scaling = k == BlackwellKind::f8f6f4
                   ? *rc::gen::element(Scaling::none, Scaling::tensorwise, Scaling::rowwise)
-              : k == BlackwellKind::mxf4nvf4 ? *rc::gen::element(Scaling::mx, Scaling::nvfp4)
-                                             : Scaling::mx;
+              : k == BlackwellKind::mxf4nvf4
+                  ? *rc::gen::element(Scaling::mx, Scaling::nvfp4, Scaling::mx16)
+                  : Scaling::mx;
   c.fa = k64 ? Format::e2m1 : *rc::gen::elementOf(kElems);
   c.fb = k64 ? Format::e2m1 : *rc::gen::elementOf(kElems);
   c.M = *rc::gen::inRange<std::int64_t>(1, 6);

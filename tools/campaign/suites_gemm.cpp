@@ -287,8 +287,8 @@ void add_gemm_suites(std::vector<Suite>& out) {
   for (const Spec& sp : specs) {
     const DrawOptions o = sp.draw;
     // After a passing check, a sampled case's test strength as tags (strength.h).
-    auto check = [f = sp.check](const GemmCase& c) {
-      f(c);
+    auto check = [f = sp.check](const GemmCase& c, Fingerprint& fp) {
+      f(c, fp);
       tag_strength(c);
     };
     const CaseSuite<GemmCase> cs{
