@@ -98,3 +98,10 @@ inline void set_active(Bug b) { detail::selected() = b; }
 #define FP8REF_PLANTED_RT(name) (!std::is_constant_evaluated() && FP8REF_PLANTED(name))
 
 #endif  // FP8REF_PLANT_HOOKS
+
+// Every header whose code FP8REF_PLANT_HOOKS changes includes this one, so a source compiled once
+// for both builds (FP8REF_PLANT_FREE: fp8ref_plant_free_objects, tools/CMakeLists.txt) must never
+// reach it. (At the end of the file: without the macro the preprocessed text stays as it was.)
+#ifdef FP8REF_PLANT_FREE
+#error "a source shared by the normal and the planted build includes a hooked header"
+#endif

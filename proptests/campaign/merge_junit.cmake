@@ -1,8 +1,12 @@
-# `fp8-check fuzz merge` and `--junit` (docs/fuzz.md "Merging shards, JUnit"): two shards' --json
-# reports merge into one summary whose cases add up; a report with a failure (the planted bug)
-# makes the merge exit 1 and its JUnit file carry a <failure> with the replay command; the same
-# shard twice, or a file that is not a report, is refused with one line and exit 2.
+# `fp8-check fuzz merge` and `--junit` (docs/fuzz.md "Merging shards, JUnit"). PART=passing: two
+# shards' --json reports merge into one summary whose cases add up; the same shard twice, or a file
+# that is not a report, is refused with one line and exit 2. PART=failing (needs the test
+# executable fp8-check-planted, PLANTED): a report with a failure (the planted bug) makes the merge
+# with the passing shards exit 1 and its JUnit file carry a <failure> with the replay command.
 include(${CMAKE_CURRENT_LIST_DIR}/run_fp8.cmake)
+if(NOT PART STREQUAL "passing" AND NOT PART STREQUAL "failing")
+  message(FATAL_ERROR "merge_junit.cmake: PART must be passing or failing, got '${PART}'")
+endif()
 
 function(fuzz_json exe file)  # EXE fuzz ARGN --json --quiet > WORK/file; sets rc
   execute_process(COMMAND ${exe} fuzz ${ARGN} --json --quiet RESULT_VARIABLE r
@@ -29,6 +33,20 @@ if(NOT cases EQUAL 100 OR NOT status STREQUAL "passed")
   message(FATAL_ERROR "merged gemm.forward: ${cases} cases, ${status} (want 100, passed)")
 endif()
 
+if(PART STREQUAL "passing")
+  # Bad input: one line, exit 2.
+  file(WRITE ${WORK}/not-a-report.json "{\"schema\": \"something/1\"}")
+  foreach(args "report-0.json;report-0.json" "not-a-report.json" "missing.json")
+    run_fp8(out rc fuzz merge ${args})
+    string(REGEX REPLACE "\n$" "" body "${out}")
+    if(NOT rc EQUAL 2 OR body MATCHES "\n" OR body STREQUAL "")
+      message(FATAL_ERROR "fuzz merge ${args}: exit ${rc} (want 2, one line): ${out}")
+    endif()
+    message(STATUS "fuzz merge ${args}: ${body}")
+  endforeach()
+  return()
+endif()
+
 # A failing run (the planted-bug build fp8-check-planted): its own --junit, then a merge with the
 # passing shards.
 fuzz_json(${PLANTED} report-bug.json --suite gemm.forward --plant offs_off_by_one --cases 500 --seed 8
@@ -50,13 +68,3 @@ foreach(xml bug.xml merged.xml)
   endif()
 endforeach()
 
-# Bad input: one line, exit 2.
-file(WRITE ${WORK}/not-a-report.json "{\"schema\": \"something/1\"}")
-foreach(args "report-0.json;report-0.json" "not-a-report.json" "missing.json")
-  run_fp8(out rc fuzz merge ${args})
-  string(REGEX REPLACE "\n$" "" body "${out}")
-  if(NOT rc EQUAL 2 OR body MATCHES "\n" OR body STREQUAL "")
-    message(FATAL_ERROR "fuzz merge ${args}: exit ${rc} (want 2, one line): ${out}")
-  endif()
-  message(STATUS "fuzz merge ${args}: ${body}")
-endforeach()

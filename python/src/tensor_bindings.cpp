@@ -19,6 +19,7 @@
 
 #include "bindings.h"
 #include "cli/diff.h"
+#include "cli/diff_fields.h"
 #include "cli/errors.h"
 #include "cli/gemm_case.h"
 #include "cli/quantize.h"
@@ -132,57 +133,38 @@ std::tuple<OutTensor, std::optional<NumpyArray<double>>, Metadata> grouped_gemm(
   return {std::move(y), std::move(b), std::move(meta)};
 }
 
-nb::dict mismatch_dict(const cli::Mismatch& x) {
-  nb::dict d;
-  d["index"] = x.index;
-  d["multi_index"] = nb::cast(x.multi_index);
-  d["group"] = x.group;
-  d["a_bits"] = x.a_bits;
-  d["b_bits"] = x.b_bits;
-  d["a"] = x.a;
-  d["b"] = x.b;
-  d["ulp"] = x.ulp;
-  d["bound"] = x.bound;
-  return d;
+// A struct with a field list (cli/diff_fields.h): DiffReport's dicts are made from that list,
+// the one fp8-check diff --json writes, so a field added there shows up here too.
+struct AnyField {
+  template <class V>
+  void operator()(const char*, const V&, cli::Shown) const {}
+};
+template <class T>
+concept Reported = requires(const T& x) {
+  cli::visit_fields(x, AnyField{});
+};
+
+template <Reported T>
+nb::dict to_python(const T& x);
+
+// A field's value: a list of dicts for a list of report structs, else nanobind's conversion.
+template <class T>
+nb::object field_value(const T& v) {
+  return nb::cast(v);
+}
+template <Reported T>
+nb::object field_value(const std::vector<T>& rows) {
+  nb::list l;
+  for (const T& r : rows) l.append(to_python(r));
+  return l;
 }
 
-nb::dict group_dict(const cli::GroupStats& g) {
+// The fields by name (the Python keys are the C++ field names; the JSON's spellings are not used).
+template <Reported T>
+nb::dict to_python(const T& x) {
   nb::dict d;
-  d["group"] = g.group;
-  d["rows"] = g.rows;
-  d["elements"] = g.elements;
-  d["mismatches"] = g.mismatches;
-  d["metric_failures"] = g.metric_failures;
-  d["max_ulp"] = g.max_ulp;
-  d["max_abs"] = g.max_abs;
-  return d;
-}
-
-nb::dict diff_dict(const cli::TensorDiff& r) {
-  nb::dict d;
-  d["name"] = r.name;
-  d["status"] = to_string(r.status);
-  d["passes"] = r.passes();
-  d["dtype"] = std::string(tensor_io::dtype_name(r.dtype));
-  d["shape"] = nb::cast(r.shape);
-  for (const auto& [k, v] : {std::pair{"numel", r.numel},
-                             {"bitwise_mismatches", r.bitwise_mismatches},
-                             {"class_mismatches", r.class_mismatches},
-                             {"metric_failures", r.metric_failures},
-                             {"max_ulp", r.max_ulp}})
-    d[k] = v;
-  for (const auto& [k, v] : {std::pair{"max_abs", r.max_abs},
-                             {"max_rel", r.max_rel},
-                             {"rel_l2", r.rel_l2},
-                             {"sqnr_db", r.sqnr_db},
-                             {"max_bound_ratio", r.max_bound_ratio}})
-    d[k] = v;
-  d["ulp_hist"] = nb::cast(r.ulp_hist);
-  nb::list first, groups;
-  for (const auto& x : r.first) first.append(mismatch_dict(x));
-  for (const auto& g : r.groups) groups.append(group_dict(g));
-  d["first"] = first;
-  d["groups"] = groups;
+  cli::visit_fields(x,
+                    [&](const char* name, const auto& v, cli::Shown) { d[name] = field_value(v); });
   return d;
 }
 
@@ -205,7 +187,7 @@ nb::dict diff(const PyTensor& a, const PyTensor& b, const std::string& metric,
     nb::gil_scoped_release unlocked;
     r = cli::diff_tensors("tensor", ta, tb, m, offs ? &*offs : nullptr, max_report);
   }
-  return diff_dict(r);
+  return to_python(r);
 }
 
 }  // namespace

@@ -142,16 +142,39 @@ def test_bad_input_is_one_line_value_error(call, message):
 
 
 def test_gil_is_released_during_encode():
+    """With a switch interval far longer than the test, the GIL changes hands only when its holder
+    gives it up: a thread that ticks between short sleeps can tick while encode runs only if
+    encode releases it (nothing else in the call blocks). Held, no tick falls inside the call."""
+    import sys
     import threading
-    x = np.ones(2_000_000, np.float32)
-    out = []
-    t = [threading.Thread(target=lambda: out.append(fp8ref.encode(x, "e4m3", profile="ocp_sat")))
-         for _ in range(2)]
-    for th in t:
-        th.start()
-    for th in t:
+    import time
+    x = np.ones(20_000_000, np.float32)
+    ticks, stop = [], threading.Event()
+
+    def ticker():
+        while not stop.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.0005)
+
+    saved = sys.getswitchinterval()
+    sys.setswitchinterval(100.0)
+    th = threading.Thread(target=ticker)
+    th.start()
+    try:
+        inside = 0
+        for _ in range(5):  # a loaded machine may not schedule the ticker during one call
+            t0 = time.perf_counter()
+            out = fp8ref.encode(x, "e4m3", profile="ocp_sat")
+            t1 = time.perf_counter()
+            inside = sum(t0 < t < t1 for t in list(ticks))
+            if inside:
+                break
+    finally:
+        stop.set()
         th.join()
-    assert len(out) == 2 and (out[0].view(np.uint8) == 0x38).all()
+        sys.setswitchinterval(saved)
+    assert (out.view(np.uint8) == 0x38).all()
+    assert inside > 0, "no other thread ran during encode: the GIL was held"
 
 
 class DLPackOnly:

@@ -153,6 +153,59 @@ def test_diff_equals_cli_diff_json(fp8_check, tmp_path, rng):
     assert fp8ref.diff(got, want, bound=np.full(got.shape, 10.0)).passes
 
 
+# fp8ref.diff/1 keys that DiffReport spells otherwise (docs/python.md §3); the rest are equal.
+DIFF_RENAMED = {"ulp_histogram": "ulp_hist", "first_mismatches": "first"}
+MISMATCH_RENAMED = {"index": "multi_index", "flat": "index", "a_hex": "a_bits", "b_hex": "b_bits"}
+
+
+def json_value(key, v):
+    """A value of the CLI's JSON as DiffReport holds it: non-finite numbers are strings there,
+    bit patterns hex strings, an ULP distance across NaN / Inf classes "class"."""
+    if key in ("a_hex", "b_hex"):
+        return int(v, 16)
+    if key == "ulp" and v == "class":
+        return -1
+    if v in ("nan", "inf", "-inf"):
+        return float(v)
+    return v
+
+
+def same(x, y):
+    return x == y or (isinstance(x, float) and np.isnan(x) and np.isnan(y))
+
+
+def test_diff_report_holds_every_field_of_cli_diff_json(fp8_check, tmp_path, rng):
+    """Both are written from one field list (tools/cli/diff_fields.h): every key of
+    `fp8-check diff --json` is a DiffReport field with the same value, nested ones included."""
+    want = rng.normal(size=(24, 8)).astype(np.float32)
+    got = want.copy()
+    got[2, 3] = np.nextafter(got[2, 3], np.float32(10))
+    got[9, 0], got[15, 7], want[20, 2] = np.nan, got[15, 7] * 3, np.inf
+    offs = np.array([8, 16, 24], np.int64)
+    fp8ref.save(tmp_path / "d.safetensors", {"got": got, "want": want, "offs": offs})
+    f = str(tmp_path / "d.safetensors")
+    rc, out, err = fp8_check("diff", f + ":got", f + ":want", "--metric", "ulp:2", "--json",
+                             "--groups", f + ":offs")
+    assert rc == 1, err
+    cli = json.loads(out)["tensors"][0]
+    d = fp8ref.diff(got, want, "ulp:2", offs=offs)
+    assert len(cli["first_mismatches"]) == 4 and len(cli["groups"]) >= 3  # nested lists compared
+    for key, v in cli.items():
+        mine = getattr(d, DIFF_RENAMED.get(key, key))
+        if key == "name":  # the pair's name: the CLI's tensor name, "tensor" for arrays
+            assert mine == "tensor" and v == "got"
+        elif key == "ulp_histogram":
+            assert mine == {int(k): n for k, n in v.items()}
+        elif key in ("first_mismatches", "groups"):
+            renamed = MISMATCH_RENAMED if key == "first_mismatches" else {}
+            assert len(mine) == len(v)
+            for m, c in zip(mine, v):
+                for k, cv in c.items():
+                    assert same(m[renamed.get(k, k)], json_value(k, cv)), (key, k, m, c)
+        else:
+            assert same(mine, json_value(key, v)), (key, mine, v)
+
+
 @pytest.mark.parametrize("call,error,message", [
     (lambda t: fp8ref.grouped_gemm(t["a"], t["b"][:, :, :64], offs=t["offs"], model="exact"),
      ValueError, "--b: 'b' has shape"),

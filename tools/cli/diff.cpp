@@ -6,14 +6,19 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <concepts>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <type_traits>
 #include <unordered_map>
 
+#include "cli/diff_fields.h"
 #include "cli/errors.h"
 #include "cli/inspect.h"
 #include "cli/number_options.h"
@@ -305,48 +310,47 @@ std::string hex(std::uint64_t bits, DType t) {
   return buf;
 }
 
+// A report struct as fp8ref.diff/1 writes it: its fields (diff_fields.h) under their JSON keys.
+struct JsonFields {
+  DType dtype;  // the tensors' dtype: the width of hex bit patterns
+  bool bound;   // --metric bound: its fields are written
+
+  template <class T>
+  Json object(const T& x) const {
+    Json j = Json::object();
+    visit_fields(x, [&](const char* name, const auto& v, Shown s) {
+      if (s.kind == Shown::python_only || (s.kind == Shown::bound_metric && !bound)) return;
+      j[s.json != nullptr ? s.json : name] = value(v, s);
+    });
+    return j;
+  }
+  Json value(double v, Shown) const { return num(v); }
+  Json value(const std::string& v, Shown s) const {
+    return s.kind == Shown::text ? json_text(v) : v;
+  }
+  Json value(const std::vector<std::int64_t>& v, Shown) const { return v; }
+  template <std::integral I>
+  Json value(I v, Shown s) const {
+    if constexpr (std::is_signed_v<I>)
+      if (s.kind == Shown::ulp_or_class && v < 0) return "class";
+    if (s.kind == Shown::hex_bits) return hex(std::uint64_t(v), dtype);
+    return v;
+  }
+  Json value(const std::map<std::uint64_t, std::uint64_t>& hist, Shown) const {
+    Json j = Json::object();
+    for (const auto& [k, n] : hist) j[std::to_string(k)] = n;
+    return j;
+  }
+  template <class T>
+  Json value(const std::vector<T>& rows, Shown) const {
+    Json j = Json::array();
+    for (const T& r : rows) j.push_back(object(r));
+    return j;
+  }
+};
+
 Json diff_json(const TensorDiff& d, const Metric& metric) {
-  const bool bound = metric.kind == Metric::Kind::Bound;
-  Json j = {{"name", json_text(d.name)},
-            {"status", to_string(d.status)},
-            {"dtype", dtype_name(d.dtype)},
-            {"shape", d.shape},
-            {"numel", d.numel},
-            {"bitwise_mismatches", d.bitwise_mismatches},
-            {"class_mismatches", d.class_mismatches},
-            {"metric_failures", d.metric_failures},
-            {"max_ulp", d.max_ulp},
-            {"max_abs", num(d.max_abs)},
-            {"max_rel", num(d.max_rel)},
-            {"rel_l2", num(d.rel_l2)},
-            {"sqnr_db", num(d.sqnr_db)}};
-  if (bound) j["max_bound_ratio"] = num(d.max_bound_ratio);
-  Json hist = Json::object();
-  for (const auto& [k, v] : d.ulp_hist) hist[std::to_string(k)] = v;
-  j["ulp_histogram"] = hist;
-  j["first_mismatches"] = Json::array();
-  for (const Mismatch& m : d.first) {
-    j["first_mismatches"].push_back({{"index", m.multi_index},
-                                     {"flat", m.index},
-                                     {"group", m.group},
-                                     {"a_hex", hex(m.a_bits, d.dtype)},
-                                     {"b_hex", hex(m.b_bits, d.dtype)},
-                                     {"a", num(m.a)},
-                                     {"b", num(m.b)},
-                                     {"ulp", m.ulp < 0 ? Json("class") : Json(m.ulp)}});
-    if (bound) j["first_mismatches"].back()["bound"] = num(m.bound);
-  }
-  j["groups"] = Json::array();
-  for (const GroupStats& g : d.groups) {
-    j["groups"].push_back({{"group", g.group},
-                           {"rows", g.rows},
-                           {"elements", g.elements},
-                           {"mismatches", g.mismatches},
-                           {"metric_failures", g.metric_failures},
-                           {"max_ulp", g.max_ulp},
-                           {"max_abs", num(g.max_abs)}});
-  }
-  return j;
+  return JsonFields{d.dtype, metric.kind == Metric::Kind::Bound}.object(d);
 }
 
 void print_text(const TensorDiff& d, const Metric& metric) {
