@@ -1,8 +1,6 @@
 // Test strength of the grouped-GEMM suites (strength.h; docs/fuzz.md "Test strength").
 #include "campaign/strength.h"
 
-#include <rapidcheck.h>
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -213,9 +211,9 @@ std::vector<std::string> strength_tags(const Strength& s) {
   return t;
 }
 
-void tag_strength(const cases::GemmCase& c) {
-  if (!strength_sampled(c)) return;
-  for (const std::string& t : strength_tags(measure_strength(c))) RC_TAG(t);
+std::vector<std::string> sampled_strength_tags(const cases::GemmCase& c) {
+  if (!strength_sampled(c)) return {};
+  return strength_tags(measure_strength(c));
 }
 
 }  // namespace fp8ref::fuzz

@@ -55,7 +55,8 @@ bool strength_sampled(const cases::GemmCase& c);
 // reproduces it); `vacuous:no_rows` when nothing is compared.
 std::vector<std::string> strength_tags(const Strength& s);
 
-// Inside a suite's property: measures a sampled case and adds its tags (RC_TAG).
-void tag_strength(const cases::GemmCase& c);
+// A suite's strength tags for a case: strength_tags of a sampled case, none for the others. The
+// campaign counts a case's tags only when its check passed.
+std::vector<std::string> sampled_strength_tags(const cases::GemmCase& c);
 
 }  // namespace fp8ref::fuzz

@@ -286,13 +286,14 @@ void add_gemm_suites(std::vector<Suite>& out) {
   };
   for (const Spec& sp : specs) {
     const DrawOptions o = sp.draw;
-    // After a passing check, a sampled case's test strength as tags (strength.h).
-    auto check = [f = sp.check](const GemmCase& c) {
-      f(c);
-      tag_strength(c);
+    // A sampled case's test strength as tags (strength.h), counted when its check passed.
+    auto tags = [](const GemmCase& c) {
+      std::vector<std::string> t = gemm_tags(c);
+      for (std::string& s : sampled_strength_tags(c)) t.push_back(std::move(s));
+      return t;
     };
     const CaseSuite<GemmCase> cs{
-        [o] { return draw_gemm(o); }, check, gemm_tags, save_gemm, load_gemm, gemm_case_diff};
+        [o] { return draw_gemm(o); }, sp.check, tags, save_gemm, load_gemm, gemm_case_diff};
     out.push_back(make_suite<GemmCase>(
         {sp.name, sp.summary, "cpu", sp.ctest_cases, gemm_classes(o), sp.rare}, cs));
   }
