@@ -10,8 +10,10 @@
 #include <bit>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <random>
 
+#include "campaign/gemm_case.h"
 #include "campaign/gen/group_sizes.h"
 #include "campaign/gen/values.h"
 #include "campaign/suite.h"
@@ -87,9 +89,43 @@ TEST(WgradCaseFile, NonDefaultEpilogueReadsBackAndReplaysTheSameModel) {
 
 TEST(WgradCaseFile, FileWithoutEpilogueKeyReadsAsTheModelsOrder) {
   TensorFile tf = save_wgrad(epilogue_case(7));
-  tf.metadata.erase("epilogue");
+  ASSERT_EQ(tf.metadata.erase("fp8ref.epilogue"), 1u);
   EXPECT_EQ(load_wgrad(through_safetensors(tf)).model.epilogue, Epilogue::model);
+  tf.metadata["fp8ref.epilogue"] = "sideways";
+  EXPECT_THROW(load_wgrad(tf), std::invalid_argument);
+}
+
+// The file with every "fp8ref.<name>" key renamed to the bare "<name>" (the schema before the
+// prefix, which golden/regressions/ still holds).
+TensorFile with_bare_keys(TensorFile tf) {
+  std::map<std::string, std::string> bare;
+  for (const auto& [k, v] : tf.metadata) bare[k.rfind("fp8ref.", 0) == 0 ? k.substr(7) : k] = v;
+  tf.metadata = std::move(bare);
+  return tf;
+}
+
+// One metadata schema (docs/fuzz.md "Case files"): a GEMM or wgrad case file carries its
+// parameters under fp8ref.* keys only, and the same file with bare keys reads back as the same
+// case.
+FP8REF_RC_PROP(CaseFiles, ParametersUseFp8refKeysAndBareKeysStillRead, 100, ()) {
+  const GemmCase c = draw_gemm({});
+  const TensorFile tf = save_gemm(c);
+  for (const auto& [k, v] : tf.metadata) RC_ASSERT(k.rfind("fp8ref.", 0) == 0);
+  RC_ASSERT(tf.metadata.at("fp8ref.op") == "forward");
+  RC_ASSERT(tf.metadata.count("fp8ref.model") == 1u && tf.metadata.count("fp8ref.split_k") == 1u);
+  RC_ASSERT(gemm_case_diff(c, load_gemm(through_safetensors(with_bare_keys(tf)))) == "");
+  const WgradCase w = epilogue_case(*rc::gen::arbitrary<std::uint64_t>());
+  const TensorFile tw = save_wgrad(w);
+  for (const auto& [k, v] : tw.metadata) RC_ASSERT(k.rfind("fp8ref.", 0) == 0);
+  RC_ASSERT(wgrad_case_diff(w, load_wgrad(through_safetensors(with_bare_keys(tw)))) == "");
+}
+
+// Where a file holds both spellings of a key, the fp8ref.* one is the case's.
+TEST(CaseFiles, PrefixedKeyWinsOverTheBareOne) {
+  TensorFile tf = save_wgrad(epilogue_case(3));
   tf.metadata["epilogue"] = "sideways";
+  EXPECT_EQ(load_wgrad(tf).model.epilogue, Epilogue::a_then_b);
+  tf.metadata.erase("fp8ref.epilogue");
   EXPECT_THROW(load_wgrad(tf), std::invalid_argument);
 }
 

@@ -151,12 +151,6 @@ std::vector<std::uint32_t> forward(const RandomCase& c, ref::Scaling s, ref::Mod
   return bits;
 }
 
-template <class E>
-E parse_token(const std::string& s, std::optional<E> v) {
-  if (!v) throw std::runtime_error("unknown token " + s);
-  return *v;
-}
-
 // `lib OUT SCALING MODEL DTYPE S L EPILOGUE`: the library's forward on the random case as tensor
 // `out`. Refuses a split-K or epilogue that gives the same bits as the model's default on this
 // case, so that a CLI ignoring the flag cannot pass.
@@ -164,11 +158,11 @@ void write_lib(char** arg) {
   constexpr std::array kScalings = {ref::Scaling::none, ref::Scaling::tensorwise,
                                     ref::Scaling::rowwise, ref::Scaling::blockwise,
                                     ref::Scaling::mx};
-  const auto s = parse_token(arg[1], fp8ref::cases::from_token(kScalings, arg[1]));
-  const auto model = parse_token(arg[2], fp8ref::accumulation_model_from_string(arg[2]));
+  const auto s = fp8ref::cases::parse_token("scaling", arg[1], kScalings);
+  const auto model = fp8ref::cases::parse_token("model", arg[2], fp8ref::kAllAccumulationModels);
   const std::string ds = arg[3];
   const OutDtype d = ds == "f32" ? OutDtype::f32 : ds == "bf16" ? OutDtype::bf16 : OutDtype::f16;
-  const auto ep = parse_token(arg[6], fp8ref::cases::from_token(fp8ref::kAllEpilogues, arg[6]));
+  const auto ep = fp8ref::cases::parse_token("epilogue", arg[6], fp8ref::kAllEpilogues);
   const ref::ModelChoice m{model, std::stoi(arg[4]), std::stoll(arg[5]), ep};
   const RandomCase c = make_random();
   const std::vector<std::uint32_t> bits = forward(c, s, m, d);

@@ -1,6 +1,6 @@
 // Predicts dumped library GEMM outputs (torch _scaled_mm / cuBLASLt, _scaled_grouped_mm) bitwise
 // with the reference accumulation models and split-K S (docs/design.md §10-12). Written for
-// proptests/fidelity/scaled_mm_predict.py, which dumps the cases (format: gemm_case.h).
+// proptests/fidelity/scaled_mm_predict.py, which dumps the cases (files: case_files.h).
 //
 //   gemm_driver --case FILE --models M[,M..] --splits S|LN[,..] [--epilogues ref|all]   (LN: slices
 //   of N 128-blocks)
@@ -52,7 +52,8 @@ OutDtype parse_dtype(const std::string& s) {
 
 // "S3" (equal slices) or "L24" (slices of 24 128-blocks); equal slices rank first, by S.
 std::string split_label(int s) {
-  return s < 0 ? "L" + std::to_string(-s) : "S" + std::to_string(s);
+  std::string label(1, s < 0 ? 'L' : 'S');  // appended: GCC 12's -Wrestrict misfires on "L" + ...
+  return label += std::to_string(s < 0 ? -s : s);
 }
 int split_rank(int s) { return s < 0 ? 100000 - s : s; }
 
@@ -327,7 +328,9 @@ class Search {
           i == 0 || k.model != cands_[i - 1].model || k.epilogue != cands_[i - 1].epilogue;
       if (new_group && !line.empty()) std::printf("    %s\n", line.c_str()), line.clear();
       if (new_group) line = std::string(to_string(k.model)) + "/" + to_string(k.epilogue) + ":";
-      line += " " + split_label(k.split_k) + ":" + std::to_string(smis_[i]);
+      // Appended piecewise: GCC 12's -Wrestrict misfires on `" " + std::string` here.
+      line += ' ';
+      line += split_label(k.split_k) + ":" + std::to_string(smis_[i]);
       rep_.json << (i ? ", " : "") << "[\"" << k.name() << "\", " << smis_[i] << "]";
     }
     std::printf("    %s\n", line.c_str());

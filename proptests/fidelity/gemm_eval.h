@@ -1,4 +1,4 @@
-// Evaluation of a dumped GEMM case (gemm_case.h) under the reference's accumulation models for the
+// Evaluation of a dumped GEMM case (case_files.h) under the reference's accumulation models for the
 // cuBLASLt prediction driver (gemm_driver.cpp): on a row sample or on every row, with the
 // reference's own scaling or unscaled (for alternative epilogue orders applied here), plus the
 // exact result. All values go through reference/grouped_gemm.h: this is the oracle under test.
@@ -11,7 +11,7 @@
 #include <tuple>
 #include <vector>
 
-#include "proptests/fidelity/gemm_case.h"
+#include "proptests/fidelity/case_files.h"
 
 namespace fp8ref::device {
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Hardware fidelity of the accumulation models (docs/design.md §14), one shot on the GPU
-# machine (H100, python3 with torch and numpy, g++): installs the carried mmasim wheel, builds the two
-# drivers, runs 7a (mmasim_step_xcheck.py: hopper_wgmma_step vs mmasim, golden vectors) and 7b
+# machine (H100, python3 with torch, numpy and safetensors, g++): installs the carried mmasim
+# wheel, builds the two drivers (the CMake targets step_driver / gemm_driver of a full build are
+# the same programs), runs 7a (mmasim_step_xcheck.py: hopper_wgmma_step vs mmasim, golden vectors) and 7b
 # (scaled_mm_predict.py: torch _scaled_mm / _scaled_grouped_mm predicted bitwise), logs to $OUT.
 #
 #   bash proptests/fidelity/run_fidelity.sh [--quick]        (repo root or anywhere; carry .whl)
@@ -9,7 +10,9 @@
 #   DRY_RUN=1 PYTHON=.venv/bin/python bash proptests/fidelity/run_fidelity.sh --quick
 #       no torch, no GPU: both scripts in --dry-run mode (checks the build and the plumbing)
 #
-# .whl holds mmasim-2.1.1-py3-none-any.whl and, for machines without Eigen, eigen3/ (headers).
+# .whl holds mmasim-2.1.1-py3-none-any.whl and, for machines without them, eigen3/ (the Eigen
+# headers) and nlohmann/json.hpp (gemm_driver reads the safetensors case files through
+# tools/tensor_io).
 # Files in $OUT (./out when unset): build.log, mmasim_step_xcheck.log, hopper_wgmma_step.hex
 # (copy to golden/reference/) and .safetensors (the same vectors), scaled_mm_predict.log,
 # scaled_mm_summary.json, and
@@ -47,13 +50,20 @@ for d in /usr/include/eigen3 .whl/eigen3; do
   [ -f "$d/Eigen/Core" ] && EIGEN=$d && break
 done
 [ -n "$EIGEN" ] || echo "warning: no Eigen headers (/usr/include/eigen3 or .whl/eigen3)"
+JSON=""
+for d in /usr/include .whl; do
+  [ -f "$d/nlohmann/json.hpp" ] && JSON=$d && break
+done
+[ -n "$JSON" ] || echo "warning: no nlohmann/json.hpp (/usr/include or .whl)"
 CXX="g++ -std=c++20 -O3 -ffp-contract=off -I. -Itools"
 $CXX -fopenmp proptests/fidelity/step_driver.cpp -o "$WORK/step_driver" >>"$LOG" 2>&1 &
 objs=()
-for f in proptests/fidelity/gemm_driver.cpp reference/*.cpp; do
+# gemm_driver: the reference, the case file form (tools/cases) and the safetensors reader.
+for f in proptests/fidelity/gemm_driver.cpp reference/*.cpp tools/cases/gemm_case.cpp \
+  tools/cases/tensor_form.cpp tools/tensor_io/{safetensors,mapped_file,tensor}.cpp; do
   o=$WORK/$(basename "$f").o
   objs+=("$o")
-  $CXX -fopenmp ${EIGEN:+-I"$EIGEN"} -c "$f" -o "$o" >>"$LOG" 2>&1 &
+  $CXX -fopenmp ${EIGEN:+-I"$EIGEN"} ${JSON:+-I"$JSON"} -c "$f" -o "$o" >>"$LOG" 2>&1 &
 done
 wait
 $CXX -fopenmp "${objs[@]}" -o "$WORK/gemm_driver" >>"$LOG" 2>&1

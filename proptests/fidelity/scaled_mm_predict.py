@@ -2,10 +2,10 @@
 """Bitwise prediction of torch's FP8 GEMMs on an H100 by fp8ref's reference models (part 7b of
 run_fidelity.sh; docs/design.md §10-12): torch._scaled_mm (cuBLASLt) tensorwise with default and
 fast accumulation, rowwise, blockwise 1x128 x 128x128, and torch._scaled_grouped_mm rowwise with
-empty groups, over shapes with large K. Each call's inputs and outputs are dumped
-(proptests/fidelity/gemm_case.h) and handed to gemm_driver, which searches the models x epilogue
-orders x split-K S for one that reproduces every output bit; the torch profiler names the kernel
-that ran.
+empty groups, over shapes with large K. Each call's inputs are dumped as a safetensors case file
+(tools/cases/gemm_case.h's form) and its outputs as raw bits (proptests/fidelity/case_files.h),
+handed to gemm_driver, which searches the models x epilogue orders x split-K S for one that
+reproduces every output bit; the torch profiler names the kernel that ran.
 
   scaled_mm_predict.py --driver /tmp/gemm_driver [--workdir DIR] [--seed S] [--shapes M,N,K ...]
   scaled_mm_predict.py --dry-run ...   no torch: the "library outputs" are the driver's own model
@@ -18,7 +18,6 @@ Exit 0 when every path that ran is predicted bitwise and every required path ran
 import argparse
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
@@ -38,7 +37,6 @@ SPLITS = [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 24, 32, 48, 64, 128]
 # Slice lengths in 128-blocks (SplitK::of_length): cuBLASLt's blockwise split-K kernels cut K into
 # fixed-length slices (24 blocks was seen for K = 8192 and 16384).
 SLICE_LENGTHS = [8, 12, 16, 20, 24, 28, 32, 40, 48, 56, 64]
-SCALING_ID = {"none": 0, "tensorwise": 1, "rowwise": 2, "blockwise": 3}
 # Candidate models per scaling (names of numerics/models/model_types.h; unknown names are skipped).
 TENSORWISE_MODELS = "hopper_promoted_tensorwise,hopper_unpromoted,hopper_mma_sync"
 ROWWISE_MODELS = "hopper_promoted_rowwise,hopper_promoted_tensorwise,hopper_unpromoted"
@@ -96,17 +94,33 @@ def make_operands(rng, M, N, K):
 
 
 def write_case(path, A, B, offs, scaling, sa, sb):
-    """B is (G, N, K); scales flattened row-major in the reference layout."""
+    """The case as the one GEMM case file of tools/cases/gemm_case.h (docs/fuzz.md "Case files"),
+    which cases::load_gemm reads back: tensors a (M, K) and b (G, N, K) as e4m3 codes (U8),
+    scale_a / scale_b flattened row-major in the reference layout (F32), group_sizes (I64) and
+    row_group (I32, -1 for rows past offs[-1]); every parameter under an fp8ref.* metadata key.
+    The campaign's labels (size distribution, value classes) are fixed ones: this case is not drawn
+    by the campaign's generators, which fp8ref.source says."""
+    from safetensors.numpy import save_file
     M, K = A.shape
     G, N, _ = B.shape
-    sa, sb = np.asarray(sa, np.float32).reshape(-1), np.asarray(sb, np.float32).reshape(-1)
-    with open(path, "wb") as f:
-        f.write(b"FP8GEMM1" + struct.pack("<4q", M, N, K, G))
-        f.write(bytes([0, 0, SCALING_ID[scaling], 0, 0, 0, 0, 0]))  # e4m3 x e4m3
-        f.write(np.ascontiguousarray(A, np.uint8).tobytes() + np.ascontiguousarray(B, np.uint8).tobytes())
-        f.write(np.asarray(offs, "<i8").tobytes())
-        f.write(struct.pack("<q", sa.size) + sa.astype("<f4").tobytes())
-        f.write(struct.pack("<q", sb.size) + sb.astype("<f4").tobytes())
+    offs = np.asarray(offs, np.int64)
+    sizes = np.diff(np.concatenate([[0], offs]))
+    row_group = np.full(M, -1, np.int32)
+    row_group[:offs[-1]] = np.repeat(np.arange(G, dtype=np.int32), sizes)
+    tensors = {
+        "a": np.ascontiguousarray(A, np.uint8),
+        "b": np.ascontiguousarray(B, np.uint8),
+        "scale_a": np.asarray(sa, np.float32).reshape(-1),
+        "scale_b": np.asarray(sb, np.float32).reshape(-1),
+        "row_group": row_group,
+        "group_sizes": sizes.astype(np.int64),
+    }
+    meta = {"op": "forward", "desc": "offs", "m_max": 0, "N": N, "K": K, "shape": "small",
+            "format_a": "e4m3", "format_b": "e4m3", "values_a": "normal", "values_b": "normal",
+            "scaling": scaling, "b_layout": "nk", "out": "f32", "model": "exact", "split_k": 1,
+            "split_blocks": 0, "epilogue": "model", "dist": "uniform", "align": 1,
+            "tail": int(M - offs[-1]), "source": "proptests/fidelity/scaled_mm_predict.py"}
+    save_file(tensors, path, metadata={"fp8ref." + k: str(v) for k, v in meta.items()})
 
 
 # ---- torch calls ------------------------------------------------------------------------------------
@@ -453,7 +467,7 @@ def main():
     for i, prob in enumerate(problems):
         case_dir = os.path.join(workdir, f"p{i:02d}")
         os.makedirs(case_dir, exist_ok=True)
-        case = os.path.join(case_dir, "case.bin")
+        case = os.path.join(case_dir, "case.safetensors")
         write_case(case, prob.A, prob.B, prob.offs, prob.scaling, prob.sa, prob.sb)
         log(f"\n== {prob.name} ({prob.scaling}) ==")
         if args.dry_run:

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "numerics/models.h"
-#include "proptests/fidelity/gemm_case.h"
+#include "proptests/fidelity/case_files.h"
 
 namespace fp8ref::device {
 

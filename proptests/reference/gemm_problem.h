@@ -9,9 +9,11 @@
 #include <bit>
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "cases/compare.h"
+#include "cases/gemm_case.h"
 #include "proptests/common/oracle.h"
 #include "reference/grouped_gemm.h"
 
@@ -24,26 +26,23 @@ using ref::ModelChoice;
 using ref::RowPolicy;
 using ref::Scaling;
 
-struct Problem {
-  std::int64_t M, N, K, G;
-  Format fa, fb;
-  std::vector<std::uint8_t> a, b;  // A (M, K), B (G, N, K)
-  Scaling scaling;
-  std::vector<float> sa, sb;
-  std::vector<std::int32_t> map;
-  GroupedGemmOperands operands() const {
-    return {M, N, K, G, fa, fb, a, b, BLayout::nk, scaling, sa, sb};
-  }
-  // Scale entries per A row (0 when shared) and per B group.
-  std::int64_t sa_per_row() const {
-    const std::int64_t per[] = {0, 0, 1, ceil_div(K, 128), ceil_div(K, 32)};
-    return per[int(scaling)];
-  }
-  std::int64_t sb_per_group() const {
-    const std::int64_t per[] = {0, 1, N, ceil_div(N, 128) * ceil_div(K, 128), N * ceil_div(K, 32)};
-    return per[int(scaling)];
-  }
-};
+// A problem is the one GEMM case (tools/cases/gemm_case.h) with B stored nk and the row -> group
+// map in group_of; sa_per_row / sb_per_group / operands() come with it.
+using Problem = cases::GemmCase;
+using cases::sa_per_row;
+using cases::sb_per_group;
+
+// A problem from its parts (B stored nk; `map` the row -> group map).
+inline Problem make_problem(std::int64_t M, std::int64_t N, std::int64_t K, std::int64_t G,
+                            Format fa, Format fb, std::vector<std::uint8_t> a,
+                            std::vector<std::uint8_t> b, Scaling scaling, std::vector<float> sa,
+                            std::vector<float> sb, std::vector<std::int32_t> map) {
+  Problem p;
+  p.M = M, p.N = N, p.K = K, p.G = G, p.fa = fa, p.fb = fb, p.scaling = scaling;
+  p.a = std::move(a), p.b = std::move(b), p.sa = std::move(sa), p.sb = std::move(sb);
+  p.group_of = std::move(map);
+  return p;
+}
 
 // v in a random order (drawn from one seed; this RapidCheck has no gen::shuffle).
 template <class T>
@@ -76,17 +75,17 @@ inline ModelChoice gen_model(Scaling s) {
 
 inline void gen_scales(Problem& p) {
   const bool mx = p.scaling == Scaling::mx;
-  const std::int64_t na = p.scaling == Scaling::tensorwise ? 1 : p.M * p.sa_per_row();
+  const std::int64_t na = p.scaling == Scaling::tensorwise ? 1 : p.M * sa_per_row(p);
   p.sa =
       *rc::gen::container<std::vector<float>>(std::size_t(na), mx ? gen_pow2_scale() : gen_scale());
-  p.sb = *rc::gen::container<std::vector<float>>(std::size_t(p.G * p.sb_per_group()),
+  p.sb = *rc::gen::container<std::vector<float>>(std::size_t(p.G * sb_per_group(p)),
                                                  mx ? gen_pow2_scale() : gen_scale());
 }
 
 inline Problem gen_problem(const std::vector<std::int32_t>& map, std::int64_t G,
                            std::int64_t max_n = 140, std::int64_t max_k = 300) {
   Problem p;
-  p.M = std::int64_t(map.size()), p.G = G, p.map = map;
+  p.M = std::int64_t(map.size()), p.G = G, p.group_of = map;
   p.N = *rc::gen::inRange<std::int64_t>(1, max_n);
   p.K = *rc::gen::inRange<std::int64_t>(0, max_k);
   p.fa = *gen_format(), p.fb = *gen_format();
@@ -104,7 +103,7 @@ inline std::vector<std::uint32_t> run_bits(const Problem& p, ModelChoice m, RowP
   std::vector<float> f(d == OutDtype::f32 ? std::size_t(p.M * p.N) : 0);
   std::vector<std::uint16_t> h(d == OutDtype::f32 ? 0 : std::size_t(p.M * p.N));
   if (bound) bound->assign(std::size_t(p.M * p.N), 0.0);
-  ref::grouped_gemm_forward(p.operands(), p.map, m, pol,
+  ref::grouped_gemm_forward(p.operands(), p.group_of, m, pol,
                             {d, f, h, bound ? std::span<double>(*bound) : std::span<double>()});
   std::vector<std::uint32_t> bits(std::size_t(p.M * p.N));
   for (std::size_t i = 0; i < bits.size(); ++i)
@@ -114,7 +113,7 @@ inline std::vector<std::uint32_t> run_bits(const Problem& p, ModelChoice m, RowP
 
 inline std::vector<float> run_f32(const Problem& p, ModelChoice m, RowPolicy pol, float fill) {
   std::vector<float> y(std::size_t(p.M * p.N), fill);
-  ref::grouped_gemm_forward(p.operands(), p.map, m, pol, {OutDtype::f32, y, {}, {}});
+  ref::grouped_gemm_forward(p.operands(), p.group_of, m, pol, {OutDtype::f32, y, {}, {}});
   return y;
 }
 
@@ -144,7 +143,8 @@ inline OracleScales oracle_scales(const Problem& p, std::int64_t r, std::int64_t
     case Scaling::mx:
       o.sa = slice(p.sa, r * nmx, nmx), o.sb = slice(p.sb, (g * p.N + n) * nmx, nmx), o.block = 32;
       break;
-    case Scaling::nvfp4: break;  // not generated here (Blackwell models: blackwell_gemm_test)
+    case Scaling::nvfp4:
+    case Scaling::mx16: break;  // not generated here (Blackwell models: blackwell_gemm_test)
   }
   if (o.sa.size() <= 1)
     o.sa = {o.sa.empty() ? 1.0f : o.sa[0]}, o.sb = {o.sb.empty() ? 1.0f : o.sb[0]};

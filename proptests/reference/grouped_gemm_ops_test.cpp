@@ -40,7 +40,7 @@ FP8REF_RC_PROP(GroupedGemmExact, GroupPathEqualsExactDotPerElement, 100, ()) {
   const OutDtype d = *gen_out();
   const auto got = run_bits(p, {AccumulationModel::exact, 1}, RowPolicy::zero, d);
   for (std::int64_t r = 0; r < p.M; ++r) {
-    const std::int64_t g = p.map[std::size_t(r)];
+    const std::int64_t g = p.group_of[std::size_t(r)];
     if (g < 0) continue;
     for (std::int64_t n = 0; n < p.N; ++n) {
       const test::OracleScales os = test::oracle_scales(p, r, g, n);
@@ -125,13 +125,13 @@ FP8REF_RC_PROP(GroupedGemm, GroupReorderingDoesNotChangeOutput, 100, ()) {
   std::iota(perm.begin(), perm.end(), 0);
   perm = test::shuffled(perm);
   Problem q = p;
-  const std::int64_t nb = p.N * p.K, ns = p.sb_per_group();
+  const std::int64_t nb = p.N * p.K, ns = sb_per_group(p);
   for (std::int64_t g = 0; g < G; ++g) {
     const std::int64_t to = perm[std::size_t(g)];
     std::copy_n(p.b.begin() + g * nb, nb, q.b.begin() + to * nb);
     std::copy_n(p.sb.begin() + g * ns, ns, q.sb.begin() + to * ns);
   }
-  for (auto& g : q.map)
+  for (auto& g : q.group_of)
     if (g >= 0) g = perm[std::size_t(g)];
   const OutDtype d = *gen_out();
   RC_ASSERT(run_bits(p, m, RowPolicy::zero, d) == run_bits(q, m, RowPolicy::zero, d));
@@ -151,12 +151,12 @@ FP8REF_RC_PROP(GroupedGemm, RowOutputDoesNotDependOnTheRestOfTheBatch, 100, ()) 
   keep = test::shuffled(keep);
   Problem q = p;
   q.M = std::int64_t(keep.size());
-  q.a.clear(), q.map.clear();
-  const std::int64_t per_row = p.sa_per_row();
+  q.a.clear(), q.group_of.clear();
+  const std::int64_t per_row = sa_per_row(p);
   if (per_row) q.sa.clear();
   for (std::int64_t r : keep) {
     q.a.insert(q.a.end(), p.a.begin() + r * p.K, p.a.begin() + (r + 1) * p.K);
-    q.map.push_back(p.map[std::size_t(r)]);
+    q.group_of.push_back(p.group_of[std::size_t(r)]);
     if (per_row)
       q.sa.insert(q.sa.end(), p.sa.begin() + r * per_row, p.sa.begin() + (r + 1) * per_row);
   }

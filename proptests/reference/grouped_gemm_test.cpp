@@ -113,9 +113,9 @@ FP8REF_RC_PROP(GroupedGemm, PaddingContentDoesNotChangeValidRows, 100, ()) {
   const ModelChoice m = gen_model(p.scaling);
   const auto y = run_f32(p, m, RowPolicy::untouched, -7.0f);
   const std::uint8_t poison = *rc::gen::element<std::uint8_t>(0x7F, 0xFF, 0x7C, 0x55);
-  const std::int64_t per_row = p.sa_per_row();
+  const std::int64_t per_row = sa_per_row(p);
   for (std::int64_t r = 0; r < p.M; ++r) {
-    if (p.map[std::size_t(r)] >= 0) continue;
+    if (p.group_of[std::size_t(r)] >= 0) continue;
     for (std::int64_t k = 0; k < p.K; ++k) p.a[std::size_t(r * p.K + k)] = poison;
     for (std::int64_t j = 0; j < per_row; ++j) p.sa[std::size_t(r * per_row + j)] = NAN;
   }
@@ -125,7 +125,7 @@ FP8REF_RC_PROP(GroupedGemm, PaddingContentDoesNotChangeValidRows, 100, ()) {
     for (std::int64_t n = 0; n < p.N; ++n) {
       const std::size_t i = std::size_t(r * p.N + n);
       RC_ASSERT(same_bits(y[i], yp[i]));
-      if (p.map[std::size_t(r)] < 0) {
+      if (p.group_of[std::size_t(r)] < 0) {
         RC_ASSERT(same_bits(yp[i], -7.0f));
         RC_ASSERT(same_bits(yz[i], 0.0f));
       } else {
@@ -174,8 +174,8 @@ FP8REF_RC_PROP(GroupedGemm, BLayoutKnEqualsNk, 100, ()) {
   GroupedGemmOperands op = p.operands();
   op.b = bkn, op.b_layout = BLayout::kn;
   std::vector<std::uint16_t> y1(std::size_t(p.M * p.N)), y2(y1.size());  // bf16
-  grouped_gemm_forward(p.operands(), p.map, m, RowPolicy::zero, {OutDtype::bf16, {}, y1, {}});
-  grouped_gemm_forward(op, p.map, m, RowPolicy::zero, {OutDtype::bf16, {}, y2, {}});
+  grouped_gemm_forward(p.operands(), p.group_of, m, RowPolicy::zero, {OutDtype::bf16, {}, y1, {}});
+  grouped_gemm_forward(op, p.group_of, m, RowPolicy::zero, {OutDtype::bf16, {}, y2, {}});
   RC_ASSERT(y1 == y2);
 }
 
@@ -191,10 +191,10 @@ FP8REF_RC_PROP(GroupedGemm, OutputsWithinBoundOfRationalOracle, 100, ()) {
   const auto bits = test::run_bits(p, m, RowPolicy::zero, d, &bound);
   std::vector<std::int64_t> valid;
   for (std::int64_t q = 0; q < p.M; ++q)
-    if (p.map[std::size_t(q)] >= 0) valid.push_back(q);
+    if (p.group_of[std::size_t(q)] >= 0) valid.push_back(q);
   RC_PRE(!valid.empty());
   const std::int64_t r = *rc::gen::elementOf(valid);
-  const std::int64_t g = p.map[std::size_t(r)], n = *rc::gen::inRange<std::int64_t>(0, p.N);
+  const std::int64_t g = p.group_of[std::size_t(r)], n = *rc::gen::inRange<std::int64_t>(0, p.N);
   const test::OracleScales os = test::oracle_scales(p, r, g, n);
   const test::Rational exact =
       test::exact_dot_rational(p.a.data() + r * p.K, p.b.data() + (g * p.N + n) * p.K, p.K, p.fa,

@@ -78,7 +78,7 @@ FP8REF_RC_PROP(Padding, GemmOnPaddedRowsEqualsGemmOnRows, 100, ()) {
   q.a.assign(std::size_t(q.M * p.K), 0);
   pad_rows(plan, {p.a, p.M, p.K}, {q.a, q.M, p.K});
   const bool by_offsets = *rc::gen::arbitrary<bool>();
-  q.map = by_offsets ? row_map_from_offsets(padded_offsets(plan), q.M) : padded_row_map(plan);
+  q.group_of = by_offsets ? row_map_from_offsets(padded_offsets(plan), q.M) : padded_row_map(plan);
   const OutDtype d = *rc::gen::element(OutDtype::f32, OutDtype::bf16);
   const auto y = test::run_bits(p, m, RowPolicy::zero, d),
              yq = test::run_bits(q, m, RowPolicy::zero, d);

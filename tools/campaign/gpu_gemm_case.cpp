@@ -39,20 +39,20 @@ void set_rows(GpuGemmCase& c) {
     const std::int64_t biggest = *std::max_element(sizes.begin(), sizes.end());
     c.m_max = biggest + tail;
     c.M = c.G * c.m_max;
-    c.row_map.assign(std::size_t(c.M), -1);
+    c.group_of.assign(std::size_t(c.M), -1);
     for (std::int64_t g = 0; g < c.G; ++g) {
       c.masked_m.push_back(sizes[std::size_t(g)]);
-      std::fill_n(c.row_map.begin() + g * c.m_max, sizes[std::size_t(g)], std::int32_t(g));
+      std::fill_n(c.group_of.begin() + g * c.m_max, sizes[std::size_t(g)], std::int32_t(g));
     }
     return;
   }
   std::int64_t end = 0;
   for (std::int64_t g = 0; g < c.G; ++g) {
-    c.row_map.insert(c.row_map.end(), std::size_t(sizes[std::size_t(g)]), std::int32_t(g));
+    c.group_of.insert(c.group_of.end(), std::size_t(sizes[std::size_t(g)]), std::int32_t(g));
     c.offs.push_back(end += sizes[std::size_t(g)]);
   }
   c.M = end + tail;
-  c.row_map.resize(std::size_t(c.M), -1);
+  c.group_of.resize(std::size_t(c.M), -1);
 }
 
 std::int64_t out_count(const GpuGemmCase& c) {
@@ -91,34 +91,24 @@ void set_wgrad_operands(GpuGemmCase& c, std::mt19937_64& rng) {
   return t;
 }
 
-// Scale counts per row of A and per group of B in the kernel's view.
-std::int64_t sa_per_row(const GpuGemmCase& c) {
-  return c.scaling == Scaling::blockwise ? c.K / 128 : 1;
-}
-std::int64_t sb_per_group(const GpuGemmCase& c) {
-  return c.scaling == Scaling::blockwise ? (c.N / 128) * (c.K / 128)
-         : c.scaling == Scaling::rowwise ? c.N
-                                         : 1;
-}
-
 // NaN codes and NaN scales in rows of no group and in experts without rows.
 void poison(GpuGemmCase& c) {
   const float nan = std::bit_cast<float>(0x7FC0DEADu);
-  const std::int64_t spr = sa_per_row(c), spg = sb_per_group(c);
+  const std::int64_t spr = cases::sa_per_row(c), spg = cases::sb_per_group(c);
   for (std::int64_t r = 0; r < c.M; ++r) {
-    if (c.row_map[std::size_t(r)] >= 0) continue;
+    if (c.group_of[std::size_t(r)] >= 0) continue;
     std::fill_n(c.a.begin() + r * c.K, c.K, kNanCode);
     if (c.scaling != Scaling::tensorwise) std::fill_n(c.sa.begin() + r * spr, spr, nan);
   }
   for (std::int64_t g = 0; g < c.G; ++g) {
-    if (std::count(c.row_map.begin(), c.row_map.end(), std::int32_t(g)) > 0) continue;
+    if (std::count(c.group_of.begin(), c.group_of.end(), std::int32_t(g)) > 0) continue;
     std::fill_n(c.b.begin() + g * c.N * c.K, c.N * c.K, kNanCode);
     std::fill_n(c.sb.begin() + g * spg, spg, nan);
   }
 }
 
 std::int64_t group_of_row(const GpuGemmCase& c, std::int64_t r) {
-  return c.row_map[std::size_t(r)];
+  return c.group_of[std::size_t(r)];
 }
 
 // Some non-zero code in the rows of groups of A and in B of an expert with rows.
@@ -132,7 +122,7 @@ bool operands_nonzero(const GpuGemmCase& c) {
   }
   bool a = false, b = false;
   for (std::int64_t r = 0; r < c.M && !a; ++r)
-    if (c.row_map[std::size_t(r)] >= 0)
+    if (c.group_of[std::size_t(r)] >= 0)
       for (std::int64_t k = 0; k < c.K && !a; ++k) a = (c.a[std::size_t(r * c.K + k)] & 0x7F) != 0;
   for (std::int64_t g = 0; g < c.G && !b; ++g)
     if (c.gs.sizes[std::size_t(g)] > 0)
@@ -149,6 +139,7 @@ GpuGemmCase make_gpu_gemm_case(GemmOp op, const gen::GroupSizes& gs, std::int64_
   GpuGemmCase c;
   c.op = op, c.gs = gs, c.N = N, c.K = K, c.fa = fa, c.fb = fb, c.scaling = scaling, c.out = out;
   c.va = va, c.vb = vb, c.seed = seed;
+  c.desc = op == GemmOp::masked ? cases::Desc::masked : cases::Desc::offs;
   set_rows(c);
   std::mt19937_64 rng(seed + 1);
   if (op == GemmOp::wgrad) {
@@ -157,8 +148,8 @@ GpuGemmCase make_gpu_gemm_case(GemmOp op, const gen::GroupSizes& gs, std::int64_
   }
   c.a = gen::fill_codes(fa, va, c.M * K, seed);
   c.b = gen::fill_codes(fb, vb, c.G * N * K, seed ^ 0x9E3779B97F4A7C15ull);
-  c.sa = spread_scales(scaling == Scaling::tensorwise ? 1 : c.M * sa_per_row(c), rng);
-  c.sb = spread_scales(c.G * sb_per_group(c), rng);
+  c.sa = spread_scales(cases::sa_count(c), rng);
+  c.sb = spread_scales(cases::sb_count(c), rng);
   poison(c);
   return c;
 }
@@ -185,7 +176,7 @@ GpuGemmCase draw_gpu_gemm_case(std::int64_t max_total) {
   GpuGemmCase c = make_gpu_gemm_case(op, gs, N, K, fa, fb, scaling, out, va, vb,
                                      *rc::gen::arbitrary<std::uint64_t>());
   std::int64_t rows = 0;
-  for (std::int32_t g : c.row_map) rows += g >= 0;
+  for (std::int32_t g : c.group_of) rows += g >= 0;
   RC_PRE(rows == 0 || operands_nonzero(c));  // a vacuous case proves nothing
   return c;
 }
@@ -213,11 +204,10 @@ std::vector<std::uint32_t> oracle_gemm_bits(const GpuGemmCase& c, const ModelCho
   } else if (c.op == GemmOp::dgrad) {
     const DgradOperands d{c.M, c.K, c.N,         c.G,       c.fa, c.fb,
                           c.a, c.b, BLayout::kn, c.scaling, c.sa, c.sb};
-    ref::grouped_gemm_dgrad(d, c.row_map, m, RowPolicy::untouched, y);
+    ref::grouped_gemm_dgrad(d, c.group_of, m, RowPolicy::untouched, y);
   } else {
-    const GroupedGemmOperands op{c.M, c.N, c.K,         c.G,       c.fa, c.fb,
-                                 c.a, c.b, BLayout::nk, c.scaling, c.sa, c.sb};
-    ref::grouped_gemm_forward(op, c.row_map, m, RowPolicy::untouched, y);
+    const GroupedGemmOperands op = c.operands();  // B stored nk
+    ref::grouped_gemm_forward(op, c.group_of, m, RowPolicy::untouched, y);
   }
   std::vector<std::uint32_t> bits(n);
   for (std::size_t i = 0; i < n; ++i)
@@ -241,8 +231,7 @@ std::vector<std::uint32_t> kernel_gemm_bits(const GpuGemmCase& c) {
                           c.a, c.b, BLayout::kn, c.scaling, c.sa, c.sb};
     gpu::grouped_gemm_dgrad_host(d, c.offs, y);
   } else {
-    const GroupedGemmOperands op{c.M, c.N, c.K,         c.G,       c.fa, c.fb,
-                                 c.a, c.b, BLayout::nk, c.scaling, c.sa, c.sb};
+    const GroupedGemmOperands op = c.operands();  // B stored nk
     if (c.op == GemmOp::masked)
       gpu::grouped_gemm_forward_masked_host(op, c.m_max, c.masked_m, y);
     else

@@ -14,37 +14,26 @@
 
 #include "campaign/gen/group_sizes.h"
 #include "campaign/gen/values.h"
+#include "cases/gemm_case.h"
 #include "reference/grouped_gemm.h"
 
 namespace fp8ref::fuzz {
 
-enum class GemmOp : std::uint8_t { forward, masked, dgrad, wgrad };
-constexpr const char* to_string(GemmOp o) {
-  return o == GemmOp::forward  ? "forward"
-         : o == GemmOp::masked ? "masked"
-         : o == GemmOp::dgrad  ? "dgrad"
-                               : "wgrad";
-}
+using cases::GemmOp;
 
 // Shapes in the kernel's view: Y (M, N) = A (M, K) · B[g] (N, K)ᵀ. For dgrad, A = dY (M, K) and
 // B = W stored (G, N, K) kn, i.e. DgradOperands{M, N = K here, K = N here}. For wgrad (K-grouped),
 // M tokens, A = dY (M, N) and B = X (M, K) row-major (the kernel gets their transposes), C and
 // the output (G, N, K); the drawn group sizes and tail are rounded down to multiples of 16 tokens
 // (the kernel's alignment) and rowwise is drawn as blockwise.
-struct GpuGemmCase {
-  GemmOp op = GemmOp::forward;
-  gen::GroupSizes gs;
-  std::int64_t M = 0, N = 0, K = 0, G = 0, m_max = 0;
-  Format fa = Format::e4m3, fb = Format::e4m3;
-  Scaling scaling = Scaling::blockwise;
-  OutDtype out = OutDtype::bf16;
-  gen::ValueClass va = gen::ValueClass::normal, vb = gen::ValueClass::normal;
+// The case is the one GEMM case (tools/cases/gemm_case.h: op, group sizes, extents, formats,
+// scaling, output, value classes, operands, scales, offs, group_of = row -> group with -1 for rows
+// of no group) plus what a launch adds: the seed its operands are drawn from, wgrad's C and the
+// masked forward's per-group row counts.
+struct GpuGemmCase : cases::GemmCase {
   std::uint64_t seed = 0;
-  std::vector<std::uint8_t> a, b;
-  std::vector<float> sa, sb;
-  std::vector<float> c;                      // wgrad: C (G, N, K)
-  std::vector<std::int64_t> offs, masked_m;  // offs: forward / dgrad; masked_m: masked
-  std::vector<std::int32_t> row_map;         // row -> group, -1 for rows of no group
+  std::vector<float> c;                // wgrad: C (G, N, K)
+  std::vector<std::int64_t> masked_m;  // masked: rows of each group (offs: forward / dgrad)
 };
 
 // Poison of the output before a launch (f32 NaN payload / bf16 NaN payload): rows of no group

@@ -10,6 +10,8 @@
 #include <random>
 
 #include "campaign/suite.h"
+#include "cases/enum_tokens.h"
+#include "cases/gemm_case.h"
 #include "numerics/models.h"
 #include "reference/grouped_gemm.h"
 
@@ -18,18 +20,12 @@ namespace {
 
 using ref::Scaling;
 
-struct BwCase {
-  AccumulationModel model = AccumulationModel::blackwell_f8f6f4;
-  Scaling scaling = Scaling::none;
-  Format fa = Format::e4m3, fb = Format::e4m3;
-  std::int64_t M = 1, N = 1, K = 1, G = 1;
-  std::vector<std::uint8_t> a, b;
-  std::vector<float> sa, sb, ta, tb;
-  std::vector<std::int32_t> row_map;
-};
+// The one GEMM case (tools/cases/gemm_case.h) with B stored nk, split-K 1 and a row map drawn
+// per row (group_of, any order, -1 for rows of no group); no group sizes.
+using BwCase = cases::GemmCase;
 
-std::int64_t blk(Scaling s) { return s == Scaling::nvfp4 ? 16 : 32; }
-bool blocks(Scaling s) { return s == Scaling::mx || s == Scaling::nvfp4; }
+std::int64_t blk(Scaling s) { return s == Scaling::nvfp4 || s == Scaling::mx16 ? 16 : 32; }
+bool blocks(Scaling s) { return s == Scaling::mx || s == Scaling::nvfp4 || s == Scaling::mx16; }
 
 std::uint8_t any_finite_code(Format f, std::mt19937_64& r) {
   for (;;) {
@@ -39,7 +35,8 @@ std::uint8_t any_finite_code(Format f, std::mt19937_64& r) {
 }
 
 float draw_scale(Scaling s, std::mt19937_64& r) {
-  if (s == Scaling::mx) return float(std::ldexp(1.0, int(r() % 61) - 30 + (r() % 8 == 0 ? 90 : 0)));
+  if (s == Scaling::mx || s == Scaling::mx16)
+    return float(std::ldexp(1.0, int(r() % 61) - 30 + (r() % 8 == 0 ? 90 : 0)));
   if (s == Scaling::nvfp4) return float(decode_f64(Format::ue4m3, std::uint8_t(r() % 0x7F)));
   return float(std::ldexp(double(1 + r() % 255), int(r() % 24) - 16));
 }
@@ -48,13 +45,14 @@ BwCase draw_bw() {
   const std::vector<Format> kElems = {Format::e4m3, Format::e5m2, Format::e3m2, Format::e2m3,
                                       Format::e2m1};
   BwCase c;
-  c.model = *rc::gen::elementOf(kBlackwellAccumulationModels);
-  const BlackwellKind k = blackwell_kind(c.model);
+  c.model = {*rc::gen::elementOf(kBlackwellAccumulationModels), 1};
+  const BlackwellKind k = blackwell_kind(c.model.model);
   const bool k64 = k == BlackwellKind::mxf4 || k == BlackwellKind::mxf4nvf4;
   c.scaling = k == BlackwellKind::f8f6f4
                   ? *rc::gen::element(Scaling::none, Scaling::tensorwise, Scaling::rowwise)
-              : k == BlackwellKind::mxf4nvf4 ? *rc::gen::element(Scaling::mx, Scaling::nvfp4)
-                                             : Scaling::mx;
+              : k == BlackwellKind::mxf4nvf4
+                  ? *rc::gen::element(Scaling::mx, Scaling::nvfp4, Scaling::mx16)
+                  : Scaling::mx;
   c.fa = k64 ? Format::e2m1 : *rc::gen::elementOf(kElems);
   c.fb = k64 ? Format::e2m1 : *rc::gen::elementOf(kElems);
   c.M = *rc::gen::inRange<std::int64_t>(1, 6);
@@ -65,11 +63,7 @@ BwCase draw_bw() {
   c.a.resize(std::size_t(c.M * c.K)), c.b.resize(std::size_t(c.G * c.N * c.K));
   for (auto& x : c.a) x = r() % 5 == 0 ? 0 : any_finite_code(c.fa, r);
   for (auto& x : c.b) x = r() % 5 == 0 ? 0 : any_finite_code(c.fb, r);
-  const std::int64_t nb = (c.K + blk(c.scaling) - 1) / blk(c.scaling);
-  const std::int64_t na = blocks(c.scaling) ? c.M * nb : c.scaling == Scaling::rowwise ? c.M : 1;
-  const std::int64_t nbb = blocks(c.scaling)               ? c.G * c.N * nb
-                           : c.scaling == Scaling::rowwise ? c.G * c.N
-                                                           : c.G;
+  const std::int64_t na = cases::sa_count(c), nbb = cases::sb_count(c);
   if (c.scaling != Scaling::none) {
     for (std::int64_t i = 0; i < na; ++i) c.sa.push_back(draw_scale(c.scaling, r));
     for (std::int64_t i = 0; i < nbb; ++i) c.sb.push_back(draw_scale(c.scaling, r));
@@ -78,17 +72,14 @@ BwCase draw_bw() {
     c.ta.push_back(draw_scale(Scaling::tensorwise, r));
     for (std::int64_t g = 0; g < c.G; ++g) c.tb.push_back(draw_scale(Scaling::tensorwise, r));
   }
-  c.row_map.resize(std::size_t(c.M));
-  for (auto& g : c.row_map) g = std::int32_t(r() % std::uint64_t(c.G + 1)) - 1;
+  c.group_of.resize(std::size_t(c.M));
+  for (auto& g : c.group_of) g = std::int32_t(r() % std::uint64_t(c.G + 1)) - 1;
   return c;
 }
 
 std::vector<float> run_bw(const BwCase& c) {
-  const ref::GroupedGemmOperands op{
-      c.M,       c.N,  c.K,  c.G,  c.fa, c.fb, c.a, c.b, ref::BLayout::nk,
-      c.scaling, c.sa, c.sb, c.ta, c.tb};
   std::vector<float> y(std::size_t(c.M * c.N), 0.0f);
-  ref::grouped_gemm_forward(op, c.row_map, {c.model, 1}, ref::RowPolicy::zero,
+  ref::grouped_gemm_forward(c.operands(), c.group_of, c.model, ref::RowPolicy::zero,
                             {OutDtype::f32, y, {}, {}});
   return y;
 }
@@ -101,7 +92,7 @@ std::uint8_t scale_code(Scaling s, float v) {
 float element(const BwCase& c, std::int64_t m, std::int64_t n, std::int64_t g) {
   const std::uint8_t* a = c.a.data() + m * c.K;
   const std::uint8_t* b = c.b.data() + (g * c.N + n) * c.K;
-  const BlackwellKind k = blackwell_kind(c.model);
+  const BlackwellKind k = blackwell_kind(c.model.model);
   const std::int64_t nb = (c.K + blk(c.scaling) - 1) / blk(c.scaling);
   std::vector<std::uint8_t> xa, xb;
   if (blocks(c.scaling))
@@ -135,12 +126,12 @@ void check_bw(const BwCase& c, Fingerprint& fp) {
   }
   fp.fold(y.data(), y.size() * 4);
   for (std::int64_t m = 0; m < c.M; ++m) {
-    const std::int32_t g = c.row_map[std::size_t(m)];
+    const std::int32_t g = c.group_of[std::size_t(m)];
     for (std::int64_t n = 0; n < c.N; ++n) {
       const float got = y[std::size_t(m * c.N + n)];
       const float want = g < 0 ? 0.0f : element(c, m, n, g);
       if (std::bit_cast<std::uint32_t>(got) != std::bit_cast<std::uint32_t>(want))
-        throw Violation(std::string(to_string(c.model)) + " " + ref::to_string(c.scaling) +
+        throw Violation(std::string(to_string(c.model.model)) + " " + ref::to_string(c.scaling) +
                         " element (" + std::to_string(m) + ", " + std::to_string(n) + "): " +
                         std::to_string(got) + ", the step chain gives " + std::to_string(want));
     }
@@ -157,20 +148,14 @@ TensorFile save_bw(const BwCase& c) {
   tf.tensors.push_back({"sb", f32_tensor(c.sb, {std::int64_t(c.sb.size())})});
   tf.tensors.push_back({"ta", f32_tensor(c.ta, {std::int64_t(c.ta.size())})});
   tf.tensors.push_back({"tb", f32_tensor(c.tb, {std::int64_t(c.tb.size())})});
-  tf.tensors.push_back({"row_map", i32_tensor(c.row_map)});
-  tf.metadata["model"] = to_string(c.model);
-  tf.metadata["scaling"] = ref::to_string(c.scaling);
-  tf.metadata["fa"] = std::string(to_string(c.fa));
-  tf.metadata["fb"] = std::string(to_string(c.fb));
+  tf.tensors.push_back({"row_map", i32_tensor(c.group_of)});
+  cases::put_meta(tf, "model", to_string(c.model.model));
+  cases::put_meta(tf, "scaling", ref::to_string(c.scaling));
+  cases::put_meta(tf, "fa", std::string(to_string(c.fa)));
+  cases::put_meta(tf, "fb", std::string(to_string(c.fb)));
   for (const auto& [k, v] : {std::pair{"M", c.M}, {"N", c.N}, {"K", c.K}, {"G", c.G}})
-    tf.metadata[k] = std::to_string(v);
+    cases::put_meta(tf, k, std::to_string(v));
   return tf;
-}
-
-Format format_named(const std::string& s) {
-  for (Format f : kAllFormats)
-    if (to_string(f) == s) return f;
-  throw std::invalid_argument("case file: unknown format '" + s + "'");
 }
 
 BwCase load_bw(const TensorFile& tf) {
@@ -179,25 +164,26 @@ BwCase load_bw(const TensorFile& tf) {
   const auto s = ref::parse_scaling(get_meta(tf, "scaling"));
   if (!m || !is_blackwell_model(*m) || !s)
     throw std::invalid_argument("case file: not a Blackwell model and scaling");
-  c.model = *m, c.scaling = *s;
-  c.fa = format_named(get_meta(tf, "fa")), c.fb = format_named(get_meta(tf, "fb"));
+  c.model = {*m, 1}, c.scaling = *s;
+  c.fa = cases::parse_token("format", get_meta(tf, "fa"), kAllFormats);
+  c.fb = cases::parse_token("format", get_meta(tf, "fb"), kAllFormats);
   c.M = get_meta_int(tf, "M"), c.N = get_meta_int(tf, "N"), c.K = get_meta_int(tf, "K");
   c.G = get_meta_int(tf, "G");
   c.a = get_u8(tf, "a"), c.b = get_u8(tf, "b");
   c.sa = get_f32(tf, "sa"), c.sb = get_f32(tf, "sb"), c.ta = get_f32(tf, "ta");
-  c.tb = get_f32(tf, "tb"), c.row_map = get_i32(tf, "row_map");
+  c.tb = get_f32(tf, "tb"), c.group_of = get_i32(tf, "row_map");
   return c;
 }
 
 std::string bw_diff(const BwCase& x, const BwCase& y) {
-  return first_difference({{"model", x.model == y.model},
+  return first_difference({{"model", x.model.model == y.model.model},
                            {"scaling", x.scaling == y.scaling},
                            {"formats", x.fa == y.fa && x.fb == y.fb},
                            {"shape", x.M == y.M && x.N == y.N && x.K == y.K && x.G == y.G},
                            {"operands", x.a == y.a && x.b == y.b},
                            {"scales", same_bits(x.sa, y.sa) && same_bits(x.sb, y.sb)},
                            {"tensor scales", same_bits(x.ta, y.ta) && same_bits(x.tb, y.tb)},
-                           {"row map", x.row_map == y.row_map}});
+                           {"row map", x.group_of == y.group_of}});
 }
 
 }  // namespace
@@ -217,7 +203,7 @@ void add_blackwell_suites(std::vector<Suite>& out) {
        {}},
       {draw_bw, check_bw,
        [](const BwCase& c) {
-         return std::vector<std::string>{std::string("model:") + to_string(c.model),
+         return std::vector<std::string>{std::string("model:") + to_string(c.model.model),
                                          std::string("scaling:") + ref::to_string(c.scaling)};
        },
        save_bw, load_bw, bw_diff}));

@@ -53,8 +53,9 @@ TensorFile save_pad(const PadCase& p) {
   TensorFile tf;
   tf.tensors.push_back({"rows", u8_tensor(p.rows, {p.gs.total(), p.row_bytes})});
   save_group_sizes(p.gs, tf);
-  tf.metadata["empty"] = p.empty == ref::EmptyGroupPolicy::keep_empty ? "keep_empty" : "one_block";
-  tf.metadata["row_bytes"] = std::to_string(p.row_bytes);
+  cases::put_meta(tf, "empty",
+                  p.empty == ref::EmptyGroupPolicy::keep_empty ? "keep_empty" : "one_block");
+  cases::put_meta(tf, "row_bytes", std::to_string(p.row_bytes));
   return tf;
 }
 
@@ -179,7 +180,7 @@ TensorFile save_quant(const QuantCase& q) {
   tf.tensors.push_back({"x_bits", u32_tensor(q.x, {q.gs.total(), q.cols})});
   save_group_sizes(q.gs, tf);
   cases::save_recipe(q.recipe, q.geometry, tf);
-  auto& m = tf.metadata;
+  cases::MetaWriter m{tf};
   m["cols"] = std::to_string(q.cols);
   m["values"] = gen::to_string(q.values);
   return tf;

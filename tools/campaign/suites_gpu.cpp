@@ -91,8 +91,7 @@ void check_cast(const CastCase& c, Fingerprint& fp) {
   const std::size_t n = std::size_t(c.M * c.N);
   std::vector<float> f(c.out == OutDtype::f32 ? n : 0);
   std::vector<std::uint16_t> h(c.out == OutDtype::f32 ? 0 : n);
-  const ref::GroupedGemmOperands op{c.M, c.N, c.K,        c.G,       c.fa, c.fb,
-                                    c.a, c.b, c.b_layout, c.scaling, c.sa, c.sb};
+  const ref::GroupedGemmOperands op = c.operands();
   const ref::GemmOutput y{c.out, f, h, {}};
 #ifdef FP8REF_CAMPAIGN_HAVE_GPU
   if (on_gpu)
@@ -143,9 +142,9 @@ std::vector<std::string> cast_tags(const CastCase& c) {
 TensorFile save_cast(const CastCase& c) {
   TensorFile tf;
   tf.tensors.push_back({"x_bits", u32_tensor(c.x, {std::int64_t(c.x.size())})});
-  tf.metadata["format"] = std::string(to_string(c.format));
-  tf.metadata["values"] = gen::to_string(c.values);
-  tf.metadata["scale_exp"] = std::to_string(c.scale_exp);
+  cases::put_meta(tf, "format", std::string(to_string(c.format)));
+  cases::put_meta(tf, "values", gen::to_string(c.values));
+  cases::put_meta(tf, "scale_exp", std::to_string(c.scale_exp));
   return tf;
 }
 
@@ -155,12 +154,12 @@ CastCase load_cast(const TensorFile& tf) {
   if (f != "e4m3" && f != "e5m2")
     throw std::invalid_argument("case file: format must be e4m3 or e5m2");
   c.format = f == "e4m3" ? Format::e4m3 : Format::e5m2;
-  if (tf.metadata.count("values")) {
+  if (cases::has_meta(tf, "values")) {
     const auto v = cases::from_token(gen::kValueClasses, get_meta(tf, "values"));
     if (!v) throw std::invalid_argument("case file: unknown value class");
     c.values = *v;
   }
-  if (tf.metadata.count("scale_exp")) c.scale_exp = int(get_meta_int(tf, "scale_exp"));
+  if (cases::has_meta(tf, "scale_exp")) c.scale_exp = int(get_meta_int(tf, "scale_exp"));
   c.x = get_u32(tf, "x_bits");
   return c;
 }

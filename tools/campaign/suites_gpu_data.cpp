@@ -88,11 +88,11 @@ void check_gpu_pad(const GpuPadCase& c, Fingerprint& fp) {
 TensorFile save_gpu_pad(const GpuPadCase& c) {
   TensorFile tf;
   save_group_sizes(c.gs, tf);
-  tf.metadata["pad_align"] = std::to_string(c.align);
-  tf.metadata["one_block"] = c.one_block ? "1" : "0";
-  tf.metadata["row_bytes"] = std::to_string(c.row_bytes);
-  tf.metadata["seed"] = std::to_string(c.seed);
-  tf.metadata["max_blocks"] = std::to_string(c.max_blocks);
+  cases::put_meta(tf, "pad_align", std::to_string(c.align));
+  cases::put_meta(tf, "one_block", c.one_block ? "1" : "0");
+  cases::put_meta(tf, "row_bytes", std::to_string(c.row_bytes));
+  cases::put_meta(tf, "seed", std::to_string(c.seed));
+  cases::put_meta(tf, "max_blocks", std::to_string(c.max_blocks));
   return tf;
 }
 
@@ -204,7 +204,7 @@ void check_gpu_permute(const GpuPermuteCase& c, Fingerprint& fp) {
 
 TensorFile save_gpu_permute(const GpuPermuteCase& c) {
   TensorFile tf;
-  auto& m = tf.metadata;
+  cases::MetaWriter m{tf};
   m["tokens"] = std::to_string(c.tokens);
   m["k"] = std::to_string(c.k);
   m["experts"] = std::to_string(c.experts);

@@ -32,8 +32,8 @@ void check_gpu_gemm(const GpuGemmCase& c, Fingerprint& fp) {
 TensorFile save_gpu_gemm(const GpuGemmCase& c) {
   TensorFile tf;
   save_group_sizes(c.gs, tf);
-  auto& m = tf.metadata;
-  m["op"] = std::to_string(int(c.op));
+  cases::MetaWriter m{tf};
+  m["op"] = to_string(c.op);
   m["N"] = std::to_string(c.N);
   m["K"] = std::to_string(c.K);
   m["fa"] = std::to_string(int(c.fa));
@@ -47,7 +47,10 @@ TensorFile save_gpu_gemm(const GpuGemmCase& c) {
 }
 
 GpuGemmCase load_gpu_gemm(const TensorFile& tf) {
-  const auto op = get_meta_int(tf, "op"), fa = get_meta_int(tf, "fa"), fb = get_meta_int(tf, "fb");
+  // fp8ref.op is the op's token; files written before the one schema hold its index.
+  const auto op_token = cases::from_token(cases::kAllGemmOps, get_meta(tf, "op"));
+  const std::int64_t op = op_token ? std::int64_t(*op_token) : get_meta_int(tf, "op");
+  const auto fa = get_meta_int(tf, "fa"), fb = get_meta_int(tf, "fb");
   const auto N = get_meta_int(tf, "N"), K = get_meta_int(tf, "K");
   const auto scaling = parse_scaling(get_meta(tf, "scaling"));
   const auto out = parse_out_dtype(get_meta(tf, "out"));

@@ -102,8 +102,7 @@ std::vector<std::uint32_t> bits_of(const GemmCase& c, const std::vector<std::int
   const std::size_t n = std::size_t(c.M * c.N);
   std::vector<float> f(c.out == OutDtype::f32 ? n : 0);
   std::vector<std::uint16_t> h(c.out == OutDtype::f32 ? 0 : n);
-  const ref::GroupedGemmOperands op{c.M, c.N, c.K,        c.G,       c.fa, c.fb,
-                                    c.a, c.b, c.b_layout, c.scaling, c.sa, c.sb};
+  const ref::GroupedGemmOperands op = c.operands();
   const ref::GemmOutput y{c.out, f, h, {}};
   if (on_gpu)
     gpu::oracle_grouped_gemm_forward(op, map, c.model, ref::RowPolicy::zero, y);

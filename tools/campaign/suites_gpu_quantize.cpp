@@ -147,7 +147,7 @@ TensorFile save_gpu_quant(const GpuQuantCase& c) {
   tf.tensors.push_back({"x_bits", u32_tensor(c.x, {std::int64_t(c.x.size())})});
   save_group_sizes(c.gs, tf);
   cases::save_recipe(c.recipe, c.geometry, tf);
-  auto& m = tf.metadata;
+  cases::MetaWriter m{tf};
   m["src"] = c.src == Source::bf16 ? "bf16" : "f32";
   m["grouped"] = c.grouped ? "1" : "0";
   m["cols"] = std::to_string(c.cols);

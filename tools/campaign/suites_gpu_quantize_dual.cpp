@@ -256,7 +256,7 @@ TensorFile save_gpu_dual(const GpuDualCase& c) {
   TensorFile tf;
   tf.tensors.push_back({"x_bits", u32_tensor(c.x, {c.rows, c.cols})});
   cases::save_recipe(c.recipe, row_geometry(c.recipe), tf);
-  auto& m = tf.metadata;
+  cases::MetaWriter m{tf};
   m["src"] = c.src == Source::bf16 ? "bf16" : "f32";
   m["rows"] = std::to_string(c.rows);
   m["cols"] = std::to_string(c.cols);

@@ -219,7 +219,7 @@ TensorFile save_gpu_swiglu(const GpuSwigluCase& c) {
   TensorFile tf;
   tf.tensors.push_back({"gate_up_bits", u32_tensor(c.gate_up, {c.rows, 2 * c.H})});
   cases::save_recipe(c.recipe, geometry(c.recipe), tf);
-  auto& m = tf.metadata;
+  cases::MetaWriter m{tf};
   m["rows"] = std::to_string(c.rows);
   m["H"] = std::to_string(c.H);
   m["values"] = gen::to_string(c.values);

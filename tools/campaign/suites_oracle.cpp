@@ -52,8 +52,8 @@ Suite seed_suite(SuiteInfo info, std::int64_t variants,
   cs.tags = [tag](const SeedCase& c) { return std::vector<std::string>{tag(c.variant)}; };
   cs.save = [](const SeedCase& c) {
     TensorFile tf;
-    tf.metadata["variant"] = std::to_string(c.variant);
-    tf.metadata["seed"] = std::to_string(c.seed);
+    cases::put_meta(tf, "variant", std::to_string(c.variant));
+    cases::put_meta(tf, "seed", std::to_string(c.seed));
     return tf;
   };
   cs.load = [variants](const TensorFile& tf) {

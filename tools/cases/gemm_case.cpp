@@ -9,8 +9,6 @@ namespace fp8ref::cases {
 
 namespace {
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-
 Desc desc_from(const std::string& s) {
   if (const auto d = from_token(kAllDescs, s)) return *d;
   throw std::invalid_argument("case file: unknown descriptor '" + s + "'");
@@ -63,29 +61,6 @@ std::vector<std::int32_t> rows_of(const GroupSizes& gs, Desc d, std::int64_t m_m
   return map;
 }
 
-std::int64_t sa_count(const GemmCase& c) {
-  switch (c.scaling) {
-    case Scaling::none: return 0;
-    case Scaling::tensorwise: return 1;
-    case Scaling::rowwise: return c.M;
-    case Scaling::blockwise: return c.M * ceil_div(c.K, 128);
-    case Scaling::mx: return c.M * ceil_div(c.K, 32);
-    case Scaling::nvfp4: return c.M * ceil_div(c.K, 16);
-  }
-  return 0;
-}
-std::int64_t sb_count(const GemmCase& c) {
-  switch (c.scaling) {
-    case Scaling::none: return 0;
-    case Scaling::tensorwise: return c.G;
-    case Scaling::rowwise: return c.G * c.N;
-    case Scaling::blockwise: return c.G * ceil_div(c.N, 128) * ceil_div(c.K, 128);
-    case Scaling::mx: return c.G * c.N * ceil_div(c.K, 32);
-    case Scaling::nvfp4: return c.G * c.N * ceil_div(c.K, 16);
-  }
-  return 0;
-}
-
 TensorFile save_gemm(const GemmCase& c) {
   TensorFile tf;
   tf.tensors.push_back({"a", u8_tensor(c.a, {c.M, c.K})});
@@ -96,7 +71,8 @@ TensorFile save_gemm(const GemmCase& c) {
   tf.tensors.push_back({"scale_b", f32_tensor(c.sb, {std::int64_t(c.sb.size())})});
   tf.tensors.push_back({"row_group", i32_tensor(c.group_of)});
   save_group_sizes(c.gs, tf);
-  auto& m = tf.metadata;
+  MetaWriter m{tf};
+  m["op"] = to_string(c.op);
   m["desc"] = to_string(c.desc);
   m["m_max"] = std::to_string(c.m_max);
   m["N"] = std::to_string(c.N);
@@ -110,11 +86,12 @@ TensorFile save_gemm(const GemmCase& c) {
   m["scaling"] = ref::to_string(c.scaling);
   m["b_layout"] = to_string(c.b_layout);
   m["out"] = to_string(c.out);
-  save_model(c.model, m);
+  save_model(c.model, tf);
   return tf;
 }
 
-void save_model(const ref::ModelChoice& mc, std::map<std::string, std::string>& m) {
+void save_model(const ref::ModelChoice& mc, TensorFile& tf) {
+  MetaWriter m{tf};
   m["model"] = to_string(mc.model);
   m["split_k"] = std::to_string(mc.split_k);
   m["split_blocks"] = std::to_string(mc.split_blocks);
@@ -126,8 +103,8 @@ ref::ModelChoice load_model(const TensorFile& tf) {
   if (!model)
     throw std::invalid_argument("case file: unknown model '" + get_meta(tf, "model") + "'");
   ref::ModelChoice m{*model, int(get_meta_int(tf, "split_k")),
-                     tf.metadata.count("split_blocks") ? get_meta_int(tf, "split_blocks") : 0};
-  if (tf.metadata.count("epilogue")) {
+                     has_meta(tf, "split_blocks") ? get_meta_int(tf, "split_blocks") : 0};
+  if (has_meta(tf, "epilogue")) {
     const auto ep = epilogue_from_string(get_meta(tf, "epilogue"));
     if (!ep)
       throw std::invalid_argument("case file: unknown epilogue '" + get_meta(tf, "epilogue") + "'");
@@ -138,6 +115,9 @@ ref::ModelChoice load_model(const TensorFile& tf) {
 
 GemmCase load_gemm(const TensorFile& tf) {
   GemmCase c;
+  // fp8ref.op: absent in files written before it; only the forward has this file form.
+  if (has_meta(tf, "op") && get_meta(tf, "op") != to_string(GemmOp::forward))
+    throw std::invalid_argument("case file: op '" + get_meta(tf, "op") + "' is not a forward case");
   c.gs = load_group_sizes(tf);
   c.desc = desc_from(get_meta(tf, "desc"));
   c.m_max = get_meta_int(tf, "m_max");
@@ -149,8 +129,8 @@ GemmCase load_gemm(const TensorFile& tf) {
       throw std::invalid_argument("case file: bad group size");
   c.G = c.gs.groups();
   c.group_of = rows_of(c.gs, c.desc, c.m_max, c.M);
-  c.moe_shape = tf.metadata.count("shape") && get_meta(tf, "shape") == "moe";
-  if (tf.metadata.count("adversarial")) c.adversarial = get_meta(tf, "adversarial");
+  c.moe_shape = has_meta(tf, "shape") && get_meta(tf, "shape") == "moe";
+  if (has_meta(tf, "adversarial")) c.adversarial = get_meta(tf, "adversarial");
   c.fa = format_from_name(get_meta(tf, "format_a"));
   c.fb = format_from_name(get_meta(tf, "format_b"));
   c.va = value_class_from(get_meta(tf, "values_a"));
@@ -171,6 +151,7 @@ GemmCase load_gemm(const TensorFile& tf) {
 
 std::string gemm_case_diff(const GemmCase& x, const GemmCase& y) {
   return first_difference({
+      {"op", x.op == y.op},
       {"group sizes", x.gs == y.gs},
       {"descriptor", x.desc == y.desc && x.m_max == y.m_max},
       {"extents", x.M == y.M && x.N == y.N && x.K == y.K && x.G == y.G},

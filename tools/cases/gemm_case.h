@@ -1,7 +1,9 @@
-// The M-grouped GEMM case (docs/design.md §9, docs/fuzz.md "Case files"): one struct for the
+// The grouped GEMM case (docs/design.md §9, docs/fuzz.md "Case files"): one struct for the
 // campaign's drawn cases, the operands `fp8-check oracle|verify grouped-gemm` reads from a tensor
-// file, and the GPU suites; its safetensors form (save / load, every parameter in metadata), and
-// the first field in which two cases differ.
+// file, the reference property suites (proptests/reference/gemm_problem.h), the GPU suites
+// (tools/campaign/gpu_gemm_case.h adds the launch's own fields) and the fidelity driver
+// (proptests/fidelity/); its safetensors form (save / load, every parameter in fp8ref.* metadata),
+// and the first field in which two cases differ.
 #pragma once
 
 #include <array>
@@ -24,8 +26,21 @@ constexpr const char* to_string(Desc d) {
   return d == Desc::offs ? "offs" : d == Desc::aligned ? "aligned" : "masked";
 }
 
+// Which grouped GEMM a case runs (docs/design.md §9): the M-grouped forward with offsets / aligned
+// rows, the masked forward ((G, m_max) + masked_m), dgrad (W stored kn) or the K-grouped wgrad.
+enum class GemmOp : std::uint8_t { forward, masked, dgrad, wgrad };
+inline constexpr std::array kAllGemmOps = {GemmOp::forward, GemmOp::masked, GemmOp::dgrad,
+                                           GemmOp::wgrad};
+constexpr const char* to_string(GemmOp o) {
+  return o == GemmOp::forward  ? "forward"
+         : o == GemmOp::masked ? "masked"
+         : o == GemmOp::dgrad  ? "dgrad"
+                               : "wgrad";
+}
+
 struct GemmCase {
   // The drawn parameters (campaign cases; defaults for a case read from a user's tensors).
+  GemmOp op = GemmOp::forward;
   GroupSizes gs;
   Desc desc = Desc::offs;
   std::int64_t M = 0, N = 0, K = 0, G = 0, m_max = 0;
@@ -55,9 +70,39 @@ struct GemmCase {
 std::vector<std::int32_t> rows_of(const GroupSizes& gs, Desc d, std::int64_t m_max,
                                   std::int64_t& M);
 
-// Scale counts of A and B for the case's scaling (reference/grouped_gemm.h shapes).
-std::int64_t sa_count(const GemmCase& c);
-std::int64_t sb_count(const GemmCase& c);
+// Scale entries per row of A (0 where one scale is shared: none, tensorwise) and per group of B,
+// and the counts of A's and B's scales, for the case's scaling (reference/grouped_gemm.h shapes).
+// Inline: the reference suites use them without the library.
+inline std::int64_t sa_per_row(const GemmCase& c) {
+  const auto blocks = [&](std::int64_t w) { return (c.K + w - 1) / w; };
+  switch (c.scaling) {
+    case ref::Scaling::none:
+    case ref::Scaling::tensorwise: return 0;
+    case ref::Scaling::rowwise: return 1;
+    case ref::Scaling::blockwise: return blocks(128);
+    case ref::Scaling::mx: return blocks(32);
+    case ref::Scaling::nvfp4:
+    case ref::Scaling::mx16: return blocks(16);
+  }
+  return 0;
+}
+inline std::int64_t sb_per_group(const GemmCase& c) {
+  const auto blocks = [&](std::int64_t w) { return (c.K + w - 1) / w; };
+  switch (c.scaling) {
+    case ref::Scaling::none: return 0;
+    case ref::Scaling::tensorwise: return 1;
+    case ref::Scaling::rowwise: return c.N;
+    case ref::Scaling::blockwise: return (c.N + 127) / 128 * blocks(128);
+    case ref::Scaling::mx: return c.N * blocks(32);
+    case ref::Scaling::nvfp4:
+    case ref::Scaling::mx16: return c.N * blocks(16);
+  }
+  return 0;
+}
+inline std::int64_t sa_count(const GemmCase& c) {
+  return c.scaling == ref::Scaling::tensorwise ? 1 : c.M * sa_per_row(c);
+}
+inline std::int64_t sb_count(const GemmCase& c) { return c.G * sb_per_group(c); }
 
 // The case file: operands, scales, group sizes, the row -> group map and every parameter.
 TensorFile save_gemm(const GemmCase& c);
@@ -66,9 +111,10 @@ GemmCase load_gemm(const TensorFile& tf);  // std::invalid_argument on a malform
 Format format_from_name(const std::string& s);
 OutDtype out_from(const std::string& s);
 ref::Scaling scaling_from(const std::string& s);
-// A model choice as case-file metadata (model, split_k, split_blocks, epilogue) and back
-// (split_blocks and epilogue optional: files written before they existed).
-void save_model(const ref::ModelChoice& m, std::map<std::string, std::string>& metadata);
+// A model choice as case-file metadata (fp8ref.model, fp8ref.split_k, fp8ref.split_blocks,
+// fp8ref.epilogue) and back (split_blocks and epilogue optional: files written before they
+// existed).
+void save_model(const ref::ModelChoice& m, TensorFile& tf);
 ref::ModelChoice load_model(const TensorFile& tf);
 // The first field in which two cases differ ("" when none; floats compared as bits).
 std::string gemm_case_diff(const GemmCase& x, const GemmCase& y);

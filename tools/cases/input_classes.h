@@ -1,7 +1,12 @@
-// Class-weighted f64 inputs of the FP8 / E8M0 encode properties (docs/design.md §20, TestFloat's
-// exponent-class x significand-pattern idea): each class aims at one rounding hazard. Candidate
-// values come from the table oracle's value table, never from the codec under test; the draws come
-// from one SplitMix64, so a batch replays from its seed.
+// The class-weighted inputs (docs/design.md §14, TestFloat's exponent-class x significand-pattern
+// idea): each class aims at one rounding hazard, every draw comes from SplitMix64 (a set replays
+// from its seed) and a class is drawn by weighted_index. One home, three sets, one per domain:
+// - here: f64 inputs of the FP8 / E8M0 encode properties (proptests/numerics/codec/), candidate
+//   values from the table oracle's value table, never from the codec under test;
+// - input_classes_f32.h: the f32 inputs of the codec golden tables (`fp8-check golden gen-codec`);
+// - input_classes_sweep.h: the counter-based f64 samples of `fp8-check sweep --samples`.
+// The last two keep their own classes and draw order because their outputs are pinned (golden
+// files, reproducible sweep reports); merging the sets would regenerate every golden table.
 #pragma once
 
 #include <bit>
@@ -9,6 +14,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "cases/input_classes_f32.h"
+#include "cases/input_classes_sweep.h"
 #include "cases/split_mix64.h"
 #include "numerics/format.h"
 #include "numerics/oracle/table_oracle.h"

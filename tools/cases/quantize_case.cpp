@@ -15,7 +15,7 @@ constexpr std::array kElementFormats = {Format::e4m3, Format::e5m2};  // ids 0, 
 }  // namespace
 
 void save_recipe(const Recipe& r, BlockGeometry g, TensorFile& tf) {
-  auto& m = tf.metadata;
+  MetaWriter m{tf};
   m["recipe_kind"] = std::to_string(int(r.kind));
   m["recipe"] = std::string(to_string(r.kind));
   m["elem"] = std::to_string(int(r.elem));
@@ -34,7 +34,7 @@ RecipeGeometry load_recipe(const TensorFile& tf) {
   const auto geo = enum_at(kAllBlockGeometries, get_meta_int(tf, "geometry"));
   if (!kind || !elem || !rt || !geo)
     throw std::invalid_argument("case file: recipe / geometry out of range");
-  const float eps = tf.metadata.count("epsilon_bits")
+  const float eps = has_meta(tf, "epsilon_bits")
                         ? std::bit_cast<float>(std::uint32_t(get_meta_int(tf, "epsilon_bits")))
                         : 0.0f;
   return {{*kind, *elem, *rt, get_meta(tf, "pow2") == "1", eps}, *geo};

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cases/enum_tokens.h"
@@ -66,10 +67,27 @@ std::vector<std::int32_t> get_i32(const TensorFile& tf, const std::string& n) {
 std::vector<std::uint32_t> get_u32(const TensorFile& tf, const std::string& n) {
   return get_vec<std::uint32_t>(tf, n, tensor_io::DType::U32);
 }
+std::string meta_key(std::string_view name) { return std::string(kMetaPrefix) + std::string(name); }
+void put_meta(TensorFile& tf, std::string_view name, std::string value) {
+  tf.metadata[meta_key(name)] = std::move(value);
+}
+
+namespace {
+// The value of "fp8ref.<name>", else of the bare "<name>" (files written before the prefix).
+const std::string* find_meta(const TensorFile& tf, std::string_view name) {
+  if (const auto it = tf.metadata.find(meta_key(name)); it != tf.metadata.end()) return &it->second;
+  if (const auto it = tf.metadata.find(std::string(name)); it != tf.metadata.end())
+    return &it->second;
+  return nullptr;
+}
+}  // namespace
+
+bool has_meta(const TensorFile& tf, std::string_view name) {
+  return find_meta(tf, name) != nullptr;
+}
 const std::string& get_meta(const TensorFile& tf, const std::string& key) {
-  const auto it = tf.metadata.find(key);
-  if (it == tf.metadata.end()) throw std::invalid_argument("case file: no metadata '" + key + "'");
-  return it->second;
+  if (const std::string* v = find_meta(tf, key)) return *v;
+  throw std::invalid_argument("case file: no metadata '" + meta_key(key) + "'");
 }
 std::int64_t get_meta_int(const TensorFile& tf, const std::string& key) {
   const std::string& v = get_meta(tf, key);
@@ -85,9 +103,9 @@ std::int64_t get_meta_int(const TensorFile& tf, const std::string& key) {
 
 void save_group_sizes(const GroupSizes& gs, TensorFile& tf) {
   tf.tensors.push_back({"group_sizes", i64_tensor(gs.sizes)});
-  tf.metadata["dist"] = to_string(gs.dist);
-  tf.metadata["align"] = std::to_string(gs.align);
-  tf.metadata["tail"] = std::to_string(gs.tail);
+  put_meta(tf, "dist", to_string(gs.dist));
+  put_meta(tf, "align", std::to_string(gs.align));
+  put_meta(tf, "tail", std::to_string(gs.tail));
 }
 
 GroupSizes load_group_sizes(const TensorFile& tf) {
@@ -95,8 +113,8 @@ GroupSizes load_group_sizes(const TensorFile& tf) {
   const auto dist = from_token(kSizeDists, get_meta(tf, "dist"));
   if (!dist) throw std::invalid_argument("case file: unknown dist '" + get_meta(tf, "dist") + "'");
   gs.dist = *dist;
-  gs.align = tf.metadata.count("align") ? get_meta_int(tf, "align") : 1;
-  gs.tail = tf.metadata.count("tail") ? get_meta_int(tf, "tail") : 0;
+  gs.align = has_meta(tf, "align") ? get_meta_int(tf, "align") : 1;
+  gs.tail = has_meta(tf, "tail") ? get_meta_int(tf, "tail") : 0;
   gs.sizes = get_i64(tf, "group_sizes");
   for (auto s : gs.sizes)
     if (s < 0) throw std::invalid_argument("case file: negative group size");

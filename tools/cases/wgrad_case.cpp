@@ -32,18 +32,21 @@ TensorFile save_wgrad(const WgradCase& w) {
                                                                   std::int64_t(w.s_x.size())})});
   tf.tensors.push_back({"c", f32_tensor(w.c, {w.G, w.N, w.K})});
   save_group_sizes(w.gs, tf);
-  auto& m = tf.metadata;
+  MetaWriter m{tf};
+  m["op"] = to_string(GemmOp::wgrad);
   m["N"] = std::to_string(w.N), m["K"] = std::to_string(w.K);
   m["format_dy"] = to_string(w.fdy), m["format_x"] = to_string(w.fx);
   m["values"] = to_string(w.v);
   m["scaling"] = ref::to_string(w.scaling);
   m["out"] = to_string(w.out);
-  save_model(w.model, m);
+  save_model(w.model, tf);
   return tf;
 }
 
 WgradCase load_wgrad(const TensorFile& tf) {
   WgradCase w;
+  if (has_meta(tf, "op") && get_meta(tf, "op") != to_string(GemmOp::wgrad))
+    throw std::invalid_argument("case file: op '" + get_meta(tf, "op") + "' is not a wgrad case");
   w.gs = load_group_sizes(tf);
   if (w.gs.sizes.empty()) throw std::invalid_argument("case file: bad group sizes");
   w.G = w.gs.groups();
@@ -58,7 +61,7 @@ WgradCase load_wgrad(const TensorFile& tf) {
   w.scaling = scaling_from(get_meta(tf, "scaling"));
   if (w.scaling == Scaling::rowwise)
     throw std::invalid_argument("case file: rowwise is not a wgrad scaling");
-  w.out = tf.metadata.count("out") ? out_from(get_meta(tf, "out")) : OutDtype::f32;
+  w.out = has_meta(tf, "out") ? out_from(get_meta(tf, "out")) : OutDtype::f32;
   w.model = load_model(tf);
   w.dy = get_u8(tf, "dy"), w.x = get_u8(tf, "x");
   w.s_dy = get_f32(tf, "scale_dy"), w.s_x = get_f32(tf, "scale_x");

@@ -69,7 +69,7 @@ GoldenManifest load_manifest(const std::string& root, bool required) {
 }
 
 // "line 12: stored 'A' regenerated 'B'" for text, "byte 4096" otherwise.
-std::string first_difference(const std::string& stored, const std::string& fresh) {
+std::string first_text_difference(const std::string& stored, const std::string& fresh) {
   const auto mm = std::mismatch(stored.begin(), stored.end(), fresh.begin(), fresh.end());
   const auto at = static_cast<std::size_t>(mm.first - stored.begin());
   const bool text = stored.find('\0') == std::string::npos && fresh.find('\0') == std::string::npos;
@@ -121,7 +121,7 @@ void verify_generated(const GoldenEntry& e, const std::optional<std::string>& st
     return;
   }
   const std::string where =
-      (stored && file_ok ? first_difference(*stored, g.bytes) + "; " : std::string()) +
+      (stored && file_ok ? first_text_difference(*stored, g.bytes) + "; " : std::string()) +
       "regenerated copy: " + (fs::path(temp) / e.path).string();
   if (e.semantics_version == kSemanticsVersion) {
     why.push_back("payload changed without a semantics-version bump (" + where +
@@ -226,7 +226,7 @@ GoldenReport golden_regen(const std::string& root) {
       st.status = GoldenStatus::fail;
       st.reasons.push_back(
           "payload changed without a semantics-version bump" +
-          (stored ? " (" + first_difference(*stored, g.bytes) + ")" : std::string()) +
+          (stored ? " (" + first_text_difference(*stored, g.bytes) + ")" : std::string()) +
           ": bump kSemanticsVersion in tools/cli/semantics_version.h if the change is intended");
     }
     if (st.status == GoldenStatus::written || st.status == GoldenStatus::rewritten)

@@ -1,7 +1,7 @@
 // Generators of the codec golden files (`fp8-check golden gen-codec`): TestFloat-style hex tables
-// and one safetensors case file per format. Inputs are a class-weighted, seeded set of f32
-// patterns aimed at each format's decision points (TestFloat genCases / docs/design.md §20: ties,
-// subnormal boundaries, max±ulp, overflow, NaN/Inf, ±0).
+// and one safetensors case file per format, over the class-weighted, seeded f32 inputs of
+// tools/cases/input_classes_f32.h (TestFloat genCases / docs/design.md §14: ties, subnormal
+// boundaries, max±ulp, overflow, NaN/Inf, ±0).
 #pragma once
 
 #include <cstdint>
@@ -9,33 +9,19 @@
 #include <string>
 #include <vector>
 
+#include "cases/input_classes.h"
 #include "numerics/profile.h"
 
 namespace fp8ref::cli {
 
-// Input classes; the generated set reports how often each was drawn (the RC_CLASSIFY analogue).
-enum class InputClass : std::uint8_t {
-  special,      // ±0, ±Inf, NaNs, f32 subnormal / min normal / max, format max and min subnormal
-  exact,        // a finite value of the format (any rounding must return its code)
-  near_exact,   // exact ± 1..3 f32 ulps (sticky bits only)
-  tie,          // midpoint of two adjacent format values, incl. max + ulp/2 (the overflow edge)
-  near_tie,     // tie ± 1..3 f32 ulps
-  subnormal,    // |x| below twice the format's smallest normal (or 2^-120 for e8m0)
-  overflow,     // |x| in (max, f32 max]
-  in_range,     // log-uniform over the format's binades, random f32 fraction
-  random_bits,  // uniform 32-bit patterns
-};
-inline constexpr int kInputClassCount = 9;
-const char* class_name(InputClass c);
-
-struct CodecInput {
-  std::uint32_t bits;
-  InputClass cls;
-};
-
-// `count` distinct f32 patterns for `format`: the fixed special list first, then weighted seeded
-// draws (splitmix64). Identical for every profile, so tables of one format align line by line.
-std::vector<CodecInput> f32_codec_inputs(Format format, std::uint64_t seed, std::size_t count);
+// The inputs: the class-weighted f32 set of the codec golden tables
+// (tools/cases/input_classes_f32.h, one of the class-weighted input sets of cases/input_classes.h);
+// the generated set reports how often each class was drawn (the RC_CLASSIFY analogue).
+using InputClass = cases::F32InputClass;
+using CodecInput = cases::F32Input;
+using cases::f32_codec_inputs;
+inline constexpr int kInputClassCount = cases::kF32InputClassCount;
+inline const char* class_name(InputClass c) { return cases::to_string(c); }
 std::map<std::string, std::uint64_t> class_counts(const std::vector<CodecInput>& inputs);
 
 // "3F800000 38\n" per input: uppercase hex, f32 pattern then the code.

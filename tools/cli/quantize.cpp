@@ -33,13 +33,6 @@ namespace {
 using tensor_io::DType;
 using tensor_io::Tensor;
 
-template <class List>
-auto parse_token(const std::string& what, const std::string& s, const List& all) {
-  if (const auto e = cases::from_token(all, s)) return *e;
-  throw UsageError("unknown " + what + " '" + s + "' (one of: " + cases::token_list(all, ", ") +
-                   ")");
-}
-
 constexpr std::array kFormats = {Format::e4m3, Format::e5m2};
 
 struct Layout {
@@ -115,13 +108,15 @@ SourceBits source_bits(const Tensor& x) {
 }
 
 Recipe make_recipe(const QuantizeOptions& o, bool* default_runtime) {
-  const RecipeKind kind = parse_token("recipe", o.recipe, kAllRecipeKinds);
+  const RecipeKind kind = cases::parse_token<UsageError>("recipe", o.recipe, kAllRecipeKinds);
   *default_runtime = o.runtime.empty();
-  const Runtime rt = o.runtime.empty() ? (kind == RecipeKind::te || kind == RecipeKind::mx_rceil
-                                              ? Runtime::cuda_kernel
-                                              : Runtime::torch_cuda)
-                                       : parse_token("runtime", o.runtime, kAllRuntimes);
-  const Recipe r{kind, parse_token("format", o.format, kFormats), rt, o.pow2, o.epsilon};
+  const Runtime rt =
+      o.runtime.empty()
+          ? (kind == RecipeKind::te || kind == RecipeKind::mx_rceil ? Runtime::cuda_kernel
+                                                                    : Runtime::torch_cuda)
+          : cases::parse_token<UsageError>("runtime", o.runtime, kAllRuntimes);
+  const Recipe r{kind, cases::parse_token<UsageError>("format", o.format, kFormats), rt, o.pow2,
+                 o.epsilon};
   try {
     validate(r);
   } catch (const std::invalid_argument& e) {
@@ -299,7 +294,8 @@ tensor_io::TensorFile quantize_tensor(const Tensor& x, const QuantizeOptions& o,
     throw UsageError("--f6-codes applies to the mxfp6 recipes, not " + o.recipe);
   bool default_runtime = false;
   const Recipe r = make_recipe(o, &default_runtime);
-  const ref::BlockGeometry g = parse_token("block", o.block, kAllBlockGeometries);
+  const ref::BlockGeometry g =
+      cases::parse_token<UsageError>("block", o.block, kAllBlockGeometries);
   const Layout layout = parse_layout(o.layout);
   check_quantize_input(x, o, source_name);
   const std::vector<ref::Quantized> planes =

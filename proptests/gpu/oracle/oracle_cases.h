@@ -61,7 +61,7 @@ inline std::vector<std::uint32_t> cpu_bits(const OracleCase& c) {
   const std::size_t n = std::size_t(c.p.M * c.p.N);
   std::vector<float> f(c.out == OutDtype::f32 ? n : 0, std::bit_cast<float>(0xA5A5A5A5u));
   std::vector<std::uint16_t> h(c.out == OutDtype::f32 ? 0 : n, 0xA5A5);
-  ref::grouped_gemm_forward(c.p.operands(), c.p.map, c.m, c.policy, {c.out, f, h, {}});
+  ref::grouped_gemm_forward(c.p.operands(), c.p.group_of, c.m, c.policy, {c.out, f, h, {}});
   std::vector<std::uint32_t> bits(n);
   for (std::size_t i = 0; i < n; ++i)
     bits[i] = c.out == OutDtype::f32 ? std::bit_cast<std::uint32_t>(f[i]) : h[i];

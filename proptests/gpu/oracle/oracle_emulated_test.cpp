@@ -17,13 +17,13 @@ namespace {
 std::vector<std::uint32_t> emulated_bits(const OracleCase& c) {
   const float one = 1.0f;
   const bool unscaled = c.p.scaling == Scaling::none;
-  const gpu::emu::ForwardView v =
-      gpu::make_forward_view(c.p.operands(), c.m, c.out, c.p.a.data(), c.p.b.data(), c.p.map.data(),
-                             unscaled ? &one : c.p.sa.data(), unscaled ? &one : c.p.sb.data());
+  const gpu::emu::ForwardView v = gpu::make_forward_view(
+      c.p.operands(), c.m, c.out, c.p.a.data(), c.p.b.data(), c.p.group_of.data(),
+      unscaled ? &one : c.p.sa.data(), unscaled ? &one : c.p.sb.data());
   const std::uint32_t poison = c.out == OutDtype::f32 ? 0xA5A5A5A5u : 0xA5A5u;
   std::vector<std::uint32_t> bits(std::size_t(c.p.M * c.p.N), poison);
   for (std::int64_t r = 0; r < c.p.M; ++r) {
-    const std::int32_t g = c.p.map[std::size_t(r)];
+    const std::int32_t g = c.p.group_of[std::size_t(r)];
     for (std::int64_t n = 0; n < c.p.N; ++n)
       if (g >= 0)
         bits[std::size_t(r * c.p.N + n)] = gpu::emu::forward_element(v, r, g, n);
@@ -64,18 +64,10 @@ RC_GTEST_PROP(GpuOracleEmulated, CancellationAndWideExponents, ()) {
 TEST(GpuOracleEmulated, EmptyShapesAndGroups) {
   for (const auto& [M, N, K, G] : std::vector<std::array<std::int64_t, 4>>{
            {0, 4, 8, 2}, {3, 0, 8, 2}, {3, 4, 0, 2}, {3, 4, 8, 0}, {3, 4, 130, 3}}) {
-    OracleCase c{{M,
-                  N,
-                  K,
-                  G,
-                  Format::e4m3,
-                  Format::e5m2,
-                  std::vector<std::uint8_t>(M * K, 0x38),
-                  std::vector<std::uint8_t>(G * N * K, 0x3C),
-                  Scaling::none,
-                  {},
-                  {},
-                  std::vector<std::int32_t>(M, G ? std::int32_t(G - 1) : -1)},
+    OracleCase c{test::make_problem(M, N, K, G, Format::e4m3, Format::e5m2,
+                                    std::vector<std::uint8_t>(M * K, 0x38),
+                                    std::vector<std::uint8_t>(G * N * K, 0x3C), Scaling::none, {},
+                                    {}, std::vector<std::int32_t>(M, G ? std::int32_t(G - 1) : -1)),
                  {AccumulationModel::hopper_promoted_tensorwise, 1},
                  OutDtype::bf16,
                  RowPolicy::zero};
@@ -102,8 +94,8 @@ TEST(GpuOracleEmulated, TwoNaNsMeetInTheOrderWritten) {
            {AccumulationModel::fp32_sequential, Scaling::tensorwise, 1},
            {AccumulationModel::exact, Scaling::tensorwise, 1}}) {
     const bool bw = scaling == Scaling::blockwise;
-    OracleCase c{{1, 1, 384, 1, Format::e5m2, Format::e5m2, a, b, scaling, bw ? blk : one,
-                  bw ? blk : one_b, std::vector<std::int32_t>{0}},
+    OracleCase c{test::make_problem(1, 1, 384, 1, Format::e5m2, Format::e5m2, a, b, scaling,
+                                    bw ? blk : one, bw ? blk : one_b, std::vector<std::int32_t>{0}),
                  {model, split},
                  OutDtype::f32,
                  RowPolicy::zero};

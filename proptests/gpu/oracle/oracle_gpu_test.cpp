@@ -21,7 +21,7 @@ std::vector<std::uint32_t> gpu_bits(const OracleCase& c) {
   const std::size_t n = std::size_t(c.p.M * c.p.N);
   std::vector<float> f(c.out == OutDtype::f32 ? n : 0, std::bit_cast<float>(0xA5A5A5A5u));
   std::vector<std::uint16_t> h(c.out == OutDtype::f32 ? 0 : n, 0xA5A5);
-  gpu::oracle_grouped_gemm_forward(c.p.operands(), c.p.map, c.m, c.policy, {c.out, f, h, {}});
+  gpu::oracle_grouped_gemm_forward(c.p.operands(), c.p.group_of, c.m, c.policy, {c.out, f, h, {}});
   std::vector<std::uint32_t> bits(n);
   for (std::size_t i = 0; i < n; ++i)
     bits[i] = c.out == OutDtype::f32 ? std::bit_cast<std::uint32_t>(f[i]) : h[i];
@@ -40,18 +40,10 @@ TEST(GpuOracle, EmptyShapesAndGroups) {
   FP8REF_REQUIRE_DEVICE();
   for (const auto& [M, N, K, G] : std::vector<std::array<std::int64_t, 4>>{
            {0, 4, 8, 2}, {3, 0, 8, 2}, {3, 4, 0, 2}, {3, 4, 8, 0}, {0, 0, 0, 0}}) {
-    OracleCase c{{M,
-                  N,
-                  K,
-                  G,
-                  Format::e4m3,
-                  Format::e4m3,
-                  std::vector<std::uint8_t>(M * K, 0x38),
-                  std::vector<std::uint8_t>(G * N * K, 0x38),
-                  Scaling::none,
-                  {},
-                  {},
-                  std::vector<std::int32_t>(M, G ? std::int32_t(G - 1) : -1)},
+    OracleCase c{test::make_problem(M, N, K, G, Format::e4m3, Format::e4m3,
+                                    std::vector<std::uint8_t>(M * K, 0x38),
+                                    std::vector<std::uint8_t>(G * N * K, 0x38), Scaling::none, {},
+                                    {}, std::vector<std::int32_t>(M, G ? std::int32_t(G - 1) : -1)),
                  {AccumulationModel::exact, 1},
                  OutDtype::f32,
                  RowPolicy::zero};

@@ -84,9 +84,9 @@ inline std::vector<std::uint32_t> cpu_wgrad_bits(const fuzz::WgradCase& w) {
 }
 
 // The first element where two runs differ, as "dW[g][n][k] CPU 0x.. GPU 0x.." ("" when equal).
-inline std::string first_difference(const fuzz::WgradCase& w,
-                                    const std::vector<std::uint32_t>& want,
-                                    const std::vector<std::uint32_t>& got) {
+inline std::string first_dw_mismatch(const fuzz::WgradCase& w,
+                                     const std::vector<std::uint32_t>& want,
+                                     const std::vector<std::uint32_t>& got) {
   for (std::size_t i = 0; i < want.size(); ++i)
     if (want[i] != got[i]) {
       char buf[160];

@@ -35,7 +35,7 @@ std::vector<std::uint32_t> emulated_wgrad_bits(const fuzz::WgradCase& w) {
 
 RC_GTEST_PROP(GpuOracleWgradEmulated, EveryModelEqualsTheCpuOracleBitwise, ()) {
   const fuzz::WgradCase w = draw_wgrad_case();
-  const std::string diff = first_difference(w, cpu_wgrad_bits(w), emulated_wgrad_bits(w));
+  const std::string diff = first_dw_mismatch(w, cpu_wgrad_bits(w), emulated_wgrad_bits(w));
   RC_ASSERT(diff == "");
 }
 
@@ -52,7 +52,7 @@ TEST(GpuOracleWgradEmulated, NanCWinsOverANanSum) {
     for (OutDtype d : {OutDtype::f32, OutDtype::bf16, OutDtype::f16}) {
       w.model = {m, 1}, w.out = d;
       const auto want = cpu_wgrad_bits(w);
-      EXPECT_EQ(first_difference(w, want, emulated_wgrad_bits(w)), "");
+      EXPECT_EQ(first_dw_mismatch(w, want, emulated_wgrad_bits(w)), "");
       if (d == OutDtype::f32) {
         EXPECT_EQ(want[0], 0xFFC12345u) << to_string(m);
       }

@@ -26,7 +26,7 @@ TEST(GpuOracleWgrad, EveryModelEqualsTheCpuOracleBitwise) {
   FP8REF_REQUIRE_DEVICE();
   EXPECT_TRUE(rc::check("GPU wgrad == CPU wgrad", [] {
     const fuzz::WgradCase w = draw_wgrad_case();
-    RC_ASSERT(first_difference(w, cpu_wgrad_bits(w), gpu_wgrad_bits(w)) == "");
+    RC_ASSERT(first_dw_mismatch(w, cpu_wgrad_bits(w), gpu_wgrad_bits(w)) == "");
   }));
 }
 
@@ -52,7 +52,7 @@ TEST(GpuOracleWgrad, Exact128GroupsAndEmptyOnes) {
       std::fill(w.s_x.end() - tail_rows * w.K, w.s_x.end(), pad);
     }
     w.c.assign(std::size_t(w.G * w.N * w.K), -1.5f);
-    RC_ASSERT(first_difference(w, cpu_wgrad_bits(w), gpu_wgrad_bits(w)) == "");
+    RC_ASSERT(first_dw_mismatch(w, cpu_wgrad_bits(w), gpu_wgrad_bits(w)) == "");
   }));
 }
 
@@ -68,7 +68,7 @@ TEST(GpuOracleWgrad, EmptyShapes) {
     w.c.assign(std::size_t(w.G * N * K), -0.0f);
     for (AccumulationModel m : kAllAccumulationModels) {
       w.model = {m, 1};
-      EXPECT_EQ(first_difference(w, cpu_wgrad_bits(w), gpu_wgrad_bits(w)), "") << describe(w);
+      EXPECT_EQ(first_dw_mismatch(w, cpu_wgrad_bits(w), gpu_wgrad_bits(w)), "") << describe(w);
     }
   }
 }

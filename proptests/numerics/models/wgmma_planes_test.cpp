@@ -205,7 +205,7 @@ FP8REF_RC_PROP(WgmmaStepImplementations, GroupedForwardOnPlanesEqualsModelOnCode
   std::vector<double> bound;
   const auto got = test::run_bits(p, choice, test::RowPolicy::zero, OutDtype::f32, &bound);
   for (std::int64_t r = 0; r < p.M; ++r) {
-    const std::int64_t g = p.map[std::size_t(r)];
+    const std::int64_t g = p.group_of[std::size_t(r)];
     if (g < 0) continue;
     for (std::int64_t n = 0; n < p.N; ++n) {
       const test::OracleScales os = test::oracle_scales(p, r, g, n);

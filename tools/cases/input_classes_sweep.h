@@ -1,30 +1,64 @@
-// Class-weighted f64 sample stream (sweep_domain.h). Values are built from bit patterns and from
-// exactly computed f64 midpoints; the codes' values come from decode_f64, which is exact.
-#include "cli/sweep_domain.h"
+// The class-weighted f64 samples of `fp8-check sweep --samples` (docs/design.md §14; f64 has
+// 2^64 patterns): six classes, ties and f32 midpoints (double rounding) weighted most, since that
+// is where codecs go wrong. Counter-based: input i depends only on the seed and i, so any thread
+// draws any input and a run is reproducible; a sweep's report (class counts, mismatches) depends
+// on this exact draw order, so it is pinned like the golden tables. Values are built from bit
+// patterns and exactly computed f64 midpoints; the codes' values come from decode_f64, which is
+// exact. Part of the one set of class-weighted inputs (cases/input_classes.h).
+#pragma once
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <iterator>
+#include <string_view>
 
 #include "cases/split_mix64.h"
 #include "numerics/codec.h"
+#include "numerics/format.h"
 
-namespace fp8ref::cli {
-namespace {
+namespace fp8ref::cases {
 
-using cases::SplitMix64;
+enum class SampleClass : std::uint8_t {
+  random_bits,   // any 64-bit pattern: NaN payloads, huge, tiny
+  in_range,      // random sign, exponent in the format's range (+margin), random 52-bit fraction
+  f32_midpoint,  // halfway between adjacent f32 values, +-0/1 ulp/small: the f64->f32->fp8 trap
+  fp8_tie,       // halfway between adjacent codes (max..overflow included), exact or +-2^-40 rel.
+  fp8_exact,     // a code's value, exact or +-1 ulp / 2^-40 relative
+  special,       // +-0, +-Inf, NaNs, overflow thresholds, f32/f64 limits, f32 subnormal edges
+};
+inline constexpr int kSampleClassCount = 6;
+constexpr std::string_view to_string(SampleClass c) {
+  switch (c) {
+    case SampleClass::random_bits: return "random_bits";
+    case SampleClass::in_range: return "in_range";
+    case SampleClass::f32_midpoint: return "f32_midpoint";
+    case SampleClass::fp8_tie: return "fp8_tie";
+    case SampleClass::fp8_exact: return "fp8_exact";
+    case SampleClass::special: return "special";
+  }
+  return "?";
+}
+
+struct SampleDraw {
+  std::uint64_t f64_bits;
+  SampleClass cls;
+};
+
+namespace sample_detail {
 
 // Weights out of 64: ties and f32 midpoints dominate, since that is where codecs go wrong.
-constexpr std::array<int, kSampleClassCount> kWeights = {6, 12, 16, 18, 8, 4};
+inline constexpr std::array<int, kSampleClassCount> kWeights = {6, 12, 16, 18, 8, 4};
 
-constexpr std::uint64_t kSignBit = std::uint64_t{1} << 63;
+inline constexpr std::uint64_t kSignBit = std::uint64_t{1} << 63;
 
-double from_bits(std::uint64_t b) { return std::bit_cast<double>(b); }
-std::uint64_t to_bits(double d) { return std::bit_cast<std::uint64_t>(d); }
+inline double from_bits(std::uint64_t b) { return std::bit_cast<double>(b); }
+inline std::uint64_t to_bits(double d) { return std::bit_cast<std::uint64_t>(d); }
 
 // Exponent range of the values that matter for `format`, with a margin on both sides.
-void exponent_range(Format f, int& lo, int& hi) {
+inline void exponent_range(Format f, int& lo, int& hi) {
   switch (f) {
     case Format::e4m3: lo = -13, hi = 10; break;
     case Format::e5m2: lo = -20, hi = 17; break;
@@ -38,7 +72,7 @@ void exponent_range(Format f, int& lo, int& hi) {
 
 // Largest finite code of a format, and the value one step above it in the top binade (used as
 // the "next value" when forming the overflow tie: 448 -> 480 (tie 464), 57344 -> 65536 (61440)).
-std::uint8_t max_code(Format f) {
+inline std::uint8_t max_code(Format f) {
   switch (f) {
     case Format::e4m3: return E4m3Traits::kMaxFinite;
     case Format::e5m2: return E5m2Traits::kMaxFinite;
@@ -51,14 +85,14 @@ std::uint8_t max_code(Format f) {
   return 0;
 }
 
-double next_code_value(Format f, std::uint8_t c) {
+inline double next_code_value(Format f, std::uint8_t c) {
   if (c < max_code(f)) return decode_f64(f, static_cast<std::uint8_t>(c + 1));
   if (f == Format::e8m0) return 2 * decode_f64(f, c);
   return 2 * decode_f64(f, c) - decode_f64(f, static_cast<std::uint8_t>(c - 1));
 }
 
 // x moved by a small amount: exact, +-1 f64 ulp, +-2^-40 relative, +-2^-24 relative.
-double perturb(double x, SplitMix64& rng) {
+inline double perturb(double x, SplitMix64& rng) {
   switch (rng.below(7)) {
     case 0: return x;
     case 1: return from_bits(to_bits(x) + 1);
@@ -70,7 +104,7 @@ double perturb(double x, SplitMix64& rng) {
   }
 }
 
-std::uint64_t draw_in_range(Format f, SplitMix64& rng) {
+inline std::uint64_t draw_in_range(Format f, SplitMix64& rng) {
   int lo = 0, hi = 0;
   exponent_range(f, lo, hi);
   const int e = lo + static_cast<int>(rng.below(static_cast<std::uint64_t>(hi - lo + 1)));
@@ -78,7 +112,7 @@ std::uint64_t draw_in_range(Format f, SplitMix64& rng) {
   return (rng.next() & kSignBit) | (std::uint64_t(e + 1023) << 52) | frac;
 }
 
-std::uint64_t draw_f32_midpoint(Format f, SplitMix64& rng) {
+inline std::uint64_t draw_f32_midpoint(Format f, SplitMix64& rng) {
   int lo = 0, hi = 0;
   exponent_range(f, lo, hi);
   // A random f32 magnitude in range (f32 subnormals when e < -126), then its successor.
@@ -97,7 +131,7 @@ std::uint64_t draw_f32_midpoint(Format f, SplitMix64& rng) {
   return (rng.next() & kSignBit) | moved;
 }
 
-std::uint64_t draw_fp8_value(Format f, SplitMix64& rng, bool tie) {
+inline std::uint64_t draw_fp8_value(Format f, SplitMix64& rng, bool tie) {
   const auto c = static_cast<std::uint8_t>(rng.below(std::uint64_t{max_code(f)} + 1));
   const double a = decode_f64(f, c);
   const double x = tie ? (a + next_code_value(f, c)) / 2 : a;  // exact midpoint
@@ -105,7 +139,7 @@ std::uint64_t draw_fp8_value(Format f, SplitMix64& rng, bool tie) {
   return sign | to_bits(perturb(x, rng));
 }
 
-std::uint64_t draw_special(SplitMix64& rng) {
+inline std::uint64_t draw_special(SplitMix64& rng) {
   static constexpr std::uint64_t kFixed[] = {
       0x0000000000000000ULL,  // 0
       0x7FF0000000000000ULL,  // Inf
@@ -136,29 +170,15 @@ std::uint64_t draw_special(SplitMix64& rng) {
   return sign | to_bits(perturb(kThresholds[pick - std::size(kFixed)], rng));
 }
 
-}  // namespace
+}  // namespace sample_detail
 
-std::string_view to_string(SampleClass c) {
-  switch (c) {
-    case SampleClass::random_bits: return "random_bits";
-    case SampleClass::in_range: return "in_range";
-    case SampleClass::f32_midpoint: return "f32_midpoint";
-    case SampleClass::fp8_tie: return "fp8_tie";
-    case SampleClass::fp8_exact: return "fp8_exact";
-    case SampleClass::special: return "special";
-  }
-  return "?";
-}
-
-SampleDraw draw_f64_sample(Format format, std::uint64_t seed, std::uint64_t i) {
+// Input i of the sample stream `seed` for a sweep into `format`.
+inline SampleDraw draw_f64_sample(Format format, std::uint64_t seed, std::uint64_t i) {
   // Start each input's stream at a scrambled point, so that neighbouring inputs do not share
   // draws (consecutive counters would: state + k * golden).
   SplitMix64 rng{SplitMix64{seed ^ (i * 0xD1B54A32D192ED03ULL)}.next()};
-  int w = static_cast<int>(rng.below(64));
-  int cls = 0;
-  while (w >= kWeights[static_cast<std::size_t>(cls)])
-    w -= kWeights[static_cast<std::size_t>(cls++)];
-  const auto c = static_cast<SampleClass>(cls);
+  using namespace sample_detail;
+  const auto c = static_cast<SampleClass>(weighted_index(kWeights, rng));
   switch (c) {
     case SampleClass::random_bits: return {rng.next(), c};
     case SampleClass::in_range: return {draw_in_range(format, rng), c};
@@ -170,4 +190,4 @@ SampleDraw draw_f64_sample(Format format, std::uint64_t seed, std::uint64_t i) {
   return {0, c};
 }
 
-}  // namespace fp8ref::cli
+}  // namespace fp8ref::cases
