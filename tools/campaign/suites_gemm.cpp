@@ -43,7 +43,8 @@ Result run_forward(Fingerprint& fp, const GemmCase& c, ref::RowPolicy pol, bool 
   else
     r.u16.assign(n, std::uint16_t(fill));
   if (with_bound) r.bound.assign(n, 0.0);
-  const ref::GroupedGemmOperands op = c.operands();
+  const ref::GroupedGemmOperands op{c.M, c.N, c.K,        c.G,       c.fa, c.fb,
+                                    c.a, c.b, c.b_layout, c.scaling, c.sa, c.sb};
   const ref::GemmOutput y{c.out, r.f32, r.u16, r.bound};
   switch (c.desc) {
     case Desc::offs: {

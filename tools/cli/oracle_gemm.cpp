@@ -281,8 +281,10 @@ void add_kernel_options(CLI::App* c, GemmOptions& o) {
   c->add_flag("--fast-accum", o.fast_accum, "--kernel: the kernel's fast-accumulation mode");
 }
 
-GemmFlags add_gemm_options(CLI::App* c, GemmOptions& o) {
-  GemmFlags f{};
+namespace {
+
+// The operand files and tensors: --in, A, B, their scales, the group offsets and grouping.
+void add_operand_options(CLI::App* c, GemmOptions& o) {
   c->add_option("--in", o.in, "Tensor file holding the operands (safetensors, npz, torch zip)")
       ->required();
   c->add_option("--a", o.a, "A (M, K), F8_E4M3 or F8_E5M2; F4 (e2m1) for the Blackwell models")
@@ -308,6 +310,13 @@ GemmFlags add_gemm_options(CLI::App* c, GemmOptions& o) {
                 "m: groups of rows (B (G, N, K)); k: groups of K, A (M, K), B (N, K) nk or "
                 "(K, N) kn, rowwise scales (G*M) / (G*N), output (G, M, N)")
       ->capture_default_str();
+}
+
+}  // namespace
+
+GemmFlags add_gemm_options(CLI::App* c, GemmOptions& o) {
+  GemmFlags f{};
+  add_operand_options(c, o);
   f.b_layout = c->add_option("--b-layout", o.b_layout, "nk | kn (--kernel: read from B's shape)")
                    ->capture_default_str();
   f.scaling =
