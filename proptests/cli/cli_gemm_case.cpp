@@ -137,7 +137,8 @@ std::vector<std::uint32_t> forward(const RandomCase& c, ref::Scaling s, ref::Mod
     case ref::Scaling::rowwise: sa = c.sa_rw, sb = c.sb_rw; break;
     case ref::Scaling::blockwise: sa = c.sa_bw, sb = c.sb_bw; break;
     case ref::Scaling::mx: sa = e8m0_values(c.sa_mx), sb = e8m0_values(c.sb_mx); break;
-    case ref::Scaling::nvfp4: break;  // the Blackwell models: test_cli_blackwell_gemm.py
+    case ref::Scaling::nvfp4:
+    case ref::Scaling::mx16: break;  // the Blackwell models: test_cli_blackwell_gemm.py
   }
   const ref::GroupedGemmOperands op{
       kM, kN, kK, kG, fp8ref::Format::e4m3, fp8ref::Format::e4m3, c.a, c.b, ref::BLayout::nk,
