@@ -59,3 +59,27 @@ def plant(exe, case, out, model, split_k=1, split_blocks=0, epilogue="model", ex
     rc, so, se = run(exe, *args)
     if rc != 0:
         raise RuntimeError(f"oracle failed: {so}{se}")
+
+
+def rewrite_got(path, fn):
+    """Applies fn to the f32 `got` tensor of a planted file, in place."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        head = f.read(n)
+        data = bytearray(f.read())
+    h = json.loads(head)
+    s, t = h["got"]["data_offsets"]
+    bits = np.frombuffer(bytes(data[s:t]), np.uint32).reshape(h["got"]["shape"]).copy()
+    fn(bits)
+    data[s:t] = bits.tobytes()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", n) + head + bytes(data))
+
+
+def explain(exe, case, got, *args):
+    rc, so, se = run(exe, "explain", "grouped-gemm", "--in", case, *OPERANDS, "--got", "got",
+                     "--got-file", got, "--json", *args)
+    try:
+        return rc, json.loads(so), se
+    except json.JSONDecodeError:
+        return rc, {}, so + se

@@ -9,41 +9,15 @@ configuration gives. Exit 0 iff every check holds.
 Usage: test_explain.py --fp8-check PATH --workdir DIR
 """
 import argparse
-import json
 import os
-import struct
 import sys
 
 import numpy as np
 
-from kernel_cases import OPERANDS, block_codes, plant, run, save_safetensors, scales
+from kernel_cases import OPERANDS, block_codes, explain, plant, rewrite_got, run, save_safetensors, scales
 
 M, N = 64, 48
 MS = 16  # rows of the non-grouped cases (kept small: explain scores about 50 configurations)
-
-
-def rewrite_got(path, fn):
-    """Applies fn to the f32 `got` tensor of a planted file, in place."""
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        head = f.read(n)
-        data = bytearray(f.read())
-    h = json.loads(head)
-    s, t = h["got"]["data_offsets"]
-    bits = np.frombuffer(bytes(data[s:t]), np.uint32).reshape(h["got"]["shape"]).copy()
-    fn(bits)
-    data[s:t] = bits.tobytes()
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", n) + head + bytes(data))
-
-
-def explain(exe, case, got, *args):
-    rc, so, se = run(exe, "explain", "grouped-gemm", "--in", case, *OPERANDS, "--got", "got",
-                     "--got-file", got, "--json", *args)
-    try:
-        return rc, json.loads(so), se
-    except json.JSONDecodeError:
-        return rc, {}, so + se
 
 
 def main():

@@ -15,50 +15,22 @@ Exit 0 iff every check holds.
 Usage: test_explain_stories.py --fp8-check PATH --workdir DIR
 """
 import argparse
-import json
 import os
 import struct
 import sys
 
 import numpy as np
 
-from kernel_cases import OPERANDS, block_codes, plant, run, save_safetensors, scales
+from kernel_cases import (OPERANDS, block_codes, explain, load_tensor_bytes, plant, rewrite_got, run,
+                          save_safetensors, scales)
 
 M, N = 16, 32
 OFFS = [256, 256, 768]  # K-grouped: group 0 K 0..255, group 1 empty, group 2 K 256..767
 
 
 def read_tensor(path, name):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        h = json.loads(f.read(n))
-        data = f.read()
-    s, t = h[name]["data_offsets"]
-    return np.frombuffer(data[s:t], np.uint32).reshape(h[name]["shape"]).copy()
-
-
-def rewrite_got(path, fn):
-    """Applies fn to the f32 bits of the `got` tensor of a planted file, in place."""
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        head = f.read(n)
-        data = bytearray(f.read())
-    h = json.loads(head)
-    s, t = h["got"]["data_offsets"]
-    bits = np.frombuffer(bytes(data[s:t]), np.uint32).reshape(h["got"]["shape"]).copy()
-    fn(bits)
-    data[s:t] = bits.tobytes()
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", n) + head + bytes(data))
-
-
-def explain(exe, case, got, *args):
-    rc, so, se = run(exe, "explain", "grouped-gemm", "--in", case, *OPERANDS, "--got", "got",
-                     "--got-file", got, "--json", *args)
-    try:
-        return rc, json.loads(so), se
-    except json.JSONDecodeError:
-        return rc, {}, so + se
+    _, shape, data = load_tensor_bytes(path, name)
+    return np.frombuffer(data, np.uint32).reshape(shape).copy()
 
 
 def f32(hexbits):
