@@ -169,17 +169,17 @@ FP8REF_RC_PROP(Adversarial, ClassesHoldTheirProperty, 400, ()) {
   DrawOptions o;
   o.adversarial = true;
   const GemmCase c = draw_gemm(o);
-  RC_TAG(c.adversarial);
-  if (c.adversarial == "exact_128")
+  RC_TAG(std::string(cases::to_string(c.adversarial)));
+  if (c.adversarial == cases::Adversarial::exact_128)
     RC_ASSERT(std::count(c.gs.sizes.begin(), c.gs.sizes.end(), 128) >= 1);
-  if (c.adversarial == "poison_past_end") {
+  if (c.adversarial == cases::Adversarial::poison_past_end) {
     RC_ASSERT(c.desc != Desc::masked && c.gs.tail >= 1 && c.group_of.back() < 0);
     for (std::int64_t r = 0; r < c.M; ++r)
       if (c.group_of[std::size_t(r)] < 0)
         RC_ASSERT(std::all_of(c.a.begin() + r * c.K, c.a.begin() + (r + 1) * c.K,
                               [](std::uint8_t x) { return x == 0x7F; }));
   }
-  if (c.adversarial == "zero_channel") {
+  if (c.adversarial == cases::Adversarial::zero_channel) {
     bool k_zero = false;
     for (std::int64_t k = 0; k < c.K && !k_zero; ++k) {
       k_zero = true;
@@ -187,7 +187,7 @@ FP8REF_RC_PROP(Adversarial, ClassesHoldTheirProperty, 400, ()) {
     }
     RC_ASSERT(k_zero);
   }
-  if (c.adversarial == "separating") {
+  if (c.adversarial == cases::Adversarial::separating) {
     // K = 4 blocks, f32 out; in each 128-block of A the codes' exponents span at most 3 values.
     RC_ASSERT(c.K == 512 && c.out == OutDtype::f32);
     const int mb = c.fa == Format::e4m3 ? 3 : 2;
@@ -201,7 +201,7 @@ FP8REF_RC_PROP(Adversarial, ClassesHoldTheirProperty, 400, ()) {
       RC_ASSERT(hi - lo <= 2);
     }
   }
-  if (c.adversarial == "pow2_bands") {
+  if (c.adversarial == cases::Adversarial::pow2_bands) {
     // Valid rows in two 128-row bands; A's first scale per row a power of two, one value per band
     // and different between the bands; N spans two tiles.
     std::map<std::int64_t, std::set<float>> band;

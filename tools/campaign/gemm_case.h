@@ -39,7 +39,7 @@ struct DrawOptions {
   bool exact_only = false;     // the `exact` model only (else every model the scaling admits)
   bool need_padding = false;   // at least one row of no group
   bool allow_f16_out = false;  // f16 output too (overflows to Inf for large sums: exact only)
-  bool adversarial = false;    // the adversarial classes of gen/adversarial.h (CPU suites)
+  bool adversarial = false;    // the adversarial classes of cases/adversarial.h (CPU suites)
 };
 
 // A case from the shared generators (inside a RapidCheck property).
