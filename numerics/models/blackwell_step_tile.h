@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "numerics/models/blackwell_mxf4_lanes512.h"
 #include "numerics/models/blackwell_step.h"
 #include "numerics/models/blackwell_tile_lanes.h"
 
@@ -176,14 +177,71 @@ FP8REF_TARGET_AVX2 void tile_e2m1_avx2(const std::vector<OperandE2m1x64>& da,
                                        const float* c, float* d, const Step& step) {
   tile_e2m1_lanes<8>(da, db, scale, c, d, step);
 }
+#if FP8REF_STEP_HAS_AVX2
+// k64 on AVX-512 by integer dot products (numerics/models/blackwell_mxf4_lanes512.h), one row
+// and 16 columns per pass (a loop of its own: a lambda would not inherit the target).
+template <class Step>
+FP8REF_TARGET_AVX512 void tile_e2m1_dot512(const std::vector<OperandE2m1x64>& da,
+                                           const std::vector<OperandE2m1x64>& db, Format scale,
+                                           const float* c, float* d, const Step& step) {
+  thread_local E2m1Columns512 t;
+  thread_local std::vector<E2m1Row512> pre;
+  e2m1_columns512(db, t);
+  pre.resize(da.size());
+  for (std::size_t i = 0; i < da.size(); ++i) pre[i] = e2m1_row512(da[i]);
+  const int man_sum = 2 * elem_man(scale), m = int(da.size()), n = int(db.size());
+  alignas(64) float cbuf[16], dbuf[16];
+  for (int i = 0; i < m; ++i) {
+    const std::size_t row = std::size_t(i) * n;
+    if (!da[std::size_t(i)].scales_finite) {  // a NaN scale: the single-step model
+      for (int j = 0; j < n; ++j) d[row + j] = step(i, j, c[row + j]);
+      continue;
+    }
+    for (int j0 = 0; j0 < n; j0 += 16) {
+      const int w = std::min(16, n - j0);
+      const float* cp = c + row + j0;
+      float* dp = d + row + j0;
+      if (w < 16) {  // the last, partial block: through buffers of 16 lanes
+        for (int l = 0; l < 16; ++l) cbuf[l] = l < w ? cp[l] : 0.0f;
+        cp = cbuf, dp = dbuf;
+      }
+      const std::uint32_t redo =
+          e2m1_pass512(pre[std::size_t(i)], t.blocks[std::size_t(j0 / 16)], man_sum, cp, dp);
+      for (int l = 0; l < w && dp == dbuf; ++l) d[row + j0 + l] = dbuf[l];
+      for (std::uint32_t bits = redo & ((std::uint32_t{1} << w) - 1); bits != 0; bits &= bits - 1)
+        d[row + j0 + std::countr_zero(bits)] =
+            step(i, j0 + std::countr_zero(bits), c[row + j0 + std::countr_zero(bits)]);
+    }
+  }
+}
+#endif
+
 template <class Step>
 FP8REF_TARGET_AVX512 void tile_e2m1_avx512(const std::vector<OperandE2m1x64>& da,
                                            const std::vector<OperandE2m1x64>& db, Format scale,
                                            const float* c, float* d, const Step& step) {
-  if (db.size() >= 16)
-    tile_e2m1_lanes<16>(da, db, scale, c, d, step);
-  else
-    tile_e2m1_lanes<8>(da, db, scale, c, d, step);
+  if (db.size() < 16) return tile_e2m1_lanes<8>(da, db, scale, c, d, step);
+#if FP8REF_STEP_HAS_AVX2
+  tile_e2m1_dot512(da, db, scale, c, d, step);
+#endif
+}
+
+// A tile of fewer than 16 columns and at least 16 rows on AVX-512: the step is symmetric in its
+// operands (a product sum and a scale product), so D^T = the tile of B^T's rows against A's,
+// with C^T (16 lanes instead of 8).
+template <class Step>
+void tile_e2m1_avx512_transposed(const std::vector<OperandE2m1x64>& da,
+                                 const std::vector<OperandE2m1x64>& db, Format scale,
+                                 const float* c, float* d, const Step& step) {
+  const std::size_t m = da.size(), n = db.size();
+  thread_local std::vector<float> ct, dt;
+  ct.resize(m * n), dt.resize(m * n);
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < n; ++j) ct[j * m + i] = c[i * n + j];
+  tile_e2m1_avx512(db, da, scale, ct.data(), dt.data(),
+                   [&](int j, int i, float cij) { return step(i, j, cij); });
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < n; ++j) d[i * n + j] = dt[j * m + i];
 }
 
 // A k32 tile on `isa`: baseline one step at a time, else in lanes.
@@ -265,7 +323,12 @@ inline void blackwell_mxf4_tile(const std::uint8_t* a, const std::uint8_t* bt, B
   };
   if (s.m == 0 || s.n == 0) return;
   switch (isa) {
-    case StepIsa::avx512: detail::tile_e2m1_avx512(da, db, scale, c, d, step); return;
+    case StepIsa::avx512:
+      if (s.n < 16 && s.m >= 16)
+        detail::tile_e2m1_avx512_transposed(da, db, scale, c, d, step);
+      else
+        detail::tile_e2m1_avx512(da, db, scale, c, d, step);
+      return;
     case StepIsa::avx2: detail::tile_e2m1_avx2(da, db, scale, c, d, step); return;
     case StepIsa::baseline: break;
   }
