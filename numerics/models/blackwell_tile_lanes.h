@@ -80,6 +80,10 @@ struct BwColumns {
 };
 
 inline float pow2_f32(int e) { return std::bit_cast<float>(std::uint32_t(e + 127) << 23); }
+// 2^e where nonzero is 1, +0 where it is 0 (no branch).
+inline float pow2_f32_or_zero(int e, std::uint32_t nonzero) {
+  return std::bit_cast<float>((std::uint32_t(e + 127) << 23) & (0u - nonzero));
+}
 
 // Fills t (reusing its storage) with the columns of a k32 tile; sb: the columns' e8m0 scales or
 // null.
@@ -97,10 +101,11 @@ inline void bw_columns32(const std::vector<Operand32>& cols, const std::uint8_t*
     float* val = t.val.data() + t.at(j, 0, t.K);
     float* p2 = t.p2.data() + t.at(j, 0, t.K);
     std::uint32_t nz = 0;
-    for (int k = 0; c.finite && k < t.K; ++k) {
+    for (int k = 0; c.finite && k < t.K; ++k) {  // branch-free (zeros are frequent)
+      const std::uint32_t nonzero = std::uint32_t(std::bit_cast<std::uint32_t>(c.val[k]) << 1 != 0);
       val[k * W] = c.val[k];
-      p2[k * W] = c.val[k] != 0.0f ? pow2_f32(c.exp[k]) : 0.0f;
-      nz |= std::uint32_t(c.val[k] != 0.0f) << k;
+      p2[k * W] = pow2_f32_or_zero(c.exp[k], nonzero);
+      nz |= nonzero << k;
     }
     t.nz[std::size_t(j)] = std::int32_t(nz);
     const bool nan_scale = sb != nullptr && sb[j] == E8m0Traits::kNan;
@@ -118,8 +123,9 @@ struct BwRow32 {
 inline BwRow32 bw_row32(const Operand32& a) {
   BwRow32 row{};
   for (int k = 0; k < kBlackwellStepK; ++k) {
-    row.p2[k] = a.val[k] != 0.0f ? pow2_f32(a.exp[k]) : 0.0f;
-    row.nz |= std::int32_t(std::uint32_t(a.val[k] != 0.0f) << k);
+    const std::uint32_t nonzero = std::uint32_t(std::bit_cast<std::uint32_t>(a.val[k]) << 1 != 0);
+    row.p2[k] = pow2_f32_or_zero(a.exp[k], nonzero);
+    row.nz |= std::int32_t(nonzero << k);
   }
   return row;
 }
@@ -226,7 +232,9 @@ FP8REF_ALWAYS_INLINE void finish_rne_f16_lanes(const typename BwLanes<V>::D& sum
   select(h, subnormal, __builtin_convertvector(small, I), normal);
   mask_nonzero(nonzero, h);
   h |= sign & nonzero;
-  for (int l = 0; l < V; ++l) out[l] = std::uint16_t(h[l]);
+  typedef std::uint16_t H16 __attribute__((vector_size(2 * V)));
+  const H16 h16 = __builtin_convertvector(h, H16);  // one narrowing, not V scalar stores
+  std::memcpy(out, &h16, sizeof h16);
 }
 
 // Step 3's truncation of a term sig·2^sh (sig an integer below 2^24 in magnitude, as an f32):
