@@ -200,10 +200,11 @@ FP8REF_ALWAYS_INLINE void finish_rz_f32_lanes(const typename BwLanes<V>::D& sum,
   std::memcpy(out, &bits, sizeof bits);
 }
 
-// Step 4 with an f16 accumulator, RNE-FP16 of sum·2^q: RZ to f32 with the lost bits ORed into
-// the last place (round to odd: 24 bits, at least 2 more than f16's 11, so that the second
-// rounding is the single RNE; x - RZ(x) is exact and, where it matters, above 2^-47), then
-// f32 -> f16 RNE on the bits (subnormal below 2^-14, ±Inf from 65520); zero is +0.
+// Step 4 with an f16 accumulator, RNE-FP16 of x = sum·2^q (exact in f64), in f64: with e the
+// exponent of x, at least -14 (f16's subnormals share the quantum 2^-24), M = 1.5·2^(e + 42) has
+// the quantum 2^(e - 10) of f16's binade e, and x + M stays in M's binade (|x| < 2^(e + 1)), so
+// (x + M) - M is x rounded to f16's precision, ties to even, exactly; that value is an f16 value,
+// or 2^16 and above (±Inf, i.e. from 65520 on); its f16 bits are read off its f32 bits. Zero is +0.
 template <int V>
 FP8REF_ALWAYS_INLINE void finish_rne_f16_lanes(const typename BwLanes<V>::D& sum,
                                                const typename BwLanes<V>::I& q,
@@ -211,25 +212,27 @@ FP8REF_ALWAYS_INLINE void finish_rne_f16_lanes(const typename BwLanes<V>::D& sum
   using I = typename BwLanes<V>::I;
   using F = typename BwLanes<V>::F;
   using D = typename BwLanes<V>::D;
+  typedef std::int64_t L __attribute__((vector_size(8 * V)));
   D x = sum;
   scale_f64_lanes<V>(x, q);
-  I bits, lost_bits, lost, subnormal, nonzero, h;
-  rz_f32_lanes<V>(x, bits);
-  F r;
-  bits_of(r, bits);
-  const F lost_f = __builtin_convertvector(x - __builtin_convertvector(r, D), F);
-  bits_of(lost_bits, lost_f);
-  mask_nonzero(lost, I(lost_bits & 0x7FFFFFFF));
-  bits |= lost & 1;
-  const I a = bits & 0x7FFFFFFF, sign = (bits >> 16) & 0x8000;
-  I normal = (a - 0x38000000 + 0xFFF + ((a >> 13) & 1)) >> 13;  // re-biased RNE, 2^-14 <= |x|
+  L xb, e, mb;
+  bits_of(xb, x);
+  e = ((xb >> 52) & 0x7FF) - 1023;  // x is 0 or normal
+  e = e < -14 ? L{} - 14 : e;
+  mb = ((e + (1023 + 42)) << 52) | (std::int64_t{1} << 51);
+  D m;
+  bits_of(m, mb);
+  const F y = __builtin_convertvector((x + m) - m, F);  // exact: 11 significant bits
+  I yb, subnormal, nonzero;
+  bits_of(yb, y);
+  const I a = yb & 0x7FFFFFFF, sign = (yb >> 16) & 0x8000;
+  I normal = (a >> 13) - ((127 - 15) << 10);  // re-biased (exact: 10 fraction bits)
   normal = normal > 0x7C00 ? I{} + 0x7C00 : normal;
   F small;
   bits_of(small, a);
-  small = small * 0x1p24f;
-  small = (small + 0x1p23f) - 0x1p23f;  // RNE to a multiple of 2^-24 (below 2^10: exact)
-  subnormal = (a - 0x38800000) >> 31;
-  select(h, subnormal, __builtin_convertvector(small, I), normal);
+  subnormal = (a - 0x38800000) >> 31;  // below 2^-14: a multiple of 2^-24 below 2^10 of them
+  I h;
+  select(h, subnormal, __builtin_convertvector(small * 0x1p24f, I), normal);
   mask_nonzero(nonzero, h);
   h |= sign & nonzero;
   typedef std::uint16_t H16 __attribute__((vector_size(2 * V)));
