@@ -3,8 +3,10 @@
 // strides of the forward / dgrad view, then launches gpu/grouped_gemm_kernels.cu.
 #include "gpu/grouped_gemm.h"
 
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpu/grouped_gemm_kernels.h"
@@ -57,6 +59,8 @@ GemmKernelArgs kernel_view(std::int64_t M, std::int64_t N, std::int64_t K, std::
   if (N <= 0 || N % kGemmBlockN != 0) bad("N = " + std::to_string(N) + " is not a multiple of 128");
   if (K <= 0 || K % kGemmBlockK != 0) bad("K = " + std::to_string(K) + " is not a multiple of 128");
   if (G < 1 || G > detail::kGemmMaxGroups) bad("G must be in [1, 256]");
+  if (G * N >= (std::int64_t(1) << 31))
+    bad("G * N (the rows of B) must be below 2^31: TMA coordinates are 32-bit");
   if (y.dtype != OutDtype::f32 && y.dtype != OutDtype::bf16) bad("output must be f32 or bf16");
   check_size(y.size, M * N, "output");
   if (M > 0) check_aligned(y.y, "output");
@@ -157,6 +161,23 @@ void check_wgrad(const DeviceWgradOperands& op, std::span<const std::int64_t> of
   if (op.M > 0) check_aligned(op.x_t, "X^T"), check_aligned(op.dy_t, "dY^T");
 }
 
+// The output columns of a tile (docs/gpu_gemm.md §2): rowwise / tensorwise 192 where N is a
+// multiple of 192 or large enough that the masked columns of the last tile cost less than the L2
+// traffic the wider tile saves, 128 otherwise; blockwise 128 (its promotion per 128 of K reads a
+// second B scale on 192-wide tiles and measured slower, docs/benchmarks.md).
+// FP8REF_GEMM_PIPELINE = cp_async | tma128 | tma192 overrides the choice while the cp.async
+// pipeline is still selectable.
+void launch(const GemmKernelArgs& p, cudaStream_t stream) {
+  const char* env = std::getenv("FP8REF_GEMM_PIPELINE");
+  const std::string_view pick = env ? env : "";
+  if (pick == "cp_async") return detail::launch_grouped_gemm_cp_async(p, stream);
+  const bool wide = p.mode != GemmScaleMode::blockwise && (p.N % 192 == 0 || p.N >= 2048);
+  int block_n = wide ? 192 : 128;
+  if (pick == "tma128") block_n = 128;
+  if (pick == "tma192") block_n = 192;
+  detail::launch_grouped_gemm(p, block_n, stream);
+}
+
 }  // namespace
 
 ModelChoice grouped_gemm_declared_model(Scaling s) {
@@ -175,7 +196,7 @@ void grouped_gemm_forward(const DeviceGemmOperands& op, std::span<const std::int
   set_operands(p, op.G, op.fa, op.fb, op.a, op.b, op.scaling, op.scale_a, op.scale_a_size,
                op.scale_b, op.scale_b_size, false);
   contiguous_groups(p, op.G, offs);
-  detail::launch_grouped_gemm(p, stream);
+  launch(p, stream);
 }
 
 void grouped_gemm_forward_masked(const DeviceGemmOperands& op, std::int64_t m_max,
@@ -193,7 +214,7 @@ void grouped_gemm_forward_masked(const DeviceGemmOperands& op, std::int64_t m_ma
     start[g] = std::int64_t(g) * m_max, end[g] = start[g] + masked_m[g];
   }
   set_groups(p, start, end);
-  detail::launch_grouped_gemm(p, stream);
+  launch(p, stream);
 }
 
 void grouped_gemm_dgrad(const DeviceDgradOperands& op, std::span<const std::int64_t> offs,
@@ -205,7 +226,7 @@ void grouped_gemm_dgrad(const DeviceDgradOperands& op, std::span<const std::int6
   set_operands(p, op.G, op.fdy, op.fw, op.dy, op.w, op.scaling, op.scale_dy, op.scale_dy_size,
                op.scale_w, op.scale_w_size, true);
   contiguous_groups(p, op.G, offs);
-  detail::launch_grouped_gemm(p, stream);
+  launch(p, stream);
 }
 
 void grouped_gemm_wgrad(const DeviceWgradOperands& op, std::span<const std::int64_t> offs,

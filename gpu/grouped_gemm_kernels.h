@@ -44,8 +44,12 @@ struct GemmKernelArgs {
   GemmGroupTable groups;
 };
 
-// Throws CudaError (gpu/device.h) when the launch fails; arguments are assumed valid.
-void launch_grouped_gemm(const GemmKernelArgs& args, cudaStream_t stream);
+// Throws CudaError (gpu/device.h) when the launch fails; arguments are assumed valid. block_n: the
+// output columns of a tile, 128 or 192 (gpu/grouped_gemm.cpp picks it, docs/gpu_gemm.md §2).
+void launch_grouped_gemm(const GemmKernelArgs& args, int block_n, cudaStream_t stream);
+// The previous pipeline (cp.async by every thread, one CTA per tile), selectable until the TMA
+// kernel above passes the GPU suites on the device.
+void launch_grouped_gemm_cp_async(const GemmKernelArgs& args, cudaStream_t stream);
 
 // K-grouped wgrad dW[g] (N, K) = C[g] + sum over the tokens t of group g of dY[t, n]·X[t, k], on
 // the token-contiguous copies dYᵀ (N, M) and Xᵀ (K, M) (device pointers). Group g = tokens

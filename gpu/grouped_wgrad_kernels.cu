@@ -140,7 +140,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
     for (int j = 0; j < 4; ++j)
-      wgmma_k32<AE5, BE5>(d, smem_desc(a_base + j * 32), smem_desc(b_base + j * 32), j);
+      wgmma_k32<128, AE5, BE5>(d, smem_desc(a_base + j * 32), smem_desc(b_base + j * 32), j);
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     // While the tensor cores run: refill the stage every warp finished reading at kb - 1.
     if (kb + kStages - 1 < t.nkb)
