@@ -3,10 +3,9 @@
 // strides of the forward / dgrad view, then launches gpu/grouped_gemm_kernels.cu.
 #include "gpu/grouped_gemm.h"
 
-#include <cstdlib>
+#include <algorithm>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "gpu/grouped_gemm_kernels.h"
@@ -18,7 +17,6 @@ using detail::GemmKernelArgs;
 using detail::GemmScaleMode;
 using detail::kGemmBlockK;
 using detail::kGemmBlockM;
-using detail::kGemmBlockN;
 
 [[noreturn]] void bad(const std::string& what) {
   throw std::invalid_argument("fp8ref gpu grouped GEMM: " + what);
@@ -56,7 +54,7 @@ void check_size(std::int64_t got, std::int64_t want, const char* name) {
 GemmKernelArgs kernel_view(std::int64_t M, std::int64_t N, std::int64_t K, std::int64_t G,
                            const DeviceGemmOutput& y) {
   if (M < 0 || M >= (std::int64_t(1) << 31)) bad("M must be in [0, 2^31)");
-  if (N <= 0 || N % kGemmBlockN != 0) bad("N = " + std::to_string(N) + " is not a multiple of 128");
+  if (N <= 0 || N % 128 != 0) bad("N = " + std::to_string(N) + " is not a multiple of 128");
   if (K <= 0 || K % kGemmBlockK != 0) bad("K = " + std::to_string(K) + " is not a multiple of 128");
   if (G < 1 || G > detail::kGemmMaxGroups) bad("G must be in [1, 256]");
   if (G * N >= (std::int64_t(1) << 31))
@@ -102,7 +100,7 @@ void set_operands(GemmKernelArgs& p, std::int64_t G, Format fa, Format fb, const
   p.mode = scale_mode(scaling);
   if (p.M > 0) check_aligned(a, "A");
   check_aligned(b, "B");
-  const std::int64_t nkb = p.K / kGemmBlockK, nnb = p.N / kGemmBlockN;
+  const std::int64_t nkb = p.K / kGemmBlockK, nnb = p.N / 128;
   switch (p.mode) {
     case GemmScaleMode::tensorwise:
       check_size(sa_size, 1, "scale_a (tensorwise)"),
@@ -163,19 +161,11 @@ void check_wgrad(const DeviceWgradOperands& op, std::span<const std::int64_t> of
 
 // The output columns of a tile (docs/gpu_gemm.md §2): rowwise / tensorwise 192 where N is a
 // multiple of 192 or large enough that the masked columns of the last tile cost less than the L2
-// traffic the wider tile saves, 128 otherwise; blockwise 128 (its promotion per 128 of K reads a
-// second B scale on 192-wide tiles and measured slower, docs/benchmarks.md).
-// FP8REF_GEMM_PIPELINE = cp_async | tma128 | tma192 overrides the choice while the cp.async
-// pipeline is still selectable.
+// traffic the wider tile saves, 128 otherwise; blockwise 128 (its promotion reads a second B scale
+// on 192-wide tiles and measured slower, docs/benchmarks.md).
 void launch(const GemmKernelArgs& p, cudaStream_t stream) {
-  const char* env = std::getenv("FP8REF_GEMM_PIPELINE");
-  const std::string_view pick = env ? env : "";
-  if (pick == "cp_async") return detail::launch_grouped_gemm_cp_async(p, stream);
   const bool wide = p.mode != GemmScaleMode::blockwise && (p.N % 192 == 0 || p.N >= 2048);
-  int block_n = wide ? 192 : 128;
-  if (pick == "tma128") block_n = 128;
-  if (pick == "tma192") block_n = 192;
-  detail::launch_grouped_gemm(p, block_n, stream);
+  detail::launch_grouped_gemm(p, wide ? 192 : 128, stream);
 }
 
 }  // namespace
@@ -221,7 +211,7 @@ void grouped_gemm_dgrad(const DeviceDgradOperands& op, std::span<const std::int6
                         const DeviceGemmOutput& da, cudaStream_t stream) {
   if (op.w_layout != BLayout::kn)
     bad("dgrad needs W stored (G, K, N) (kn): FP8 wgmma reads no transposed operand");
-  if (op.N % kGemmBlockN != 0) bad("N = " + std::to_string(op.N) + " is not a multiple of 128");
+  if (op.N % 128 != 0) bad("N = " + std::to_string(op.N) + " is not a multiple of 128");
   GemmKernelArgs p = kernel_view(op.M, op.K, op.N, op.G, da);  // output K columns, reduce over N
   set_operands(p, op.G, op.fdy, op.fw, op.dy, op.w, op.scaling, op.scale_dy, op.scale_dy_size,
                op.scale_w, op.scale_w_size, true);
@@ -248,8 +238,13 @@ void grouped_gemm_wgrad(const DeviceWgradOperands& op, std::span<const std::int6
   std::int64_t prev = 0;
   for (std::size_t g = 0; g < offs.size(); ++g) {
     p.start[g] = std::int32_t(prev), p.end[g] = std::int32_t(offs[g]), p.blk0[g] = blk0[g];
-    prev = offs[g];
+    p.order[g] = std::int32_t(g), prev = offs[g];
   }
+  // The tiles of the groups with most tokens first, so that the persistent CTAs' static tile
+  // walk does not leave the longest reductions for last (docs/gpu_gemm.md §2).
+  std::stable_sort(p.order, p.order + offs.size(), [&](std::int32_t x, std::int32_t y) {
+    return p.end[x] - p.start[x] > p.end[y] - p.start[y];
+  });
   detail::launch_grouped_wgrad(p, stream);
 }
 

@@ -12,18 +12,13 @@
 #include "gpu/device.h"
 #include "gpu/grouped_gemm_kernels.h"
 #include "gpu/tensor_map.h"
-#include "gpu/wgmma_sm90.cuh"
+#include "gpu/tma_pipeline_sm90.cuh"
 
 namespace fp8ref::gpu::detail {
 namespace {
 
 using namespace sm90;
 
-constexpr int kConsumerThreads = 256;             // two warpgroups of 64 rows
-constexpr int kThreads = kConsumerThreads + 128;  // + the producer warpgroup (one warp loads)
-constexpr int kConsumerWarps = kConsumerThreads / 32;
-constexpr int kProducerRegs = 40, kConsumerRegs = 232;
-static_assert(kConsumerThreads * kConsumerRegs + 128 * kProducerRegs <= 65536);
 static_assert(kGemmBlockK == 128, "one 128-byte swizzle row is one K block of FP8 codes");
 
 // The kernel's parameters: the tensor maps of A (M, K) and of B seen as (G·N, K), then the rest.
@@ -32,25 +27,9 @@ struct GemmTmaParams {
   GemmKernelArgs args;
 };
 
-// Shared memory of one CTA: kStages × (A tile, B tile), the A scales of each stage (blockwise),
-// then full[kStages] and empty[kStages] mbarriers.
+// Stages of a 128 × 128 A tile, a BN × 128 B tile and the A tile's 128 block scales.
 template <int BN>
-struct Smem {
-  static constexpr int kATile = kGemmBlockM * kGemmBlockK;
-  static constexpr int kStageBytes = kATile + BN * kGemmBlockK;
-  static constexpr int kStages = BN == 128 ? 6 : 5;
-  static constexpr int kScales = kStages * kStageBytes;
-  static constexpr int kBars = kScales + kStages * kGemmBlockM * 4;
-  static constexpr int kBytes = kBars + 2 * kStages * 8 + 1024;  // + alignment to 1024
-  std::uint8_t* base;
-  __device__ std::uint32_t a_tile(int s) const { return smem_u32(base + s * kStageBytes); }
-  __device__ std::uint32_t b_tile(int s) const { return a_tile(s) + kATile; }
-  __device__ float* scales(int s) const {
-    return reinterpret_cast<float*>(base + kScales) + s * kGemmBlockM;
-  }
-  __device__ std::uint32_t full(int s) const { return smem_u32(base + kBars) + 8 * s; }
-  __device__ std::uint32_t empty(int s) const { return full(kStages + s); }
-};
+using Ring = StageRing<kGemmBlockM * kGemmBlockK, BN * kGemmBlockK, BN == 128 ? 6 : 5, kGemmBlockM>;
 
 // The tile: group g, rows [row0, row_end) of A and Y, columns [n0, n0 + BN) (those < N).
 struct TileCoord {
@@ -79,9 +58,8 @@ __device__ __forceinline__ TileCoord tile_coord(const GemmGroupTable& t, std::in
 // seen as (G·N, K)); blockwise, the 32 lanes copy the tile's A scales (rows past the group's end
 // zero-filled, not read) and arrive when they land.
 template <int BN>
-__device__ void produce(const GemmTmaParams& p, const Smem<BN>& s, std::int64_t total,
+__device__ void produce(const GemmTmaParams& p, const Ring<BN>& s, std::int64_t total,
                         int n_tiles) {
-  constexpr int kStages = Smem<BN>::kStages;
   const GemmKernelArgs& a = p.args;
   const int lane = int(threadIdx.x % 32), nkb = int(a.K / kGemmBlockK);
   const bool blockwise = a.mode == GemmScaleMode::blockwise;
@@ -91,10 +69,10 @@ __device__ void produce(const GemmTmaParams& p, const Smem<BN>& s, std::int64_t 
     const TileCoord c = tile_coord<BN>(a.groups, tile, n_tiles);
     const std::int32_t b_row = c.g * std::int32_t(a.N) + c.n0;
     for (int kb = 0; kb < nkb; ++kb, ++it) {
-      const int st = int(it % kStages);
-      mbar_wait(s.empty(st), ((it / kStages) & 1) ^ 1);
+      const int st = s.stage(it);
+      s.wait_empty(it);
       if (lane == 0) {
-        mbar_arrive_expect_tx(s.full(st), Smem<BN>::kStageBytes);
+        mbar_arrive_expect_tx(s.full(st), Ring<BN>::kStageBytes);
         tma_load_2d(s.a_tile(st), &p.map_a, kb * kGemmBlockK, c.row0, s.full(st));
         tma_load_2d(s.b_tile(st), &p.map_b, kb * kGemmBlockK, b_row, s.full(st));
       }
@@ -117,31 +95,33 @@ template <int BN>
 __device__ __forceinline__ void store_tile(const GemmKernelArgs& p, const TileCoord& c,
                                            const float (&acc)[BN / 2], int local_row) {
   const int lane = threadIdx.x % 32;
-  const std::int64_t col0 = c.n0 + (lane % 4) * 2;
-  float ts = 0.0f;
+  const std::int64_t col0 = c.n0 + (lane % 4) * 2, row0 = c.row0 + local_row;
+  const bool rowwise = p.mode == GemmScaleMode::rowwise;
+  const bool store[2] = {row0 < c.row_end, row0 + 8 < c.row_end};
+  float ts = 0.0f, sa[2] = {0.0f, 0.0f};
   if (p.mode == GemmScaleMode::tensorwise) ts = __fmul_rn(p.scale_a[0], p.scale_b[c.g]);
+  if (rowwise)
+    sa[0] = store[0] ? p.scale_a[row0] : 0.0f, sa[1] = store[1] ? p.scale_a[row0 + 8] : 0.0f;
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const std::int64_t row = c.row0 + local_row + 8 * half;
-    if (row >= c.row_end) continue;
-    const float sa = p.mode == GemmScaleMode::rowwise ? p.scale_a[row] : 0.0f;
+  for (int j = 0; j < BN / 8; ++j) {
+    const std::int64_t col = col0 + j * 8;
+    if (BN > 128 && col >= p.N) continue;  // N % 128 == 0: col + 1 < N too
+    float2 sb = make_float2(0.0f, 0.0f);   // scalar loads: scale_b need only be 4-byte aligned
+    if (rowwise) sb = make_float2(p.scale_b[c.g * p.N + col], p.scale_b[c.g * p.N + col + 1]);
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
-      const std::int64_t col = col0 + j * 8;
-      if (BN > 128 && col >= p.N) continue;  // N % 128 == 0: col + 1 < N too
+    for (int half = 0; half < 2; ++half) {
+      if (!store[half]) continue;
       float v[2] = {acc[j * 4 + half * 2], acc[j * 4 + half * 2 + 1]};
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        if (p.mode == GemmScaleMode::tensorwise) v[e] = __fmul_rn(v[e], ts);
-        if (p.mode == GemmScaleMode::rowwise)  // a_then_b: RN(RN(acc·sa)·sb)
-          v[e] = __fmul_rn(__fmul_rn(v[e], sa), p.scale_b[c.g * p.N + col + e]);
-      }
-      if (p.out_bf16) {
-        auto* y = static_cast<__nv_bfloat162*>(p.y);
-        y[(row * p.N + col) / 2] = __floats2bfloat162_rn(v[0], v[1]);
-      } else {
-        reinterpret_cast<float2*>(p.y)[(row * p.N + col) / 2] = make_float2(v[0], v[1]);
-      }
+      if (p.mode == GemmScaleMode::tensorwise)
+        v[0] = __fmul_rn(v[0], ts), v[1] = __fmul_rn(v[1], ts);
+      if (rowwise)  // a_then_b: RN(RN(acc·sa)·sb)
+        v[0] = __fmul_rn(__fmul_rn(v[0], sa[half]), sb.x),
+        v[1] = __fmul_rn(__fmul_rn(v[1], sa[half]), sb.y);
+      const std::int64_t at = ((row0 + 8 * half) * p.N + col) / 2;
+      if (p.out_bf16)
+        static_cast<__nv_bfloat162*>(p.y)[at] = __floats2bfloat162_rn(v[0], v[1]);
+      else
+        reinterpret_cast<float2*>(p.y)[at] = make_float2(v[0], v[1]);
     }
   }
 }
@@ -182,9 +162,8 @@ __device__ __forceinline__ void promote_blockwise(float sa0, float sa1, const Bl
 // The consumer warpgroups: per K block, wait for the stage, run T_kb on it, free it and promote;
 // after the last block, the epilogue stores the tile while the producer already loads the next.
 template <int BN, bool AE5, bool BE5>
-__device__ void consume(const GemmTmaParams& p, const Smem<BN>& s, std::int64_t total,
+__device__ void consume(const GemmTmaParams& p, const Ring<BN>& s, std::int64_t total,
                         int n_tiles) {
-  constexpr int kStages = Smem<BN>::kStages;
   const GemmKernelArgs& a = p.args;
   const int wg = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
   const int local_row = wg * 64 + warp * 16 + lane / 4;  // and local_row + 8 (wgmma D layout)
@@ -196,11 +175,13 @@ __device__ void consume(const GemmTmaParams& p, const Smem<BN>& s, std::int64_t 
     float acc[BN / 2], t[BN / 2];  // t: written by the first k32 step of each block (scale-d 0)
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+    // The B scales of block kb + 1 are loaded while block kb runs: their latency hides behind it.
+    BlockScalesB sb_next = blockwise ? block_scales_b<BN>(a, c, 0) : BlockScalesB{};
     for (int kb = 0; kb < nkb; ++kb, ++it) {
-      const int st = int(it % kStages);
-      // The B scales are loaded before the tensor cores run, so their latency hides behind them.
-      const BlockScalesB sb = blockwise ? block_scales_b<BN>(a, c, kb) : BlockScalesB{};
-      mbar_wait(s.full(st), (it / kStages) & 1);
+      const int st = s.stage(it);
+      const BlockScalesB sb = sb_next;
+      if (blockwise && kb + 1 < nkb) sb_next = block_scales_b<BN>(a, c, kb + 1);
+      mbar_wait(s.full(st), s.parity(it));
       const std::uint32_t a_base = s.a_tile(st) + wg * 64 * 128, b_base = s.b_tile(st);
       fence_regs(t);
       asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -212,8 +193,7 @@ __device__ void consume(const GemmTmaParams& p, const Smem<BN>& s, std::int64_t 
       const float sa1 = blockwise ? s.scales(st)[local_row + 8] : 0.0f;
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
       fence_regs(t);
-      __syncwarp();
-      if (lane == 0) mbar_arrive(s.empty(st));
+      s.release(it);
       if (blockwise) {
         promote_blockwise<BN>(sa0, sa1, sb, t, acc);
       } else {
@@ -226,21 +206,13 @@ __device__ void consume(const GemmTmaParams& p, const Smem<BN>& s, std::int64_t 
 }
 
 template <int BN, bool AE5, bool BE5>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(kPipelineThreads, 1)
     grouped_gemm_kernel(const __grid_constant__ GemmTmaParams p) {
   extern __shared__ std::uint8_t smem_raw[];
-  const Smem<BN> s{reinterpret_cast<std::uint8_t*>(
-      (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t(1023))};
+  const Ring<BN> s = Ring<BN>::at(smem_raw);
   const int n_tiles = int((p.args.N + BN - 1) / BN);
   const std::int64_t total = std::int64_t(p.args.groups.tile_prefix[p.args.groups.count]) * n_tiles;
-  if (threadIdx.x == 0) {
-    // full: the producer's expect_tx arrival (+ its 32 lanes' scale copies, blockwise);
-    // empty: one arrival per consumer warp.
-    const int full_count = p.args.mode == GemmScaleMode::blockwise ? 33 : 1;
-    for (int st = 0; st < Smem<BN>::kStages; ++st)
-      mbar_init(s.full(st), full_count), mbar_init(s.empty(st), kConsumerWarps);
-    mbar_init_fence();
-  }
+  if (threadIdx.x == 0) s.init(p.args.mode == GemmScaleMode::blockwise);
   __syncthreads();
   if (threadIdx.x >= kConsumerThreads) {
     setmaxnreg_dec<kProducerRegs>();
@@ -249,13 +221,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     setmaxnreg_inc<kConsumerRegs>();
     consume<BN, AE5, BE5>(p, s, total, n_tiles);
   }
-}
-
-int sm_count() {
-  int dev = 0, sms = 0;
-  FP8REF_CUDA_CHECK(cudaGetDevice(&dev));
-  FP8REF_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  return sms;
 }
 
 template <int BN, bool AE5, bool BE5>
@@ -269,9 +234,9 @@ void launch_typed(const GemmKernelArgs& args, cudaStream_t stream) {
   p.map_b = fp8_tile_map(args.b, args.K, std::int64_t(args.groups.count) * args.N, BN);
   const auto kernel = grouped_gemm_kernel<BN, AE5, BE5>;
   FP8REF_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Smem<BN>::kBytes));
-  const unsigned grid = unsigned(std::min<std::int64_t>(tiles, sm_count()));
-  kernel<<<grid, kThreads, Smem<BN>::kBytes, stream>>>(p);
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Ring<BN>::kBytes));
+  const unsigned grid = unsigned(std::min<std::int64_t>(tiles, current_device_sm_count()));
+  kernel<<<grid, kPipelineThreads, Ring<BN>::kBytes, stream>>>(p);
   FP8REF_CUDA_CHECK(cudaGetLastError());
 }
 

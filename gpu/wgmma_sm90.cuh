@@ -1,5 +1,5 @@
-// sm_90a building blocks of the FP8 GEMM kernels (internal to gpu/): cp.async with zero fill,
-// mbarriers, TMA tensor loads, setmaxnreg, the wgmma shared-memory descriptor for K-major
+// sm_90a building blocks of the FP8 GEMM kernels (internal to gpu/): cp.async of scales with zero
+// fill, mbarriers, TMA tensor loads, setmaxnreg, the wgmma shared-memory descriptor for K-major
 // 128-byte-swizzled tiles, and the wgmma.mma_async m64n{128,192}k32 FP8 instructions with f32
 // accumulation (PTX ISA 8.0 "Asynchronous Warpgroup Level Matrix Multiply-Accumulate"). Included
 // by the .cu files of the kernels only.
@@ -12,23 +12,11 @@ namespace fp8ref::gpu::detail::sm90 {
 __device__ __forceinline__ std::uint32_t smem_u32(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }
-// 16 bytes global -> shared; `valid` false writes zeros without reading (src-size 0).
-__device__ __forceinline__ void cp_async16(std::uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(valid ? 16 : 0));
-}
+// 4 bytes global -> shared; `valid` false writes zeros without reading (src-size 0).
 __device__ __forceinline__ void cp_async4(std::uint32_t dst, const void* src, bool valid) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
                "r"(valid ? 4 : 0));
 }
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
 // mbarrier (PTX ISA "Parallel Synchronization and Communication Instructions: mbarrier"): init
 // with an arrival count, arrive, wait for the phase of a given parity, and the arrival a thread's
 // earlier cp.async copies make when they land (.noinc: counted in the init count).
