@@ -31,7 +31,8 @@ def main():
     o = ap.parse_args()
     os.makedirs(o.work, exist_ok=True)
     g = np.load(GOLDEN)
-    cases = sorted({k.rsplit("/", 1)[0] for k in g.files})
+    cases = sorted({k.rsplit("/", 1)[0] for k in g.files if not k.startswith("meta/")})
+    print(f"{GOLDEN}: {g['meta/versions']}; generator: {g['meta/generator']}")
     configs, codes_checked = set(), 0
     for case in cases:
         config = case.split("/")[0]

@@ -217,8 +217,11 @@ def main():
             print(f"{name:<22}{row[0]:>8}{row[1]:>10}{row[2]:>8}{row[3]:>11}{row[4]:>12}{row[5]:>10}"
                   + ("  (x / (pts·s): not torchao 0.18's form; not counted)" if informational else ""))
             total_bad += 0 if informational else int(row[3] + row[4] + row[5])
-    if args.golden_out:
-        np.savez_compressed(args.golden_out, **golden)
+    if args.golden_out:  # provenance first (meta/...), then per case x, codes, scales[, pts]
+        meta = {"meta/generator": np.array(" ".join(["subbyte_recipes_torchao_xcheck.py"] + sys.argv[1:])),
+                "meta/versions": np.array(f"torch {torch.__version__}, torchao {torchao.__version__}"),
+                "meta/seed": np.array(args.seed)}
+        np.savez_compressed(args.golden_out, **meta, **golden)
         print(f"wrote {len(golden)} arrays to {args.golden_out}")
     print("RESULT:", "PASS" if total_bad == 0 else f"FAIL ({total_bad} mismatches)")
     return 0 if total_bad == 0 else 1
