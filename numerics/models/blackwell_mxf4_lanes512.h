@@ -21,8 +21,10 @@
 
 // GCC 12 warns inside the intrinsics' headers (their _mm512_undefined_* is a self-initialised
 // variable) wherever they are inlined.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace fp8ref {
 namespace detail {
@@ -230,5 +232,7 @@ FP8REF_TARGET_AVX512 FP8REF_ALWAYS_INLINE std::uint32_t e2m1_pass512(const E2m1R
 }  // namespace detail
 }  // namespace fp8ref
 
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 #endif  // FP8REF_STEP_HAS_AVX2
