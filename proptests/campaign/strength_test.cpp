@@ -16,6 +16,7 @@
 #include <set>
 
 #include "campaign/gemm_case.h"
+#include "campaign/wgrad_case.h"
 #include "proptests/common/test_level.h"
 #include "reference/grouped_gemm.h"
 
@@ -130,6 +131,53 @@ TEST(Strength, IntegerDataEveryConfigurationAgrees) {
   none.gs.sizes = {0}, none.gs.tail = 1;
   none.group_of = cases::rows_of(none.gs, Desc::offs, 0, none.M);
   EXPECT_EQ(strength_tags(measure_strength(none)), std::vector<std::string>{"vacuous:no_rows"});
+}
+
+// One K-grouped wgrad group of the given tokens, N = K = 1, unscaled, C = 0: dY's and X's codes.
+WgradCase tiny_wgrad(const std::vector<std::uint8_t>& dy, const std::vector<std::uint8_t>& x,
+                     ref::ModelChoice model) {
+  WgradCase w;
+  w.gs.sizes = {std::int64_t(dy.size())};
+  w.M = std::int64_t(dy.size()), w.N = 1, w.K = 1, w.G = 1;
+  w.dy = dy, w.x = x, w.c = {0.0f};
+  w.model = model;
+  return w;
+}
+
+// wgrad's dW = 448·448 + 2^-18 − 448·448 over three tokens: as in OnlyExactKeepsTheTinyTerm,
+// only `exact` keeps 2^-18; integer data every configuration sums exactly; no tokens, nothing
+// measured.
+TEST(Strength, WgradTinyTermAndVacuousData) {
+  const std::vector<std::uint8_t> dy{0x7E, 0x01, 0x7E}, x{0x7E, 0x01, 0xFE};
+  const Strength exact = measure_wgrad_strength(tiny_wgrad(dy, x, {AM::exact, 1}));
+  ASSERT_TRUE(exact.measured);
+  EXPECT_EQ(exact.matching, 1);
+  EXPECT_EQ(exact.rows, 3);
+  EXPECT_EQ(strength_tags(exact), std::vector<std::string>{"strength:1"});
+  const Strength other = measure_wgrad_strength(tiny_wgrad(dy, x, {AM::hopper_unpromoted, 1}));
+  EXPECT_EQ(other.matching, other.candidates - 1);
+  EXPECT_TRUE(other.zero_output);
+  const Strength ints =
+      measure_wgrad_strength(tiny_wgrad({0x38, 0x40, 0x44}, {0x40, 0x40, 0x38}, {AM::exact, 1}));
+  EXPECT_EQ(ints.matching, ints.candidates);
+  EXPECT_GT(ints.candidates, 1);
+  WgradCase none = tiny_wgrad(dy, x, {AM::exact, 1});
+  none.gs.sizes = {0}, none.gs.tail = 3;
+  EXPECT_EQ(strength_tags(measure_wgrad_strength(none)),
+            std::vector<std::string>{"vacuous:no_rows"});
+}
+
+// Two groups of 1 and 2 blocks of tokens: a configuration is one computation only when it is one
+// for both lengths (S = 2 cuts the 2-block group but not the 1-block one).
+TEST(Strength, WgradKeyJoinsEveryGroupLength) {
+  WgradCase w = tiny_wgrad(std::vector<std::uint8_t>(384, 0x38),
+                           std::vector<std::uint8_t>(384, 0x38), {AM::exact, 1});
+  w.gs.sizes = {128, 256}, w.G = 2, w.c = {0.0f, 0.0f};
+  EXPECT_EQ(wgrad_configuration_key({AM::hopper_unpromoted, 2}, w),
+            configuration_key({AM::hopper_unpromoted, 2}, Scaling::none, 128) + ";" +
+                configuration_key({AM::hopper_unpromoted, 2}, Scaling::none, 256) + ";");
+  EXPECT_NE(wgrad_configuration_key({AM::hopper_unpromoted, 2}, w),
+            wgrad_configuration_key({AM::hopper_unpromoted, 1}, w));
 }
 
 // The identities configuration_key joins hold on drawn cases: every pair of the campaign's
