@@ -5,7 +5,8 @@ names, dumps each call as safetensors and asks `fp8-check verify grouped-gemm --
 (no other model flag) which member of the preset reproduces every output bit.
 
   kernel_survey.py --fp8-check PATH --out DIR [--budget-s 110] [--device cuda|cpu|auto]
-                   [--new-first] [--jobs 3] [--keep-cases 4] [--search]
+                   [--new-first] [--skip-matched PREV/survey.json] [--jobs 3] [--keep-cases 4]
+                   [--search]
 
 Operands are e4m3 (or e5m2) codes whose exponents depend on the 128-K block (so partial sums of
 different blocks differ in magnitude and split-K slicing changes the f32 result), with general
@@ -298,6 +299,8 @@ def main():
     p.add_argument("--skip-shapes", default="", help="M,N,K;M,N,K shapes surveyed already")
     p.add_argument("--cells", default="", help="only these cells: label@M,N,K;label@M,N,K")
     p.add_argument("--new-first", action="store_true", help="cells no earlier survey ran first")
+    p.add_argument("--skip-matched", default="",
+                   help="survey.json of an earlier run: the cells it matched are not run again")
     p.add_argument("--jobs", type=int, default=3, help="verify processes beside the torch calls")
     p.add_argument("--keep-cases", type=int, default=4, help="unmatched cases kept in --out")
     p.add_argument("--search", action="store_true", help="scan other split families when unmatched")
@@ -317,10 +320,18 @@ def main():
     skip = {tuple(map(int, x.split(","))) for x in filter(None, o.skip_shapes.split(";"))}
     cells = {(c.split("@")[0], tuple(map(int, c.split("@")[1].split(","))))
              for c in filter(None, o.cells.split(";"))}
+    if o.skip_matched:
+        with open(o.skip_matched) as f:
+            skip_cells = {(r["path"], tuple(r["shape"])) for r in json.load(f)["rows"] if r.get("matched")}
+        cells_done = len(skip_cells)
+        print(f"{cells_done} cells matched in {o.skip_matched}: not run again", flush=True)
+    else:
+        skip_cells = set()
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=o.jobs)
     for i, cell in enumerate(plan(o.new_first)):
         kernel, label, mnk, scaling, fast = cell[:5]
-        if (only and label not in only) or mnk in skip or (cells and (label, mnk) not in cells):
+        if ((only and label not in only) or mnk in skip or (cells and (label, mnk) not in cells)
+                or (label, mnk) in skip_cells):
             continue
         if time.time() - t0 > o.budget_s:
             rows.append({"kernel": kernel, "path": label, "shape": list(mnk), "a": cell[6],
