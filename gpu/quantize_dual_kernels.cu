@@ -125,6 +125,24 @@ __device__ __forceinline__ void column_maxima(const uint4 (&v)[8], bool ignore_n
     }
 }
 
+// The tile's column scales from the warps' packed maxima: factor and overflow flag of each tile
+// column into shared memory, the scale of each column inside the tensor into the sink.
+template <int W, ScaleKind K>
+__device__ __forceinline__ void column_scales(const QuantizeLaunch& q, std::int64_t br,
+                                              std::int64_t c0,
+                                              const std::uint32_t (*colmax)[Tile<W>::kCols / 2],
+                                              float* colfac, std::uint8_t* colovf) {
+  for (int col = int(threadIdx.x); col < Tile<W>::kCols; col += kThreads) {
+    std::uint32_t mm = 0;
+#pragma unroll
+    for (int w = 0; w < kThreads / 32; ++w) mm = max_u16x2(mm, colmax[w][col / 2]);
+    mm = col % 2 ? mm >> 16 : mm & 0xFFFFu;
+    const DevScale d = block_scale_of<K>(q.recipe, std::int32_t(mm << 16));
+    colfac[col] = d.factor, colovf[col] = d.may_overflow;
+    if (c0 + col < q.cols) store_scale(q.scales, br, c0 + col, d);
+  }
+}
+
 // Eight codes of a chunk, element e scaled by its column's factor f[e].
 __device__ __forceinline__ uint2 cast8_cols(const RecipeParams& p, const float (&f)[8],
                                             bool may_overflow, const uint4& u) {
@@ -206,15 +224,7 @@ __global__ void __launch_bounds__(kThreads, 2) column_tile_kernel(DualLaunch dl)
     }
     column_maxima<W>(v, q.recipe.ignore_nan, colmax[parity]);
     __syncthreads();
-    for (int col = int(threadIdx.x); col < TL::kCols; col += kThreads) {
-      std::uint32_t mm = 0;
-#pragma unroll
-      for (int w = 0; w < kThreads / 32; ++w) mm = max_u16x2(mm, colmax[parity][w][col / 2]);
-      mm = col % 2 ? mm >> 16 : mm & 0xFFFFu;
-      const DevScale d = block_scale_of<K>(q.recipe, std::int32_t(mm << 16));
-      colfac[parity][col] = d.factor, colovf[parity][col] = d.may_overflow;
-      if (c0 + col < q.cols) store_scale(q.scales, br, c0 + col, d);
-    }
+    column_scales<W, K>(q, br, c0, colmax[parity], colfac[parity], colovf[parity]);
     __syncthreads();
 #pragma unroll
     for (int j = 0; j < TL::T; ++j) {
