@@ -10,6 +10,7 @@ Usage: test_subbyte_tensor_io.py --fp8-check EXE --work DIR"""
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -75,7 +76,8 @@ def check_file_paths(exe, work, rng, dtype):
     check_inspect(exe, npy, codes, dtype, ["--as", FMTS[dtype][2]])
     run(exe, ["diff", npy, st, "--as", FMTS[dtype][2]], 0)
     repo = os.path.join(work, f"golden_{dtype}")
-    os.makedirs(repo, exist_ok=True)
+    shutil.rmtree(repo, ignore_errors=True)  # a fresh golden set on every run
+    os.makedirs(repo)
     subprocess.run(["git", "init", "-q", repo], check=True)
     r = subprocess.run([exe, "golden", "accept", st, "--as", f"case_{dtype.lower()}"], cwd=repo,
                        capture_output=True, text=True, timeout=60)
