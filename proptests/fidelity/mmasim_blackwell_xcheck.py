@@ -319,6 +319,11 @@ def report(recs, labels, ref_z, got_z):
         sel = recs["kind"] == kind
         bad = np.flatnonzero(sel & (ref_z != got_z))
         print(f"{KIND_NAMES[kind]:<12}{int(sel.sum()):>9}{len(bad):>12}")
+        for block, sf in (((32, FMT_ID["e8m0"]), (16, FMT_ID["e8m0"]), (16, FMT_ID["ue4m3"]))
+                          if kind == 3 else ()):  # kind::mxf4 / mxf4nvf4 .block32, mxf4nvf4 .block16
+            form = sel & (recs["block"] == block) & (recs["sf"] == sf)
+            print(f"  block{block} {ID_FMT[sf]:<5}{int(form.sum()):>9}"
+                  f"{int((form & (ref_z != got_z)).sum()):>12}")
         for i in bad[:5]:
             print(f"   [{labels[i]}] {case_line(recs[i], ref_z[i])}  got {int(got_z[i]):08x}")
         bad_total += len(bad)
