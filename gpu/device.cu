@@ -31,4 +31,11 @@ std::string device_description() {
          std::to_string(prop.minor) + ", " + std::to_string(prop.multiProcessorCount) + " SMs)";
 }
 
+int current_device_sm_count() {
+  int dev = 0, sms = 0;
+  FP8REF_CUDA_CHECK(cudaGetDevice(&dev));
+  FP8REF_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  return sms;
+}
+
 }  // namespace fp8ref::gpu

@@ -21,6 +21,9 @@ bool device_available();
 // "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)" or the reason none is available.
 std::string device_description();
 
+// Streaming multiprocessors of the current device (the grid of the persistent kernels).
+int current_device_sm_count();
+
 }  // namespace fp8ref::gpu
 
 #define FP8REF_CUDA_CHECK(call)                                                \

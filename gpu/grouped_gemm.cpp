@@ -3,6 +3,7 @@
 // strides of the forward / dgrad view, then launches gpu/grouped_gemm_kernels.cu.
 #include "gpu/grouped_gemm.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -16,7 +17,6 @@ using detail::GemmKernelArgs;
 using detail::GemmScaleMode;
 using detail::kGemmBlockK;
 using detail::kGemmBlockM;
-using detail::kGemmBlockN;
 
 [[noreturn]] void bad(const std::string& what) {
   throw std::invalid_argument("fp8ref gpu grouped GEMM: " + what);
@@ -54,9 +54,11 @@ void check_size(std::int64_t got, std::int64_t want, const char* name) {
 GemmKernelArgs kernel_view(std::int64_t M, std::int64_t N, std::int64_t K, std::int64_t G,
                            const DeviceGemmOutput& y) {
   if (M < 0 || M >= (std::int64_t(1) << 31)) bad("M must be in [0, 2^31)");
-  if (N <= 0 || N % kGemmBlockN != 0) bad("N = " + std::to_string(N) + " is not a multiple of 128");
+  if (N <= 0 || N % 128 != 0) bad("N = " + std::to_string(N) + " is not a multiple of 128");
   if (K <= 0 || K % kGemmBlockK != 0) bad("K = " + std::to_string(K) + " is not a multiple of 128");
   if (G < 1 || G > detail::kGemmMaxGroups) bad("G must be in [1, 256]");
+  if (G * N >= (std::int64_t(1) << 31))
+    bad("G * N (the rows of B) must be below 2^31: TMA coordinates are 32-bit");
   if (y.dtype != OutDtype::f32 && y.dtype != OutDtype::bf16) bad("output must be f32 or bf16");
   check_size(y.size, M * N, "output");
   if (M > 0) check_aligned(y.y, "output");
@@ -98,7 +100,7 @@ void set_operands(GemmKernelArgs& p, std::int64_t G, Format fa, Format fb, const
   p.mode = scale_mode(scaling);
   if (p.M > 0) check_aligned(a, "A");
   check_aligned(b, "B");
-  const std::int64_t nkb = p.K / kGemmBlockK, nnb = p.N / kGemmBlockN;
+  const std::int64_t nkb = p.K / kGemmBlockK, nnb = p.N / 128;
   switch (p.mode) {
     case GemmScaleMode::tensorwise:
       check_size(sa_size, 1, "scale_a (tensorwise)"),
@@ -157,6 +159,15 @@ void check_wgrad(const DeviceWgradOperands& op, std::span<const std::int64_t> of
   if (op.M > 0) check_aligned(op.x_t, "X^T"), check_aligned(op.dy_t, "dY^T");
 }
 
+// The output columns of a tile (docs/gpu_gemm.md §2): rowwise / tensorwise 192 where N is a
+// multiple of 192 or large enough that the masked columns of the last tile cost less than the L2
+// traffic the wider tile saves, 128 otherwise; blockwise 128 (its promotion reads a second B scale
+// on 192-wide tiles and measured slower, docs/benchmarks.md).
+void launch(const GemmKernelArgs& p, cudaStream_t stream) {
+  const bool wide = p.mode != GemmScaleMode::blockwise && (p.N % 192 == 0 || p.N >= 2048);
+  detail::launch_grouped_gemm(p, wide ? 192 : 128, stream);
+}
+
 }  // namespace
 
 ModelChoice grouped_gemm_declared_model(Scaling s) {
@@ -175,7 +186,7 @@ void grouped_gemm_forward(const DeviceGemmOperands& op, std::span<const std::int
   set_operands(p, op.G, op.fa, op.fb, op.a, op.b, op.scaling, op.scale_a, op.scale_a_size,
                op.scale_b, op.scale_b_size, false);
   contiguous_groups(p, op.G, offs);
-  detail::launch_grouped_gemm(p, stream);
+  launch(p, stream);
 }
 
 void grouped_gemm_forward_masked(const DeviceGemmOperands& op, std::int64_t m_max,
@@ -193,19 +204,19 @@ void grouped_gemm_forward_masked(const DeviceGemmOperands& op, std::int64_t m_ma
     start[g] = std::int64_t(g) * m_max, end[g] = start[g] + masked_m[g];
   }
   set_groups(p, start, end);
-  detail::launch_grouped_gemm(p, stream);
+  launch(p, stream);
 }
 
 void grouped_gemm_dgrad(const DeviceDgradOperands& op, std::span<const std::int64_t> offs,
                         const DeviceGemmOutput& da, cudaStream_t stream) {
   if (op.w_layout != BLayout::kn)
     bad("dgrad needs W stored (G, K, N) (kn): FP8 wgmma reads no transposed operand");
-  if (op.N % kGemmBlockN != 0) bad("N = " + std::to_string(op.N) + " is not a multiple of 128");
+  if (op.N % 128 != 0) bad("N = " + std::to_string(op.N) + " is not a multiple of 128");
   GemmKernelArgs p = kernel_view(op.M, op.K, op.N, op.G, da);  // output K columns, reduce over N
   set_operands(p, op.G, op.fdy, op.fw, op.dy, op.w, op.scaling, op.scale_dy, op.scale_dy_size,
                op.scale_w, op.scale_w_size, true);
   contiguous_groups(p, op.G, offs);
-  detail::launch_grouped_gemm(p, stream);
+  launch(p, stream);
 }
 
 void grouped_gemm_wgrad(const DeviceWgradOperands& op, std::span<const std::int64_t> offs,
@@ -227,8 +238,13 @@ void grouped_gemm_wgrad(const DeviceWgradOperands& op, std::span<const std::int6
   std::int64_t prev = 0;
   for (std::size_t g = 0; g < offs.size(); ++g) {
     p.start[g] = std::int32_t(prev), p.end[g] = std::int32_t(offs[g]), p.blk0[g] = blk0[g];
-    prev = offs[g];
+    p.order[g] = std::int32_t(g), prev = offs[g];
   }
+  // The tiles of the groups with most tokens first, so that the persistent CTAs' static tile
+  // walk does not leave the longest reductions for last (docs/gpu_gemm.md §2).
+  std::stable_sort(p.order, p.order + offs.size(), [&](std::int32_t x, std::int32_t y) {
+    return p.end[x] - p.start[x] > p.end[y] - p.start[y];
+  });
   detail::launch_grouped_wgrad(p, stream);
 }
 

@@ -1,6 +1,6 @@
 // The FP8 grouped GEMM kernel's launch interface (internal to gpu/: gpu/grouped_gemm.cpp checks the
-// arguments and fills GemmKernelArgs, gpu/grouped_gemm_kernels.cu runs them). One CTA computes one
-// 128×128 output tile of one group: tiles never straddle two groups (docs/gpu_gemm.md §2).
+// arguments and fills GemmKernelArgs, gpu/grouped_gemm_kernels.cu runs them). A tile is 128 rows of
+// one group × 128 or 192 columns; persistent CTAs walk the tiles (docs/gpu_gemm.md §2).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -10,7 +10,6 @@
 namespace fp8ref::gpu::detail {
 
 inline constexpr int kGemmBlockM = 128;  // output rows of a tile (two warpgroups of 64)
-inline constexpr int kGemmBlockN = 128;  // output columns of a tile (wgmma m64n128k32)
 inline constexpr int kGemmBlockK = 128;  // K per pipeline stage = the promotion interval
 inline constexpr int kGemmMaxGroups = 256;
 
@@ -44,8 +43,9 @@ struct GemmKernelArgs {
   GemmGroupTable groups;
 };
 
-// Throws CudaError (gpu/device.h) when the launch fails; arguments are assumed valid.
-void launch_grouped_gemm(const GemmKernelArgs& args, cudaStream_t stream);
+// Throws CudaError (gpu/device.h) when the launch fails; arguments are assumed valid. block_n: the
+// output columns of a tile, 128 or 192 (gpu/grouped_gemm.cpp picks it, docs/gpu_gemm.md §2).
+void launch_grouped_gemm(const GemmKernelArgs& args, int block_n, cudaStream_t stream);
 
 // K-grouped wgrad dW[g] (N, K) = C[g] + sum over the tokens t of group g of dY[t, n]·X[t, k], on
 // the token-contiguous copies dYᵀ (N, M) and Xᵀ (K, M) (device pointers). Group g = tokens
@@ -64,6 +64,7 @@ struct WgradKernelArgs {
   std::int32_t start[kGemmMaxGroups];
   std::int32_t end[kGemmMaxGroups];
   std::int32_t blk0[kGemmMaxGroups];
+  std::int32_t order[kGemmMaxGroups];  // the groups by descending token count: tile order
 };
 void launch_grouped_wgrad(const WgradKernelArgs& args, cudaStream_t stream);
 

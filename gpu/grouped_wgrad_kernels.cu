@@ -1,71 +1,96 @@
 // The K-grouped wgrad kernel on Hopper tensor cores (sm_90a): dW[g] = C[g] + dY_gᵀ·X_g with the
-// tokens of group g as the reduction, read from token-contiguous dYᵀ and Xᵀ (the K-major operands
-// FP8 wgmma takes). One CTA per 128×128 tile of dW[g]; 128-token blocks from the group's start,
-// the last one zero-filled past the group's end; per block T = four chained wgmma k32 steps from
-// +0, promoted as hopper_promoted_blockwise (acc = fmaf(RN(sdy·sx), T, acc), a scale per row and
-// column of the tile) or hopper_promoted_tensorwise; then dW = RN_out(RN(C + acc)); an empty
-// group gives C (docs/gpu_gemm.md §3).
+// tokens of group g as the reduction, read by TMA from token-contiguous dYᵀ and Xᵀ (the K-major
+// operands FP8 wgmma takes) through the warp-specialised pipeline of gpu/tma_pipeline_sm90.cuh.
+// Persistent CTAs walk the 128×128 tiles of every dW[g], the groups with most tokens first;
+// 128-token blocks from the group's start, the 16-token chunks of the last one past the group's
+// end zeroed in shared memory before the tensor cores read them; per block T = four chained wgmma
+// k32 steps from +0, promoted as hopper_promoted_blockwise (acc = fmaf(RN(sdy·sx), T, acc), a
+// scale per row and column of the tile) or hopper_promoted_tensorwise; then dW = RN_out(RN(C +
+// acc)); an empty group gives C (docs/gpu_gemm.md §3).
 #include <cuda_bf16.h>
 
 #include "gpu/device.h"
 #include "gpu/grouped_gemm_kernels.h"
-#include "gpu/wgmma_sm90.cuh"
+#include "gpu/tensor_map.h"
+#include "gpu/tma_pipeline_sm90.cuh"
 
 namespace fp8ref::gpu::detail {
 namespace {
 
 using namespace sm90;
 
-constexpr int kStages = 5;
-constexpr int kThreads = 256;
-constexpr int kTileBytes = 128 * 128;
-constexpr int kStageBytes = 2 * kTileBytes;
-constexpr int kScaleFloats =
-    2 * 128;  // the dY scales of the tile's rows, the X scales of its columns
-constexpr int kSmemBytes = kStages * (kStageBytes + kScaleFloats * 4) + 1024;
+struct WgradTmaParams {
+  CUtensorMap map_dy, map_x;  // dYᵀ (N, M), Xᵀ (K, M): rows of tokens
+  WgradKernelArgs args;
+};
+
+// Stages of a 128 (n) × 128 token dYᵀ tile, a 128 (k) × 128 token Xᵀ tile, and the block's
+// scales: 128 of dY (the tile's rows) then 128 of X (its columns).
+using Ring = StageRing<128 * 128, 128 * 128, 6, 256>;
 
 struct WgradTile {
   int g;
-  std::int64_t n0, k0;  // first row (n) and column (k) of the tile in dW[g]
-  std::int64_t tok0, tok_end;
+  std::int32_t n0, k0;  // first row (n) and column (k) of the tile in dW[g]
+  std::int32_t tok0, tok_end;
   int nkb;
 };
 
-__device__ __forceinline__ WgradTile wgrad_tile(const WgradKernelArgs& p) {
+__device__ __forceinline__ WgradTile wgrad_tile(const WgradKernelArgs& p, std::int64_t tile) {
   const std::int64_t kt = p.K / 128, per_group = (p.N / 128) * kt;
   WgradTile t;
-  t.g = int(blockIdx.x / per_group);
-  const std::int64_t i = blockIdx.x % per_group;
-  t.n0 = (i / kt) * 128, t.k0 = (i % kt) * 128;
+  t.g = p.order[tile / per_group];
+  const std::int64_t i = tile % per_group;
+  t.n0 = std::int32_t(i / kt) * 128, t.k0 = std::int32_t(i % kt) * 128;
   t.tok0 = p.start[t.g], t.tok_end = p.end[t.g];
-  t.nkb = int((t.tok_end - t.tok0 + 127) / 128);
+  t.nkb = (t.tok_end - t.tok0 + 127) / 128;
   return t;
 }
 
-// Token block kb of dYᵀ rows n0.. and Xᵀ rows k0.. into `stage` (16-token chunks past the group's
-// end zero-filled), with the block's scales.
-__device__ __forceinline__ void load_wgrad_stage(const WgradKernelArgs& p, const WgradTile& t,
-                                                 std::uint8_t* smem, float* scales, int kb,
-                                                 int stage) {
-  std::uint8_t* sa = smem + stage * kStageBytes;
-  std::uint8_t* sb = sa + kTileBytes;
-  const std::int64_t tok = t.tok0 + std::int64_t(kb) * 128;
+// The producer warp: per token block, lane 0 loads both tiles by TMA (tokens past M read zeros;
+// tokens of the next group are zeroed by the consumers); blockwise, the lanes copy the block's
+// 128 dY scales and 128 X scales.
+__device__ void produce(const WgradTmaParams& p, const Ring& s, std::int64_t total) {
+  const WgradKernelArgs& a = p.args;
+  const int lane = int(threadIdx.x % 32);
+  if (lane == 0) tma_prefetch_map(&p.map_dy), tma_prefetch_map(&p.map_x);
+  std::uint32_t it = 0;
+  for (std::int64_t tile = blockIdx.x; tile < total; tile += gridDim.x) {
+    const WgradTile t = wgrad_tile(a, tile);
+    for (int kb = 0; kb < t.nkb; ++kb, ++it) {
+      const int st = s.stage(it);
+      const std::int32_t tok = t.tok0 + kb * 128;
+      s.wait_empty(it);
+      if (lane == 0) {
+        mbar_arrive_expect_tx(s.full(st), Ring::kStageBytes);
+        tma_load_2d(s.a_tile(st), &p.map_dy, tok, t.n0, s.full(st));
+        tma_load_2d(s.b_tile(st), &p.map_x, tok, t.k0, s.full(st));
+      }
+      if (!a.blockwise) continue;
+      const std::int64_t row = a.blk0[t.g] + kb;
 #pragma unroll
-  for (int i = 0; i < kTileBytes / 16 / kThreads; ++i) {
-    const int q = int(threadIdx.x) + i * kThreads, r = q >> 3, chunk = q & 7;
-    const int swz = r * 128 + ((chunk ^ (r & 7)) << 4);
-    const bool ok = tok + chunk * 16 < t.tok_end;
-    const std::int64_t col = ok ? tok + chunk * 16 : 0;
-    cp_async16(smem_u32(sa + swz), p.dy_t + (t.n0 + r) * p.M + col, ok);
-    cp_async16(smem_u32(sb + swz), p.x_t + (t.k0 + r) * p.M + col, ok);
+      for (int i = 0; i < 4; ++i) {
+        const int j = lane + 32 * i;
+        cp_async4(smem_u32(s.scales(st) + j), a.scale_dy + row * a.N + t.n0 + j, true);
+        cp_async4(smem_u32(s.scales(st) + 128 + j), a.scale_x + row * a.K + t.k0 + j, true);
+      }
+      cp_async_arrive_noinc(s.full(st));
+    }
   }
-  if (p.blockwise) {
-    const std::int64_t row = p.blk0[t.g] + kb;
-    const int j = int(threadIdx.x);  // 0..127: dY scales of rows n0 + j; 128..255: X scales
-    const float* src =
-        j < 128 ? p.scale_dy + row * p.N + t.n0 + j : p.scale_x + row * p.K + t.k0 + (j - 128);
-    cp_async4(smem_u32(scales + stage * kScaleFloats + j), src, true);
-  }
+}
+
+// The last block of a group that ends inside it: zero the 16-token chunks past the end in both
+// tiles (they hold the next group's tokens or padding), then make the writes visible to the
+// tensor cores (async proxy) and wait for both consumer warpgroups.
+__device__ __forceinline__ void zero_tail(const Ring& s, int st, int valid_tokens) {
+  const int r = threadIdx.x % 128;
+  const std::uint32_t tile = threadIdx.x < 128 ? s.a_tile(st) : s.b_tile(st);
+  for (int chunk = valid_tokens / 16; chunk < 8; ++chunk)
+    asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(tile + r * 128 +
+                                                                    ((chunk ^ (r & 7)) << 4)),
+                 "r"(0)
+                 : "memory");
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumerThreads) : "memory");
 }
 
 // acc += RN(sdy[row]·sx[col]) · T elementwise, rows local_row and local_row + 8.
@@ -112,59 +137,76 @@ __device__ __forceinline__ void store_wgrad(const WgradKernelArgs& p, const Wgra
   }
 }
 
+// The consumer warpgroups: per token block, wait for the stage, zero a group's tail, run T on
+// it, promote (reading the stage's scales) and free it; the epilogue stores the tile while the
+// producer already loads the next one.
 template <bool AE5, bool BE5>
-__global__ void __launch_bounds__(kThreads, 1)
-    grouped_wgrad_kernel(const __grid_constant__ WgradKernelArgs p) {
-  extern __shared__ std::uint8_t smem_raw[];
-  std::uint8_t* smem = reinterpret_cast<std::uint8_t*>(
-      (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t(1023));
-  float* scales = reinterpret_cast<float*>(smem + kStages * kStageBytes);
-  const WgradTile t = wgrad_tile(p);
+__device__ void consume(const WgradTmaParams& p, const Ring& s, std::int64_t total) {
+  const WgradKernelArgs& a = p.args;
   const int wg = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
   const int local_row = wg * 64 + warp * 16 + lane / 4;
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < t.nkb) load_wgrad_stage(p, t, smem, scales, s, s);
-    cp_async_commit();
-  }
-  float acc[64], d[64];  // d: written by the first k32 step of each block (scale-d 0)
+  std::uint32_t it = 0;
+  for (std::int64_t tile = blockIdx.x; tile < total; tile += gridDim.x) {
+    const WgradTile t = wgrad_tile(a, tile);
+    float acc[64], d[64];  // d: written by the first k32 step of each block (scale-d 0)
 #pragma unroll
-  for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
-  for (int kb = 0; kb < t.nkb; ++kb) {
-    const int stage = kb % kStages;
-    cp_async_wait<kStages - 2>();
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    __syncthreads();
-    const std::uint32_t a_base = smem_u32(smem + stage * kStageBytes) + wg * 64 * 128;
-    const std::uint32_t b_base = smem_u32(smem + stage * kStageBytes + kTileBytes);
-    fence_regs(d);
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+    for (int kb = 0; kb < t.nkb; ++kb, ++it) {
+      const int st = s.stage(it), valid = t.tok_end - (t.tok0 + kb * 128);
+      mbar_wait(s.full(st), s.parity(it));
+      if (valid < 128) zero_tail(s, st, valid);
+      const std::uint32_t a_base = s.a_tile(st) + wg * 64 * 128, b_base = s.b_tile(st);
+      fence_regs(d);
+      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
-      wgmma_k32<AE5, BE5>(d, smem_desc(a_base + j * 32), smem_desc(b_base + j * 32), j);
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    // While the tensor cores run: refill the stage every warp finished reading at kb - 1.
-    if (kb + kStages - 1 < t.nkb)
-      load_wgrad_stage(p, t, smem, scales, kb + kStages - 1, (kb + kStages - 1) % kStages);
-    cp_async_commit();
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    fence_regs(d);
-    if (p.blockwise) {
-      promote_blockwise(scales + stage * kScaleFloats, d, acc, local_row);
-    } else {
+      for (int j = 0; j < 4; ++j)
+        wgmma_k32<128, AE5, BE5>(d, smem_desc(a_base + j * 32), smem_desc(b_base + j * 32), j);
+      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+      asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+      fence_regs(d);
+      if (a.blockwise) {
+        promote_blockwise(s.scales(st), d, acc, local_row);
+      } else {
 #pragma unroll
-      for (int i = 0; i < 64; ++i) acc[i] = __fadd_rn(acc[i], d[i]);
+        for (int i = 0; i < 64; ++i) acc[i] = __fadd_rn(acc[i], d[i]);
+      }
+      s.release(it);
     }
+    store_wgrad(a, t, acc, local_row);
   }
-  store_wgrad(p, t, acc, local_row);
+}
+
+template <bool AE5, bool BE5>
+__global__ void __launch_bounds__(kPipelineThreads, 1)
+    grouped_wgrad_kernel(const __grid_constant__ WgradTmaParams p) {
+  extern __shared__ std::uint8_t smem_raw[];
+  const Ring s = Ring::at(smem_raw);
+  const std::int64_t total = std::int64_t(p.args.groups) * (p.args.N / 128) * (p.args.K / 128);
+  if (threadIdx.x == 0) s.init(p.args.blockwise);
+  __syncthreads();
+  if (threadIdx.x >= kConsumerThreads) {
+    setmaxnreg_dec<kProducerRegs>();
+    if (threadIdx.x < kConsumerThreads + 32) produce(p, s, total);
+  } else {
+    setmaxnreg_inc<kConsumerRegs>();
+    consume<AE5, BE5>(p, s, total);
+  }
 }
 
 template <bool AE5, bool BE5>
 void launch_wgrad_typed(const WgradKernelArgs& args, cudaStream_t stream) {
+  WgradTmaParams p{};
+  p.args = args;
+  if (args.M > 0) {  // with no tokens no block is loaded: the maps stay empty
+    p.map_dy = fp8_tile_map(args.dy_t, args.M, args.N, 128);
+    p.map_x = fp8_tile_map(args.x_t, args.M, args.K, 128);
+  }
   const auto kernel = grouped_wgrad_kernel<AE5, BE5>;
   FP8REF_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  const std::int64_t blocks = std::int64_t(args.groups) * (args.N / 128) * (args.K / 128);
-  kernel<<<dim3(unsigned(blocks)), kThreads, kSmemBytes, stream>>>(args);
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Ring::kBytes));
+  const std::int64_t tiles = std::int64_t(args.groups) * (args.N / 128) * (args.K / 128);
+  const unsigned grid = unsigned(std::min<std::int64_t>(tiles, current_device_sm_count()));
+  kernel<<<grid, kPipelineThreads, Ring::kBytes, stream>>>(p);
   FP8REF_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -40,7 +40,7 @@ struct QuantizeOutput {
 };
 
 // Launch knobs that never change a bit (tests vary them to prove it): a cap on the grid size, and
-// the 16-byte chunks a lane loads before casting in the bf16 1x32 / 1x128 kernel (2, 4 or 8);
+// the 16-byte chunks a lane loads before casting in the bf16 1x32 / 1x128 kernel (4, 8 or 16);
 // 0 = the launcher's choice.
 struct LaunchOptions {
   int max_blocks = 0;
@@ -105,5 +105,12 @@ HostQuantized quantize_host(const void* host_x, Source src, std::int64_t rows, s
                             std::span<const std::int64_t> group_ends, ScaleLayoutF32 f32_layout,
                             ScaleLayoutE8m0 e8m0_layout, LaunchOptions opt = {},
                             std::uint8_t poison = 0xCD);
+
+// The same for swiglu_quantize: a host merged (rows, 2H) bf16 gate/up in, the quantized h
+// (rows * H codes, the serialised 1x128 / 1x32 scale grid) out.
+HostQuantized swiglu_quantize_host(const std::uint16_t* host_gate_up, std::int64_t rows,
+                                   std::int64_t two_h, const Recipe& r, ScaleLayoutF32 f32_layout,
+                                   ScaleLayoutE8m0 e8m0_layout, LaunchOptions opt = {},
+                                   std::uint8_t poison = 0xCD);
 
 }  // namespace fp8ref::gpu

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "gpu/device.h"
+#include "gpu/quantize_bf16.cuh"
 #include "gpu/quantize_kernels.h"
 
 namespace fp8ref::gpu::detail {
@@ -159,6 +161,15 @@ __device__ void store_scale(const ScaleSink& s, std::int64_t r, std::int64_t c, 
   }
 }
 
+// Scale of flat block index b (row-major over the grid): the row-major layouts need no division.
+__device__ __forceinline__ void store_flat_scale(const ScaleSink& s, std::int64_t b,
+                                                 const DevScale& d) {
+  if (s.layout == 0 || s.layout == 10)
+    store_scale(s, 0, b, d);
+  else
+    store_scale(s, b / s.cols, b % s.cols, d);
+}
+
 // --- element access and cast -------------------------------------------------------------------
 
 __device__ __forceinline__ std::uint32_t load_bits(const void* x, bool bf16, std::int64_t i) {
@@ -171,7 +182,7 @@ __device__ __forceinline__ std::uint32_t load_bits(const void* x, bool bf16, std
 __device__ __forceinline__ void load8(const void* x, bool bf16, bool vec, std::int64_t i,
                                       std::int64_t end, std::uint32_t (&v)[8]) {
   if (vec && bf16) {
-    const uint4 u = *reinterpret_cast<const uint4*>(static_cast<const std::uint16_t*>(x) + i);
+    const uint4 u = load_stream16(static_cast<const std::uint16_t*>(x) + i);
     const std::uint32_t w[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
     for (int k = 0; k < 4; ++k) v[2 * k] = w[k] << 16, v[2 * k + 1] = w[k] & 0xFFFF0000u;
@@ -277,15 +288,6 @@ __device__ inline std::int32_t cta_max(std::int32_t m, std::int32_t* red) {
   return m;
 }
 
-// cp.async of one 16-byte chunk into shared memory (a row past the tensor, live false, fills 0),
-// and the group commit that closes a stage's copies.
-__device__ __forceinline__ void copy_chunk(uint4* dst, const std::uint16_t* src, bool live) {
-  const unsigned d = unsigned(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
-               "r"(live ? 16 : 0));
-}
-__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
-
 // The block scale of a recipe kind known at compile time (the kernels that hold a block in
 // registers are instantiated per kind, so no switch runs per block).
 template <ScaleKind K>
@@ -320,6 +322,18 @@ inline unsigned grid_of(std::int64_t want, int max_blocks) {
   std::int64_t g = want < 1 ? 1 : (want > (1 << 20) ? (1 << 20) : want);
   if (max_blocks > 0 && g > max_blocks) g = max_blocks;
   return unsigned(g);
+}
+
+// Grid of a persistent kernel: `want` CTAs, at most as many as are resident at once on the
+// device (occupancy of `kernel` with kThreads threads and `smem` bytes), capped by max_blocks.
+template <class Kernel>
+unsigned resident_grid(Kernel kernel, int smem, std::int64_t want, int max_blocks) {
+  int device = 0, sms = 0, per_sm = 0;
+  FP8REF_CUDA_CHECK(cudaGetDevice(&device));
+  FP8REF_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  FP8REF_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
+  const std::int64_t resident = std::int64_t(sms) * (per_sm > 0 ? per_sm : 1);
+  return grid_of(want < resident ? want : resident, max_blocks);
 }
 
 }  // namespace

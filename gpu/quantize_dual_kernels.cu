@@ -1,8 +1,9 @@
-// Dual-orientation quantize (device code; the launcher gpu/quantize.cpp checks the arguments):
-// one read of a bf16 tile gives both the 1xW row blocks and the Wx1 column blocks of the same
-// recipe (W = 128, or 32 for MX), each bitwise equal to its own single-orientation call (the dgrad
-// operand and the wgrad operand of one tensor). Amax reductions are integer maxima of |x| patterns
-// (shuffles, then shared memory across warps): no order to depend on.
+// Column-block and dual-orientation quantize (device code; the launcher gpu/quantize.cpp checks the
+// arguments): a CTA holds a tile of at most W rows x 128 T columns of a bf16 source in registers
+// (W = 128, T = 1; W = 32, T = 4) and writes its Wx1 column blocks, and for quantize_dual also its
+// 1xW row blocks, from that one read: each output bitwise equal to its own single-orientation call
+// (the dgrad operand and the wgrad operand of one tensor). Amax reductions are integer maxima of
+// |x| patterns (max.u16x2 on packed bf16, shuffles, shared memory): no order to depend on.
 #include <cstdint>
 
 #include "gpu/device.h"
@@ -12,144 +13,246 @@
 namespace fp8ref::gpu::detail {
 namespace {
 
-constexpr int kCols = 128;  // tile columns: 16 chunks of eight
-// Tiles in shared memory: kStages - 1 load ahead while one is cast (32 KiB tiles for W = 128,
-// 8 KiB for W = 32).
+// Tile geometry of W: thread (cg = tid % 16, rg = tid / 16) holds chunk cg of column group j
+// (columns 128 j + 8 cg ..) in rows rg + 16 i, i < W / 16: eight chunks a thread either way.
 template <int W>
-constexpr int kStages = W == 128 ? 2 : 4;
+struct Tile {
+  static_assert(W == 128 || W == 32, "W = 128 or 32");
+  static constexpr int T = 128 / W, kRows = W / 16, kCols = 128 * T;
+};
 
-// Tile `it` (W rows x 128 columns) into buf: thread (cg, rg) copies chunk cg of rows rg + 16 i.
+// The broadcast of one row block's scale to the lanes that cast it.
+struct RowScale {
+  float factor;
+  bool may_overflow;
+};
+
+// Block b (flat slot j * kRows + i) of a thread's eight 16-bit row maxima, by selects (no local
+// memory for a dynamic index).
+__device__ __forceinline__ std::uint32_t pick8(const std::uint32_t (&m)[8], int b) {
+  std::uint32_t r = m[0];
+#pragma unroll
+  for (int k = 1; k < 8; ++k) r = b == k ? m[k] : r;
+  return r;
+}
+
+// Row blocks (1xW) of the thread's eight chunks: G = W / 8 lanes of a half-warp share a block
+// (16 for W = 128, 4 for W = 32) and each holds the same eight blocks' maxima after the shuffles;
+// lane p of the group computes 8 / min(G, 8) of the scales (and stores them), then every lane
+// takes its eight factors by shuffles. Returns the factors in rs.
+template <int W, ScaleKind K>
+__device__ __forceinline__ void row_scales(const QuantizeLaunch& q, std::int64_t r0,
+                                           std::int64_t c0, const uint4 (&v)[8],
+                                           RowScale (&rs)[8]) {
+  using TL = Tile<W>;
+  constexpr int G = W / 8, kPer = G >= 8 ? 1 : 8 / G;
+  const int lane = int(threadIdx.x & 31), cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
+  std::uint32_t m[8];
+#pragma unroll
+  for (int s = 0; s < 8; ++s) {
+    const uint4 one[1] = {v[s]};
+    m[s] = chunks_max16(one, q.recipe.ignore_nan);
+  }
+#pragma unroll
+  for (int s = 0; s < 8; s += 2) {  // two slots a shuffle: 16-bit maxima, packed
+    std::uint32_t p = m[s] | (m[s + 1] << 16);
+#pragma unroll
+    for (int off = G / 2; off > 0; off >>= 1)
+      p = max_u16x2(p, __shfl_xor_sync(0xFFFFFFFFu, p, off));
+    m[s] = p & 0xFFFFu, m[s + 1] = p >> 16;
+  }
+  const int p = cg % G, group0 = lane - p;
+  float fac[kPer];
+  bool ovf[kPer];
+#pragma unroll
+  for (int t = 0; t < kPer; ++t) {
+    const int s = (p * kPer + t) % 8, j = s / TL::kRows, i = s % TL::kRows;
+    const DevScale d = block_scale_of<K>(q.recipe, std::int32_t(pick8(m, s) << 16));
+    fac[t] = d.factor, ovf[t] = d.may_overflow;
+    const std::int64_t r = r0 + rg + 16 * i, c = c0 + 128 * j + 8 * cg;
+    if (p * kPer + t < 8 && r < q.rows && c < q.cols) store_scale(q.scales, r, c / W, d);
+  }
+#pragma unroll
+  for (int s = 0; s < 8; ++s) {
+    const int owner = group0 + s / kPer;
+    rs[s].factor = __shfl_sync(0xFFFFFFFFu, fac[s % kPer], owner);
+    rs[s].may_overflow = false;
+    if constexpr (K == ScaleKind::deepgemm)
+      rs[s].may_overflow = __shfl_sync(0xFFFFFFFFu, int(ovf[s % kPer]), owner) != 0;
+  }
+}
+
+// Column maxima of the tile into shared memory: per thread a packed word per column pair (local
+// over its rows), the other half-warp (xor 16), then one row of colmax per warp.
 template <int W>
-__device__ __forceinline__ void load_tile(const QuantizeLaunch& q, std::int64_t it, uint4* buf) {
+__device__ __forceinline__ void column_maxima(const uint4 (&v)[8], bool ignore_nan,
+                                              std::uint32_t (*colmax)[Tile<W>::kCols / 2]) {
+  using TL = Tile<W>;
+  const int cg = int(threadIdx.x % 16), warp = int(threadIdx.x / 32);
+  std::uint32_t any = 0;
+  std::uint32_t cm[TL::T][4];
+#pragma unroll
+  for (int j = 0; j < TL::T; ++j) {
+    cm[j][0] = cm[j][1] = cm[j][2] = cm[j][3] = 0;
+#pragma unroll
+    for (int i = 0; i < TL::kRows; ++i) {
+      const uint4& u = v[j * TL::kRows + i];
+      cm[j][0] = max_u16x2(cm[j][0], abs16x2(u.x)), cm[j][1] = max_u16x2(cm[j][1], abs16x2(u.y));
+      cm[j][2] = max_u16x2(cm[j][2], abs16x2(u.z)), cm[j][3] = max_u16x2(cm[j][3], abs16x2(u.w));
+    }
+    any = max_u16x2(any, max_u16x2(max_u16x2(cm[j][0], cm[j][1]), max_u16x2(cm[j][2], cm[j][3])));
+  }
+  if (ignore_nan && has_nan16x2(any)) {  // a NaN somewhere: again, NaN patterns as 0
+#pragma unroll
+    for (int j = 0; j < TL::T; ++j) {
+      cm[j][0] = cm[j][1] = cm[j][2] = cm[j][3] = 0;
+#pragma unroll
+      for (int i = 0; i < TL::kRows; ++i) {
+        const uint4& u = v[j * TL::kRows + i];
+        cm[j][0] = max_u16x2(cm[j][0], abs16x2_no_nan(u.x));
+        cm[j][1] = max_u16x2(cm[j][1], abs16x2_no_nan(u.y));
+        cm[j][2] = max_u16x2(cm[j][2], abs16x2_no_nan(u.z));
+        cm[j][3] = max_u16x2(cm[j][3], abs16x2_no_nan(u.w));
+      }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < TL::T; ++j)
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const std::uint32_t c = max_u16x2(cm[j][w], __shfl_xor_sync(0xFFFFFFFFu, cm[j][w], 16));
+      if (threadIdx.x % 32 < 16) colmax[warp][j * 64 + cg * 4 + w] = c;
+    }
+}
+
+// The tile's column scales from the warps' packed maxima: factor and overflow flag of each tile
+// column into shared memory, the scale of each column inside the tensor into the sink.
+template <int W, ScaleKind K>
+__device__ __forceinline__ void column_scales(const QuantizeLaunch& q, std::int64_t br,
+                                              std::int64_t c0,
+                                              const std::uint32_t (*colmax)[Tile<W>::kCols / 2],
+                                              float* colfac, std::uint8_t* colovf) {
+  for (int col = int(threadIdx.x); col < Tile<W>::kCols; col += kThreads) {
+    std::uint32_t mm = 0;
+#pragma unroll
+    for (int w = 0; w < kThreads / 32; ++w) mm = max_u16x2(mm, colmax[w][col / 2]);
+    mm = col % 2 ? mm >> 16 : mm & 0xFFFFu;
+    const DevScale d = block_scale_of<K>(q.recipe, std::int32_t(mm << 16));
+    colfac[col] = d.factor, colovf[col] = d.may_overflow;
+    if (c0 + col < q.cols) store_scale(q.scales, br, c0 + col, d);
+  }
+}
+
+// Eight codes of a chunk, element e scaled by its column's factor f[e].
+__device__ __forceinline__ uint2 cast8_cols(const RecipeParams& p, const float (&f)[8],
+                                            bool may_overflow, const uint4& u) {
+  std::uint32_t v[8];
+  unpack_bf16(u, v);
+  std::uint32_t w[2] = {0, 0};
+#pragma unroll
+  for (int k = 0; k < 8; k += 2) {
+    const float lo = __fmul_rn(__uint_as_float(v[k]), f[k]);
+    const float hi = __fmul_rn(__uint_as_float(v[k + 1]), f[k + 1]);
+    std::uint32_t c = cvt2(p.e4m3, hi, lo);
+    if (p.nonsat && may_overflow) c = nonsat_fix(c & 0xFF, lo) | (nonsat_fix(c >> 8, hi) << 8);
+    w[k / 4] |= c << (8 * (k % 4));
+  }
+  return make_uint2(w[0], w[1]);
+}
+
+// Tile it's eight chunks of this thread into its own slots of `stage` (slot s at s * kThreads +
+// thread): only the thread that copies a chunk reads it, so a wait_group orders them, no barrier.
+template <int W>
+__device__ __forceinline__ void copy_tile(const QuantizeLaunch& q, std::int64_t it,
+                                          std::int64_t nct, uint4* stage) {
+  using TL = Tile<W>;
   const int cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
-  const std::int64_t nct = q.cols / kCols, r0 = (it / nct) * W, c = (it % nct) * kCols + cg * 8;
+  const std::int64_t br = it / nct, c0 = (it % nct) * TL::kCols;
+  const std::int64_t r0 = row_start(q, br), r1 = row_end(q, br);
   const auto* x = static_cast<const std::uint16_t*>(q.x);
 #pragma unroll
-  for (int i = 0; i < W / 16; ++i) {
-    const std::int64_t r = r0 + rg + 16 * i;
-    copy_chunk(buf + (rg + 16 * i) * 16 + cg, x + (r < q.rows ? r * q.cols + c : 0), r < q.rows);
+  for (int s = 0; s < 8; ++s) {
+    const std::int64_t r = r0 + rg + 16 * (s % TL::kRows), c = c0 + 128 * (s / TL::kRows) + 8 * cg;
+    const bool live = r < r1 && c < q.cols;
+    copy_chunk(stage + s * kThreads + threadIdx.x, x + (live ? r * q.cols + c : 0), live);
   }
+}
+
+constexpr int kTileBytes = 8 * kThreads * 16;  // one stage: eight chunks a thread (32 KiB)
+
+// Persistent CTAs over tiles: tile it = block row br (rows [r0, r1), at most W) x column tile
+// ct, two tiles in shared memory (cp.async): the CTA's next tile loads while this one is reduced
+// and cast from registers. kRowBlocks: also the 1xW row blocks (quantize_dual; dl.row), else
+// column blocks only (dl.col, which may carry per-group row starts).
+template <int W, ScaleKind K, bool kRowBlocks>
+__global__ void __launch_bounds__(kThreads, 2) column_tile_kernel(DualLaunch dl) {
+  static_assert(kThreads == 256, "16 chunks x 16 row lanes");
+  using TL = Tile<W>;
+  extern __shared__ uint4 stages[];  // 2 x 8 x kThreads chunks
+  __shared__ std::uint32_t colmax[2][kThreads / 32][TL::kCols / 2];
+  __shared__ float colfac[2][TL::kCols];
+  __shared__ std::uint8_t colovf[2][TL::kCols];
+  const QuantizeLaunch& q = dl.col;
+  const int cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
+  const std::int64_t nct = (q.cols + TL::kCols - 1) / TL::kCols, n = q.block_rows * nct;
+  if (blockIdx.x < n) copy_tile<W>(q, blockIdx.x, nct, stages);
   commit_copies();
-}
-
-__device__ __forceinline__ void unpack(const uint4& v, std::uint32_t (&f)[8]) {
-  const std::uint32_t w[4] = {v.x, v.y, v.z, v.w};
+  int parity = 0;
+  for (std::int64_t it = blockIdx.x; it < n; it += gridDim.x, parity ^= 1) {
+    const std::int64_t br = it / nct, c0 = (it % nct) * TL::kCols;
+    const std::int64_t r0 = row_start(q, br), r1 = row_end(q, br);
+    if (it + gridDim.x < n)
+      copy_tile<W>(q, it + gridDim.x, nct, stages + (parity ^ 1) * 8 * kThreads);
+    commit_copies();  // an empty group keeps the count uniform
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory");  // tile it has landed
+    uint4 v[8];
 #pragma unroll
-  for (int k = 0; k < 4; ++k) f[2 * k] = w[k] << 16, f[2 * k + 1] = w[k] & 0xFFFF0000u;
-}
-
-// Row blocks of tile it from buf: thread (cg, rg) casts chunk cg of rows rg + 16 i with the amax
-// of its W / 8 lanes (a half-warp holds one row); returns the thread's column maxima in cm.
-template <int W, ScaleKind K>
-__device__ __forceinline__ void row_pass(const QuantizeLaunch& q, std::int64_t it, const uint4* buf,
-                                         std::int32_t (&cm)[8]) {
-  constexpr int kLanes = W / 8;
-  const int cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
-  const std::int64_t nct = q.cols / kCols, r0 = (it / nct) * W, c = (it % nct) * kCols + cg * 8;
+    for (int s = 0; s < 8; ++s) v[s] = stages[parity * 8 * kThreads + s * kThreads + threadIdx.x];
+    if constexpr (kRowBlocks) {
+      RowScale rs[8];
+      row_scales<W, K>(dl.row, r0, c0, v, rs);
 #pragma unroll
-  for (int i = 0; i < W / 16; ++i) {
-    const std::int64_t r = r0 + rg + 16 * i;
-    std::uint32_t f[8];
-    unpack(buf[(rg + 16 * i) * 16 + cg], f);
-    std::int32_t m = 0;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      const std::int32_t a = abs_bits(f[e], q.recipe.ignore_nan);
-      m = max(m, a), cm[e] = max(cm[e], a);
+      for (int s = 0; s < 8; ++s) {
+        const std::int64_t r = r0 + rg + 16 * (s % TL::kRows);
+        const std::int64_t c = c0 + 128 * (s / TL::kRows) + 8 * cg;
+        if (r >= r1 || c >= q.cols) continue;
+        std::uint32_t f[8];
+        unpack_bf16(v[s], f);
+        const DevScale d{0.0f, rs[s].factor, false, 0, rs[s].may_overflow};
+        *reinterpret_cast<uint2*>(dl.row.codes + r * q.cols + c) = cast8(q.recipe, d, f);
+      }
     }
+    column_maxima<W>(v, q.recipe.ignore_nan, colmax[parity]);
+    __syncthreads();
+    column_scales<W, K>(q, br, c0, colmax[parity], colfac[parity], colovf[parity]);
+    __syncthreads();
 #pragma unroll
-    for (int off = kLanes / 2; off > 0; off >>= 1) m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
-    if (r >= q.rows) continue;
-    const DevScale d = block_scale_of<K>(q.recipe, m);
-    if (cg % kLanes == 0) store_scale(q.scales, r, c / W, d);
-    __stcs(reinterpret_cast<uint2*>(q.codes + r * q.cols + c), cast8(q.recipe, d, f));
+    for (int j = 0; j < TL::T; ++j) {
+      const int cl = 128 * j + 8 * cg;
+      float f[8];
+      bool ovf = false;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) f[e] = colfac[parity][cl + e], ovf |= colovf[parity][cl + e] != 0;
+#pragma unroll
+      for (int i = 0; i < TL::kRows; ++i) {
+        const std::int64_t r = r0 + rg + 16 * i, c = c0 + cl;
+        if (r >= r1 || c >= q.cols) continue;
+        *reinterpret_cast<uint2*>(q.codes + r * q.cols + c) =
+            cast8_cols(q.recipe, f, ovf, v[j * TL::kRows + i]);
+      }
+    }
   }
 }
 
-// Column blocks of tile it: the scales from `scale` (one per tile column), the elements from buf.
-template <int W>
-__device__ __forceinline__ void column_cast(const QuantizeLaunch& q, std::int64_t it,
-                                            const uint4* buf, const DevScale* scale) {
-  const int cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
-  const std::int64_t nct = q.cols / kCols, r0 = (it / nct) * W, c = (it % nct) * kCols + cg * 8;
-  DevScale d[8];
-#pragma unroll
-  for (int e = 0; e < 8; ++e) d[e] = scale[cg * 8 + e];
-#pragma unroll
-  for (int i = 0; i < W / 16; ++i) {
-    const std::int64_t r = r0 + rg + 16 * i;
-    if (r >= q.rows) continue;
-    std::uint32_t f[8];
-    unpack(buf[(rg + 16 * i) * 16 + cg], f);
-    __stcs(reinterpret_cast<uint2*>(q.codes + r * q.cols + c), cast8_each(q.recipe, d, f));
-  }
-}
-
-// Persistent CTAs over tiles of W rows x 128 columns, kStages<W> tiles in shared memory
-// (cp.async): the next kStages<W> - 1 tiles of the CTA load while tile it is cast. Row blocks: W /
-// 8 lanes of a half-warp; column blocks: the thread's rows, the other half-warp (xor 16), then the
-// 8 warps in shared memory.
-template <int W, ScaleKind K>
-__global__ void __launch_bounds__(kThreads) dual_bf16_kernel(DualLaunch dl) {
-  static_assert(kThreads == 256 && (W == 128 || W == 32), "16 chunks x 16 row lanes");
-  extern __shared__ uint4 tiles[];  // kStages<W> x W x 16 chunks
-  __shared__ std::int32_t colmax[kThreads / 32][kCols];
-  __shared__ DevScale scale[kCols];
-  const QuantizeLaunch& q = dl.row;
-  const int cg = int(threadIdx.x % 16), warp = int(threadIdx.x / 32);
-  const std::int64_t nct = q.cols / kCols, n = (q.rows + W - 1) / W * nct;
-  constexpr int S = kStages<W>;
-  const auto load_or_skip = [&](std::int64_t tile, int slot) {
-    if (tile < n)
-      load_tile<W>(q, tile, tiles + slot * W * 16);
-    else
-      commit_copies();  // an empty group keeps the count uniform
-  };
-#pragma unroll
-  for (int s = 0; s < S - 1; ++s) load_or_skip(blockIdx.x + std::int64_t(s) * gridDim.x, s);
-  int k = 0;
-  for (std::int64_t it = blockIdx.x; it < n; it += gridDim.x, ++k) {
-    const uint4* buf = tiles + (k % S) * W * 16;
-    load_or_skip(it + std::int64_t(S - 1) * gridDim.x, (k + S - 1) % S);
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(S - 1));  // tile it has landed
-    __syncthreads();
-    std::int32_t cm[8] = {};
-    row_pass<W, K>(q, it, buf, cm);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      cm[e] = max(cm[e], __shfl_xor_sync(0xFFFFFFFFu, cm[e], 16));
-      if (threadIdx.x % 32 < 16) colmax[warp][cg * 8 + e] = cm[e];
-    }
-    __syncthreads();
-    if (threadIdx.x < kCols) {
-      std::int32_t mm = 0;
-#pragma unroll
-      for (int w = 0; w < kThreads / 32; ++w) mm = max(mm, colmax[w][threadIdx.x]);
-      const DevScale d = block_scale_of<K>(dl.col.recipe, mm);
-      scale[threadIdx.x] = d;
-      store_scale(dl.col.scales, (it / nct), (it % nct) * kCols + threadIdx.x, d);
-    }
-    __syncthreads();
-    column_cast<W>(dl.col, it, buf, scale);
-    __syncthreads();  // buf, colmax and scale are rewritten by the next iteration
-  }
-}
-
-template <int W, ScaleKind K>
-void launch_dual_kernel(const DualLaunch& dl) {
-  const QuantizeLaunch& q = dl.row;
-  const auto kernel = dual_bf16_kernel<W, K>;
-  const int smem = kStages<W> * W * 16 * int(sizeof(uint4));
+template <int W, ScaleKind K, bool kRowBlocks>
+void launch_column_tiles(const DualLaunch& dl) {
+  const QuantizeLaunch& q = dl.col;
+  const std::int64_t tiles = q.block_rows * ((q.cols + Tile<W>::kCols - 1) / Tile<W>::kCols);
+  const auto kernel = column_tile_kernel<W, K, kRowBlocks>;
+  constexpr int smem = 2 * kTileBytes;
   FP8REF_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  int device = 0, sms = 0, per_sm = 0;
-  FP8REF_CUDA_CHECK(cudaGetDevice(&device));
-  FP8REF_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  FP8REF_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
-  const std::int64_t tiles = (q.rows + W - 1) / W * (q.cols / kCols);
-  const std::int64_t resident = std::int64_t(sms) * (per_sm > 0 ? per_sm : 1);
-  kernel<<<grid_of(tiles < resident ? tiles : resident, q.max_blocks), kThreads, smem, q.stream>>>(
-      dl);
+  kernel<<<resident_grid(kernel, smem, tiles, q.max_blocks), kThreads, smem, q.stream>>>(dl);
 }
 
 }  // namespace
@@ -157,11 +260,24 @@ void launch_dual_kernel(const DualLaunch& dl) {
 void launch_dual_bf16(const DualLaunch& dl) {
   with_scale_kind(dl.row.recipe.kind, [&](auto kind) {
     if (dl.row.block_w == 32)
-      launch_dual_kernel<32, decltype(kind)::value>(dl);
+      launch_column_tiles<32, decltype(kind)::value, true>(dl);
     else
-      launch_dual_kernel<128, decltype(kind)::value>(dl);
+      launch_column_tiles<128, decltype(kind)::value, true>(dl);
   });
   FP8REF_CUDA_CHECK(cudaGetLastError());
+}
+
+bool launch_column_blocks_bf16(const QuantizeLaunch& q) {
+  if (!(q.bf16 && q.vec && q.cols % 8 == 0) || q.block_w != 1 || q.block_h > 128) return false;
+  const DualLaunch dl{q, q};
+  with_scale_kind(q.recipe.kind, [&](auto kind) {
+    if (q.block_h <= 32)
+      launch_column_tiles<32, decltype(kind)::value, false>(dl);
+    else
+      launch_column_tiles<128, decltype(kind)::value, false>(dl);
+  });
+  FP8REF_CUDA_CHECK(cudaGetLastError());
+  return true;
 }
 
 }  // namespace fp8ref::gpu::detail

@@ -1,5 +1,5 @@
-// quantize_host (gpu/quantize.h): a host tensor through the device quantize kernels and back, on
-// its own stream, with poisoned outputs; device buffers freed on every path.
+// quantize_host, swiglu_quantize_host (gpu/quantize.h): a host tensor through the device quantize
+// kernels and back, on its own stream, with poisoned outputs; device buffers freed on every path.
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -68,6 +68,45 @@ HostQuantized quantize_host(const void* host_x, Source src, std::int64_t rows, s
                                       cudaMemcpyDeviceToHost, stream.s));
   FP8REF_CUDA_CHECK(cudaStreamSynchronize(stream.s));
   return h;
+}
+
+HostQuantized swiglu_quantize_host(const std::uint16_t* host_gate_up, std::int64_t rows,
+                                   std::int64_t two_h, const Recipe& r, ScaleLayoutF32 f32_layout,
+                                   ScaleLayoutE8m0 e8m0_layout, LaunchOptions opt,
+                                   std::uint8_t poison) {
+  if (rows < 0 || two_h < 0 || two_h % 2 != 0)
+    throw std::invalid_argument("gpu swiglu: the merged gate/up needs (rows, 2H) columns");
+  if (const char* why = unsupported_reason(r))
+    throw std::invalid_argument(std::string("gpu swiglu: ") + why);
+  const std::int64_t h = two_h / 2;
+  const BlockGeometry g = is_mx(r.kind) ? BlockGeometry::b1x32 : BlockGeometry::b1x128;
+  const std::size_t n_in = std::size_t(rows * two_h), n = std::size_t(rows * h);
+  QuantizeOutput out{nullptr, n, nullptr, 0, f32_layout, e8m0_layout};
+  HostQuantized hq;
+  hq.grid = scale_grid_shape(g, rows, h, {});
+  out.scales_bytes = scale_bytes(r, g, rows, h, {}, out);
+  Stream stream;
+  DeviceBuffer dx = device_alloc(n_in * 2), dc = device_alloc(n),
+               ds = device_alloc(out.scales_bytes);
+  out.codes = static_cast<std::uint8_t*>(dc.get());
+  out.scales = ds.get();
+  if (n_in)
+    FP8REF_CUDA_CHECK(
+        cudaMemcpyAsync(dx.get(), host_gate_up, n_in * 2, cudaMemcpyHostToDevice, stream.s));
+  FP8REF_CUDA_CHECK(cudaMemsetAsync(dc.get(), poison, n ? n : 1, stream.s));
+  FP8REF_CUDA_CHECK(
+      cudaMemsetAsync(ds.get(), poison, out.scales_bytes ? out.scales_bytes : 1, stream.s));
+  swiglu_quantize({dx.get(), Source::bf16, rows, two_h}, r, out, stream.s, opt);
+  hq.codes.resize(n);
+  hq.scales.resize(out.scales_bytes);
+  if (n)
+    FP8REF_CUDA_CHECK(
+        cudaMemcpyAsync(hq.codes.data(), dc.get(), n, cudaMemcpyDeviceToHost, stream.s));
+  if (out.scales_bytes)
+    FP8REF_CUDA_CHECK(cudaMemcpyAsync(hq.scales.data(), ds.get(), out.scales_bytes,
+                                      cudaMemcpyDeviceToHost, stream.s));
+  FP8REF_CUDA_CHECK(cudaStreamSynchronize(stream.s));
+  return hq;
 }
 
 }  // namespace fp8ref::gpu

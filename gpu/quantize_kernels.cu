@@ -100,7 +100,7 @@ __global__ void __launch_bounds__(kThreads) column_blocks_kernel(QuantizeLaunch 
 
 // Tensorwise passes: a warp takes kFlatSteps * 32 consecutive chunks of eight elements per
 // iteration (lane l chunk base + 32 s + l), all loaded before any is used.
-constexpr int kFlatSteps = 4;
+constexpr int kFlatSteps = 8;
 
 struct FlatCursor {
   std::int64_t first, step;  // this lane's first chunk; chunks between a warp's iterations
@@ -112,35 +112,70 @@ __device__ __forceinline__ FlatCursor flat_cursor() {
 }
 
 // Tensorwise, pass 1: the amax of the whole tensor into *amax_ws (an integer max of |x|
-// patterns: order-independent, so any grid gives the same word).
+// patterns: order-independent, so any grid gives the same word). A bf16 source with 16-byte
+// access keeps kFlatSteps streaming loads a lane in flight and reduces packed |bf16| patterns.
 __global__ void __launch_bounds__(kThreads) tensor_amax_kernel(QuantizeLaunch q) {
   const std::int64_t n = q.rows * q.cols, chunks = (n + 7) / 8;
   const FlatCursor f = flat_cursor();
   std::int32_t m = 0;
-  for (std::int64_t t = f.first; t - (threadIdx.x & 31) < chunks; t += f.step) {
-    std::uint32_t v[kFlatSteps][8];
+  if (q.bf16 && q.vec) {
+    const auto* x = static_cast<const std::uint16_t*>(q.x);
+    std::uint32_t p = 0;
+    for (std::int64_t t = f.first; t - (threadIdx.x & 31) < chunks; t += f.step) {
+      uint4 v[kFlatSteps];
 #pragma unroll
-    for (int j = 0; j < kFlatSteps; ++j) {
-      const std::int64_t c = t + 32 * j;
-      load8(q.x, q.bf16, q.vec && c < chunks, c * 8, c < chunks ? n : 0, v[j]);
+      for (int j = 0; j < kFlatSteps; ++j) {
+        const std::int64_t c = t + 32 * j;
+        v[j] = c < chunks ? load_stream16(x + c * 8) : make_uint4(0, 0, 0, 0);
+      }
+      p = max(p, chunks_max16(v, q.recipe.ignore_nan));
     }
+    m = std::int32_t(p << 16);
+  } else {
+    for (std::int64_t t = f.first; t - (threadIdx.x & 31) < chunks; t += f.step) {
+      std::uint32_t v[kFlatSteps][8];
 #pragma unroll
-    for (int j = 0; j < kFlatSteps; ++j)
+      for (int j = 0; j < kFlatSteps; ++j) {
+        const std::int64_t c = t + 32 * j;
+        load8(q.x, q.bf16, q.vec && c < chunks, c * 8, c < chunks ? n : 0, v[j]);
+      }
 #pragma unroll
-      for (int k = 0; k < 8; ++k) m = max(m, abs_bits(v[j][k], q.recipe.ignore_nan));
+      for (int j = 0; j < kFlatSteps; ++j)
+#pragma unroll
+        for (int k = 0; k < 8; ++k) m = max(m, abs_bits(v[j][k], q.recipe.ignore_nan));
+    }
   }
   __shared__ std::int32_t red[kThreads / 32];
   m = cta_max(m, red);
   if (threadIdx.x == 0) atomicMax(q.amax_ws, std::uint32_t(m));
 }
 
-// Tensorwise, pass 2: every thread derives the one scale from the amax and casts.
+// Tensorwise, pass 2: every thread derives the one scale from the amax and casts (bf16 with
+// 16-byte access: kFlatSteps streaming loads a lane held as chunks, unpacked as each is cast).
 __global__ void __launch_bounds__(kThreads) tensor_cast_kernel(QuantizeLaunch q) {
   const std::int64_t n = q.rows * q.cols, chunks = (n + 7) / 8;
   const FlatCursor f = flat_cursor();
   const DevScale d = block_scale(q.recipe, std::int32_t(*q.amax_ws));
   if (blockIdx.x == 0 && threadIdx.x == 0) store_scale(q.scales, 0, 0, d);
+  const bool bf16_vec = q.bf16 && q.vec;
+  const auto* x = static_cast<const std::uint16_t*>(q.x);
   for (std::int64_t t = f.first; t - (threadIdx.x & 31) < chunks; t += f.step) {
+    if (bf16_vec) {
+      uint4 u[kFlatSteps];
+#pragma unroll
+      for (int j = 0; j < kFlatSteps; ++j) {
+        const std::int64_t c = t + 32 * j;
+        u[j] = c < chunks ? load_stream16(x + c * 8) : make_uint4(0, 0, 0, 0);
+      }
+#pragma unroll
+      for (int j = 0; j < kFlatSteps; ++j) {
+        const std::int64_t c = t + 32 * j;
+        std::uint32_t v[8];
+        unpack_bf16(u[j], v);
+        if (c < chunks) *reinterpret_cast<uint2*>(q.codes + c * 8) = cast8(q.recipe, d, v);
+      }
+      continue;
+    }
     std::uint32_t v[kFlatSteps][8];
 #pragma unroll
     for (int j = 0; j < kFlatSteps; ++j) {

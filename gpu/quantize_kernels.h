@@ -55,7 +55,7 @@ struct QuantizeLaunch {
   bool vec;                // 16-byte loads: cols % 8 == 0 and x 16-byte aligned, codes 8-aligned
   std::uint32_t* amax_ws;  // tensorwise: one zeroed word
   int max_blocks;
-  int chunks_per_lane;  // 1xW bf16 kernel: 2, 4 or 8 (0: 4)
+  int chunks_per_lane;  // 1xW bf16 kernel: 4, 8 or 16 (0: 8)
   cudaStream_t stream;
 };
 

@@ -1,7 +1,8 @@
-// sm_90a building blocks of the FP8 GEMM kernels (internal to gpu/): cp.async with zero fill,
-// the wgmma shared-memory descriptor for K-major 128-byte-swizzled tiles, and the
-// wgmma.mma_async m64n128k32 FP8 instruction with f32 accumulation (PTX ISA 8.0 "Asynchronous
-// Warpgroup Level Matrix Multiply-Accumulate"). Included by the .cu files of the kernels only.
+// sm_90a building blocks of the FP8 GEMM kernels (internal to gpu/): cp.async of scales with zero
+// fill, mbarriers, TMA tensor loads, setmaxnreg, the wgmma shared-memory descriptor for K-major
+// 128-byte-swizzled tiles, and the wgmma.mma_async m64n{128,192}k32 FP8 instructions with f32
+// accumulation (PTX ISA 8.0 "Asynchronous Warpgroup Level Matrix Multiply-Accumulate"). Included
+// by the .cu files of the kernels only.
 #pragma once
 
 #include <cstdint>
@@ -11,23 +12,11 @@ namespace fp8ref::gpu::detail::sm90 {
 __device__ __forceinline__ std::uint32_t smem_u32(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }
-// 16 bytes global -> shared; `valid` false writes zeros without reading (src-size 0).
-__device__ __forceinline__ void cp_async16(std::uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(valid ? 16 : 0));
-}
+// 4 bytes global -> shared; `valid` false writes zeros without reading (src-size 0).
 __device__ __forceinline__ void cp_async4(std::uint32_t dst, const void* src, bool valid) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
                "r"(valid ? 4 : 0));
 }
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
 // mbarrier (PTX ISA "Parallel Synchronization and Communication Instructions: mbarrier"): init
 // with an arrival count, arrive, wait for the phase of a given parity, and the arrival a thread's
 // earlier cp.async copies make when they land (.noinc: counted in the init count).
@@ -48,6 +37,43 @@ __device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parit
 __device__ __forceinline__ void cp_async_arrive_noinc(std::uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
+// Arrive and add `bytes` to the transaction count the current phase waits for (the TMA copies
+// that complete_tx on this barrier).
+__device__ __forceinline__ void mbar_arrive_expect_tx(std::uint32_t bar, std::uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+// Makes the barriers' initialisation visible to the async proxy (TMA) before their first use.
+__device__ __forceinline__ void mbar_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\nfence.proxy.async.shared::cta;\n" ::
+                   : "memory");
+}
+
+// TMA (PTX ISA "cp.async.bulk.tensor"): the box at (inner, row) of a 2D tensor map into shared
+// memory, completing `bytes` on the mbarrier; out-of-bounds elements of the box are zero.
+__device__ __forceinline__ void tma_load_2d(std::uint32_t dst, const void* tensor_map,
+                                            std::int32_t inner, std::int32_t row,
+                                            std::uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(tensor_map), "r"(inner), "r"(row), "r"(bar)
+      : "memory");
+}
+__device__ __forceinline__ void tma_prefetch_map(const void* tensor_map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(tensor_map) : "memory");
+}
+
+// Register reallocation between warpgroups (PTX ISA "setmaxnreg"): the producer gives registers
+// back, the consumers take them.
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
 
 // wgmma shared-memory descriptor, K-major, 128-byte swizzle: 8-row atoms 1024 bytes apart (SBO);
 // the leading byte offset is unused for this layout (PTX ISA "Matrix Descriptor Format").
@@ -56,20 +82,20 @@ __device__ __forceinline__ std::uint64_t smem_desc(std::uint32_t addr) {
          std::uint64_t(1024 >> 4) << 32 | std::uint64_t(1) << 62;
 }
 
-__device__ __forceinline__ void fence_regs(float (&d)[64]) {
+template <int N>
+__device__ __forceinline__ void fence_regs(float (&d)[N]) {
 #pragma unroll
-  for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
 #define FP8REF_WGMMA_M64N128K32(TA, TB)                                                            \
   asm volatile(                                                                                    \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                 \
       "wgmma.mma_async.sync.aligned.m64n128k32.f32." TA "." TB                                     \
-      " {"                                                                                         \
-      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24," \
-      "%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%"  \
-      "47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"                         \
-      "}, %64, %65, p, 1, 1;\n}\n"                                                                 \
+      " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%"  \
+      "24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%"   \
+      "46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p, 1, "  \
+      "1;\n}\n"                                                                                    \
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),        \
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),    \
         "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), \
@@ -82,18 +108,52 @@ __device__ __forceinline__ void fence_regs(float (&d)[64]) {
         "+f"(d[63])                                                                                \
       : "l"(desc_a), "l"(desc_b), "r"(scale_d))
 
-// D (64×128 f32) = A (64×32, smem) · B (128×32, smem)ᵀ + (scale_d ? D : 0).
-template <bool AE5, bool BE5>
-__device__ __forceinline__ void wgmma_k32(float (&d)[64], std::uint64_t desc_a,
+#define FP8REF_WGMMA_M64N192K32(TA, TB)                                                            \
+  asm volatile(                                                                                    \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"                                                 \
+      "wgmma.mma_async.sync.aligned.m64n192k32.f32." TA "." TB                                     \
+      " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%"  \
+      "24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%"   \
+      "46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%"   \
+      "68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%"   \
+      "90,%91,%92,%93,%94,%95}, %96, %97, p, 1, 1;\n}\n"                                           \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),        \
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),    \
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), \
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), \
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), \
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), \
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), \
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), \
+        "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), \
+        "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), \
+        "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), \
+        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), \
+        "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])                            \
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d))
+
+// D (64×BN f32) = A (64×32, smem) · B (BN×32, smem)ᵀ + (scale_d ? D : 0), BN = 128 or 192. The
+// instruction's N changes no output bit: each output is its own row-by-column chain.
+template <int BN, bool AE5, bool BE5>
+__device__ __forceinline__ void wgmma_k32(float (&d)[BN / 2], std::uint64_t desc_a,
                                           std::uint64_t desc_b, int scale_d) {
-  if constexpr (!AE5 && !BE5)
-    FP8REF_WGMMA_M64N128K32("e4m3", "e4m3");
-  else if constexpr (!AE5 && BE5)
-    FP8REF_WGMMA_M64N128K32("e4m3", "e5m2");
-  else if constexpr (AE5 && !BE5)
-    FP8REF_WGMMA_M64N128K32("e5m2", "e4m3");
-  else
-    FP8REF_WGMMA_M64N128K32("e5m2", "e5m2");
+  static_assert(BN == 128 || BN == 192);
+#define FP8REF_WGMMA_TYPED(N)                  \
+  if constexpr (!AE5 && !BE5)                  \
+    FP8REF_WGMMA_M64N##N##K32("e4m3", "e4m3"); \
+  else if constexpr (!AE5 && BE5)              \
+    FP8REF_WGMMA_M64N##N##K32("e4m3", "e5m2"); \
+  else if constexpr (AE5 && !BE5)              \
+    FP8REF_WGMMA_M64N##N##K32("e5m2", "e4m3"); \
+  else                                         \
+    FP8REF_WGMMA_M64N##N##K32("e5m2", "e5m2");
+  if constexpr (BN == 128) {
+    FP8REF_WGMMA_TYPED(128)
+  } else {
+    FP8REF_WGMMA_TYPED(192)
+  }
+#undef FP8REF_WGMMA_TYPED
 }
 
 }  // namespace fp8ref::gpu::detail::sm90

@@ -17,7 +17,7 @@ namespace detail {
 
 struct Nvfp4Block {
   std::uint8_t scale;  // UE4M3 code (bit 7 clear)
-  float factor;        // elements: x · factor (te) or x / factor (torchao)
+  float factor;        // elements: x · factor (te, torchao_rcp) or x / factor (torchao)
   bool divide;
 };
 
@@ -36,7 +36,10 @@ inline Nvfp4Block nvfp4_block(Nvfp4Recipe r, Runtime rt, float block_amax, float
   }
   // g = per_tensor_scale
   const std::uint8_t code = e4m3_code(torch_clamp(s / g, 0x1p-6f, 448.0f), false, rt);
-  return {code, g * float(decode_f64(Format::e4m3, code)), true};
+  const float sv = float(decode_f64(Format::e4m3, code));
+  if (r == Nvfp4Recipe::torchao_rcp)  // (1.0 / pts) / s: tensor ops, divisions on both runtimes
+    return {code, (1.0f / g) / sv, false};
+  return {code, g * sv, true};
 }
 
 }  // namespace detail
@@ -59,7 +62,7 @@ inline Nvfp4Quantized nvfp4_quantize(Nvfp4Recipe r, Runtime rt, const float* x, 
   if (r == Nvfp4Recipe::te) {
     g = detail::te_global_encode(amax);
     global_decode = 1.0f / g;
-  } else if (r == Nvfp4Recipe::torchao) {
+  } else if (r == Nvfp4Recipe::torchao || r == Nvfp4Recipe::torchao_rcp) {
     g = detail::torch_div_scalar(rt, amax, 448.0f * 6.0f);
     global_decode = g;
   }

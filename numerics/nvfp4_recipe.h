@@ -11,6 +11,9 @@
 //                  e2m1_rne(clamp(x / total, ±6)). Without a per-tensor scale (pts = 1 form):
 //                  block code = e4m3(clamp(s, 2^-6, 448)), element = e2m1_rne(clamp(x /
 //                  float(block), ±6)).
+//   nvfp4_torchao_rcp  torchao 0.18.0 (PyPI) nvfp4_quantize: the same block codes, elements
+//                  multiplied by the reciprocal of the combined scale as its MSLK Triton kernel
+//                  does: e2m1_rne(clamp(x · ((1 / pts) / float(block)), ±6)).
 // "tensor / python scalar" is a division on torch_cpu and a·RN_f32(1/b) on torch_cuda (see
 // Runtime in scale_recipe.h); tensor / tensor is a division on both.
 #pragma once
@@ -29,13 +32,14 @@
 
 namespace fp8ref {
 
-enum class Nvfp4Recipe : std::uint8_t { te, torchao, torchao_single_level };
+enum class Nvfp4Recipe : std::uint8_t { te, torchao, torchao_single_level, torchao_rcp };
 
 constexpr const char* to_string(Nvfp4Recipe r) {
   switch (r) {
     case Nvfp4Recipe::te: return "nvfp4_te";
     case Nvfp4Recipe::torchao: return "nvfp4_torchao";
     case Nvfp4Recipe::torchao_single_level: return "nvfp4_torchao_single_level";
+    case Nvfp4Recipe::torchao_rcp: return "nvfp4_torchao_rcp";
   }
   return "?";
 }

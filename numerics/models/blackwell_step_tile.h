@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "numerics/models/blackwell_mxf4_lanes512.h"
 #include "numerics/models/blackwell_step.h"
 #include "numerics/models/blackwell_tile_lanes.h"
 
@@ -176,6 +177,75 @@ FP8REF_TARGET_AVX2 void tile_e2m1_avx2(const std::vector<OperandE2m1x64>& da,
                                        const float* c, float* d, const Step& step) {
   tile_e2m1_lanes<8>(da, db, scale, c, d, step);
 }
+#if FP8REF_STEP_HAS_AVX2
+// k64 on AVX-512 by integer dot products (numerics/models/blackwell_mxf4_lanes512.h), straight
+// from the codes: each row of `rows` against 16 columns of `cols` per pass (a loop of its own: a
+// lambda would not inherit the target). Rows with a NaN scale and the lanes a pass returns are
+// the single-step model's, `step(i, j, c)`.
+struct E2m1Codes {
+  const std::uint8_t* codes;   // count × k codes
+  const std::uint8_t* scales;  // count × 64 / block scale codes
+  int count;
+};
+template <class Step>
+FP8REF_TARGET_AVX512 void tile_e2m1_codes512(E2m1Codes rows, E2m1Codes cols, int k, Format scale,
+                                             int block, const float* c, float* d,
+                                             const Step& step) {
+  thread_local E2m1Columns512 t;
+  thread_local std::vector<E2m1Row512> pre;
+  const ElemParts* ts = elem_parts_table(scale);
+  const std::size_t ns = std::size_t(kBlackwellMxf4StepK / block);
+  e2m1_columns512(cols.codes, cols.scales, cols.count, k, ts, block, t);
+  pre.resize(std::size_t(rows.count));
+  for (std::size_t i = 0; i < pre.size(); ++i)
+    e2m1_row512(rows.codes + i * std::size_t(k), rows.scales + i * ns, k, ts, block, pre[i]);
+  const int man_sum = 2 * elem_man(scale), n = cols.count;
+  alignas(64) float cbuf[16], dbuf[16];
+  for (int i = 0; i < rows.count; ++i) {
+    const std::size_t row = std::size_t(i) * n;
+    if (!pre[std::size_t(i)].finite) {  // a NaN scale
+      for (int j = 0; j < n; ++j) d[row + j] = step(i, j, c[row + j]);
+      continue;
+    }
+    for (int j0 = 0; j0 < n; j0 += 16) {
+      const int w = std::min(16, n - j0);
+      const float* cp = c + row + j0;
+      float* dp = d + row + j0;
+      if (w < 16) {  // the last, partial block: through buffers of 16 lanes
+        for (int l = 0; l < 16; ++l) cbuf[l] = l < w ? cp[l] : 0.0f;
+        cp = cbuf, dp = dbuf;
+      }
+      const E2m1Row512& r = pre[std::size_t(i)];
+      const E2m1Columns512::Block& b = t.blocks[std::size_t(j0 / 16)];
+      const std::uint32_t redo = block == 32 ? e2m1_pass512<true>(r, b, man_sum, cp, dp)
+                                             : e2m1_pass512<false>(r, b, man_sum, cp, dp);
+      for (int l = 0; l < w && dp == dbuf; ++l) d[row + j0 + l] = dbuf[l];
+      for (std::uint32_t bits = redo & ((std::uint32_t{1} << w) - 1); bits != 0; bits &= bits - 1)
+        d[row + j0 + std::countr_zero(bits)] =
+            step(i, j0 + std::countr_zero(bits), c[row + j0 + std::countr_zero(bits)]);
+    }
+  }
+}
+
+// kind::mxf4 on AVX-512 for a tile with 16 columns or more, else (16 rows or more) transposed:
+// the step is symmetric in its operands (a product sum and a scale product), so D^T is the tile
+// of B^T's rows against A's with C^T (16 lanes instead of 8).
+template <class Step>
+void tile_e2m1_avx512_codes(E2m1Codes a, E2m1Codes bt, int k, Format scale, int block,
+                            const float* c, float* d, const Step& step) {
+  if (bt.count >= 16) return tile_e2m1_codes512(a, bt, k, scale, block, c, d, step);
+  const std::size_t m = std::size_t(a.count), n = std::size_t(bt.count);
+  thread_local std::vector<float> ct, dt;
+  ct.resize(m * n), dt.resize(m * n);
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < n; ++j) ct[j * m + i] = c[i * n + j];
+  tile_e2m1_codes512(bt, a, k, scale, block, ct.data(), dt.data(),
+                     [&](int j, int i, float cij) { return step(i, j, cij); });
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < n; ++j) d[i * n + j] = dt[j * m + i];
+}
+#endif
+
 template <class Step>
 FP8REF_TARGET_AVX512 void tile_e2m1_avx512(const std::vector<OperandE2m1x64>& da,
                                            const std::vector<OperandE2m1x64>& db, Format scale,
@@ -257,13 +327,25 @@ inline void blackwell_mxf4_tile(const std::uint8_t* a, const std::uint8_t* bt, B
   detail::require_mxf4_scales(scale, block);
   detail::require_tile(s, kBlackwellMxf4StepK);
   detail::require_isa(isa);
+  if (s.m == 0 || s.n == 0) return;
+#if FP8REF_STEP_HAS_AVX2
+  if (isa == StepIsa::avx512 && (s.m >= 16 || s.n >= 16)) {
+    const std::size_t k = std::size_t(s.k), ns = std::size_t(kBlackwellMxf4StepK / block);
+    detail::tile_e2m1_avx512_codes(
+        {a, sa, s.m}, {bt, sb, s.n}, s.k, scale, block, c, d, [&](int i, int j, float cij) {
+          return blackwell_mxf4_step(a + std::size_t(i) * k, bt + std::size_t(j) * k, s.k,
+                                     sa + std::size_t(i) * ns, sb + std::size_t(j) * ns, scale,
+                                     block, cij);
+        });
+    return;
+  }
+#endif
   thread_local std::vector<detail::OperandE2m1x64> da, db;
   detail::decode_rows_e2m1(a, sa, s.m, s.k, scale, block, da);
   detail::decode_rows_e2m1(bt, sb, s.n, s.k, scale, block, db);
   const auto step = [&](int i, int j, float cij) {
     return blackwell_mxf4_step_bounded(da[std::size_t(i)], db[std::size_t(j)], cij).z;
   };
-  if (s.m == 0 || s.n == 0) return;
   switch (isa) {
     case StepIsa::avx512: detail::tile_e2m1_avx512(da, db, scale, c, d, step); return;
     case StepIsa::avx2: detail::tile_e2m1_avx2(da, db, scale, c, d, step); return;

@@ -11,14 +11,10 @@
 //    k64: the 16 products of a group summed exactly in f32 (integers below 2^12), each group term
 //    sig·2^sh truncated through an f32 (sh <= 0) and scaled exactly (sh > 0: an f32 below 2^53);
 //  - step 4: the integer sum (below 2^50) is exact in f64, and so is its scaling by 2^(E - F);
-//    RZ-FP32 is the RNE conversion stepped one code toward zero where it went past the value;
-//    RNE-FP16 rounds the round-to-odd f32 on its bits.
+//    it is rounded by numerics/models/blackwell_lane_ops.h.
 // A lane whose step takes a branch of the single-step model (a NaN / Inf operand, scale or C, or a
 // product scale 2^u below 2^-100) is recomputed by that model after the pass.
-// Lane masks (-1 / 0) come from arithmetic shifts and are applied with bit operations: GCC 12
-// lowers vector comparisons and ?: on AVX-512 lanes piecewise (their results are mask registers);
-// the only ?: left are plain max / min. No function takes or returns a lane vector by value (no
-// vector ABI is involved).
+// Lane masks: numerics/models/blackwell_lane_ops.h.
 #pragma once
 
 #include <cstdint>
@@ -26,39 +22,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "numerics/models/blackwell_lane_ops.h"
 #include "numerics/models/blackwell_step.h"
 #include "numerics/models/wgmma_step.h"  // StepIsa, FP8REF_TARGET_AVX2 / AVX512, ALWAYS_INLINE
 
 namespace fp8ref {
 namespace detail {
-
-template <int W>
-struct BwLanes {
-  typedef float F __attribute__((vector_size(4 * W)));
-  typedef std::int32_t I __attribute__((vector_size(4 * W)));
-  typedef std::uint32_t U __attribute__((vector_size(4 * W)));
-  typedef std::uint16_t H16 __attribute__((vector_size(2 * W)));
-  typedef double D __attribute__((vector_size(8 * W)));
-};
-
-// -1 where x != 0, else 0 (any int32 bits; computed unsigned so that nothing overflows).
-template <class I>
-FP8REF_ALWAYS_INLINE void mask_nonzero(I& m, const I& x) {
-  typedef std::uint32_t UV __attribute__((vector_size(sizeof(I))));
-  const UV u = (UV)x;
-  m = (I)(u | -u) >> 31;
-}
-// out = m ? a : b, lane by lane, for a mask m of -1 / 0.
-template <class I>
-FP8REF_ALWAYS_INLINE void select(I& out, const I& m, const I& a, const I& b) {
-  const I r = b ^ ((a ^ b) & m);
-  out = r;
-}
-template <class To, class From>
-FP8REF_ALWAYS_INLINE void bits_of(To& out, const From& x) {
-  static_assert(sizeof(To) == sizeof(From));
-  std::memcpy(&out, &x, sizeof out);
-}
 
 // The columns of B for the lanes, in blocks of W columns: element k of column j at
 // (j / W · K + k) · W + j % W (the last block padded with zero columns); per column (K = 1; k64:
@@ -80,6 +49,10 @@ struct BwColumns {
 };
 
 inline float pow2_f32(int e) { return std::bit_cast<float>(std::uint32_t(e + 127) << 23); }
+// 2^e where nonzero is 1, +0 where it is 0 (no branch).
+inline float pow2_f32_or_zero(int e, std::uint32_t nonzero) {
+  return std::bit_cast<float>((std::uint32_t(e + 127) << 23) & (0u - nonzero));
+}
 
 // Fills t (reusing its storage) with the columns of a k32 tile; sb: the columns' e8m0 scales or
 // null.
@@ -97,10 +70,11 @@ inline void bw_columns32(const std::vector<Operand32>& cols, const std::uint8_t*
     float* val = t.val.data() + t.at(j, 0, t.K);
     float* p2 = t.p2.data() + t.at(j, 0, t.K);
     std::uint32_t nz = 0;
-    for (int k = 0; c.finite && k < t.K; ++k) {
+    for (int k = 0; c.finite && k < t.K; ++k) {  // branch-free (zeros are frequent)
+      const std::uint32_t nonzero = std::uint32_t(std::bit_cast<std::uint32_t>(c.val[k]) << 1 != 0);
       val[k * W] = c.val[k];
-      p2[k * W] = c.val[k] != 0.0f ? pow2_f32(c.exp[k]) : 0.0f;
-      nz |= std::uint32_t(c.val[k] != 0.0f) << k;
+      p2[k * W] = pow2_f32_or_zero(c.exp[k], nonzero);
+      nz |= nonzero << k;
     }
     t.nz[std::size_t(j)] = std::int32_t(nz);
     const bool nan_scale = sb != nullptr && sb[j] == E8m0Traits::kNan;
@@ -118,8 +92,9 @@ struct BwRow32 {
 inline BwRow32 bw_row32(const Operand32& a) {
   BwRow32 row{};
   for (int k = 0; k < kBlackwellStepK; ++k) {
-    row.p2[k] = a.val[k] != 0.0f ? pow2_f32(a.exp[k]) : 0.0f;
-    row.nz |= std::int32_t(std::uint32_t(a.val[k] != 0.0f) << k);
+    const std::uint32_t nonzero = std::uint32_t(std::bit_cast<std::uint32_t>(a.val[k]) << 1 != 0);
+    row.p2[k] = pow2_f32_or_zero(a.exp[k], nonzero);
+    row.nz |= std::int32_t(nonzero << k);
   }
   return row;
 }
@@ -129,161 +104,6 @@ struct BwRows32 {
   const BwRow32* pre[R];
   std::int32_t s_exp[R];  // mx: the e8m0 code of the row's scale
 };
-
-// Lanes [h·V, h·V + V) of a W-lane vector as a V-lane vector (V = W / 2: an f64 vector of V
-// lanes is one register).
-template <class Half, class Full>
-FP8REF_ALWAYS_INLINE void half_of(const Full& x, int h, Half& out) {
-  std::memcpy(&out, reinterpret_cast<const char*>(&x) + h * sizeof(Half), sizeof(Half));
-}
-
-// 2^e as an f32 vector, e in [-126, 127].
-template <class I, class F>
-FP8REF_ALWAYS_INLINE void pow2_lanes(const I& e, F& out) {
-  const I bits = (e + 127) << 23;
-  bits_of(out, bits);
-}
-
-// x·2^q in f64 (exact: x an integer below 2^53, q in [-200, 250]), 2^q as two f32 factors.
-template <int V>
-FP8REF_ALWAYS_INLINE void scale_f64_lanes(typename BwLanes<V>::D& x,
-                                          const typename BwLanes<V>::I& q) {
-  using I = typename BwLanes<V>::I;
-  using F = typename BwLanes<V>::F;
-  using D = typename BwLanes<V>::D;
-  I q1 = q < -126 ? I{} - 126 : q;
-  q1 = q1 > 127 ? I{} + 127 : q1;
-  F f1, f2;
-  pow2_lanes(q1, f1);
-  pow2_lanes(I(q - q1), f2);
-  x = x * __builtin_convertvector(f1, D) * __builtin_convertvector(f2, D);
-}
-
-// RZ-FP32 bits of the exact f64 v: the RNE conversion, one code toward zero where it went past v
-// (v - RNE(v) is exact, and its product with v is negative then, +0 when v is exact); ±Inf from
-// 2^128 (step 4: an exponent above 127), told by the sign of v·v - 2^256 (v·v rounds below 2^256
-// when |v| < 2^128).
-template <int V>
-FP8REF_ALWAYS_INLINE void rz_f32_lanes(const typename BwLanes<V>::D& v,
-                                       typename BwLanes<V>::I& bits) {
-  using I = typename BwLanes<V>::I;
-  using F = typename BwLanes<V>::F;
-  using D = typename BwLanes<V>::D;
-  const F hi = __builtin_convertvector(v, F);
-  const D past = (v - __builtin_convertvector(hi, D)) * v + 0.0;  // an exact v: +0, not -0
-  const F past_f = __builtin_convertvector(past, F),
-          big_f = __builtin_convertvector(v * v - 0x1p256, F);
-  I past_bits, big_bits;
-  bits_of(bits, hi), bits_of(past_bits, past_f), bits_of(big_bits, big_f);
-  bits += past_bits >> 31;
-  const I inf = (bits & static_cast<std::int32_t>(0x80000000u)) | 0x7F800000;
-  select(bits, ~(big_bits >> 31), inf, bits);
-}
-
-// Step 4, RZ-FP32 of the exact integer sum times 2^q into out[0, V): zero is +0.
-template <int V>
-FP8REF_ALWAYS_INLINE void finish_rz_f32_lanes(const typename BwLanes<V>::D& sum,
-                                              const typename BwLanes<V>::I& q, float* out) {
-  using I = typename BwLanes<V>::I;
-  typename BwLanes<V>::D x = sum;
-  scale_f64_lanes<V>(x, q);
-  I bits, nonzero;
-  rz_f32_lanes<V>(x, bits);
-  mask_nonzero(nonzero, I(bits & 0x7FFFFFFF));
-  bits &= nonzero;  // -0 -> +0
-  std::memcpy(out, &bits, sizeof bits);
-}
-
-// Step 4 with an f16 accumulator, RNE-FP16 of sum·2^q: RZ to f32 with the lost bits ORed into
-// the last place (round to odd: 24 bits, at least 2 more than f16's 11, so that the second
-// rounding is the single RNE; x - RZ(x) is exact and, where it matters, above 2^-47), then
-// f32 -> f16 RNE on the bits (subnormal below 2^-14, ±Inf from 65520); zero is +0.
-template <int V>
-FP8REF_ALWAYS_INLINE void finish_rne_f16_lanes(const typename BwLanes<V>::D& sum,
-                                               const typename BwLanes<V>::I& q,
-                                               std::uint16_t* out) {
-  using I = typename BwLanes<V>::I;
-  using F = typename BwLanes<V>::F;
-  using D = typename BwLanes<V>::D;
-  D x = sum;
-  scale_f64_lanes<V>(x, q);
-  I bits, lost_bits, lost, subnormal, nonzero, h;
-  rz_f32_lanes<V>(x, bits);
-  F r;
-  bits_of(r, bits);
-  const F lost_f = __builtin_convertvector(x - __builtin_convertvector(r, D), F);
-  bits_of(lost_bits, lost_f);
-  mask_nonzero(lost, I(lost_bits & 0x7FFFFFFF));
-  bits |= lost & 1;
-  const I a = bits & 0x7FFFFFFF, sign = (bits >> 16) & 0x8000;
-  I normal = (a - 0x38000000 + 0xFFF + ((a >> 13) & 1)) >> 13;  // re-biased RNE, 2^-14 <= |x|
-  normal = normal > 0x7C00 ? I{} + 0x7C00 : normal;
-  F small;
-  bits_of(small, a);
-  small = small * 0x1p24f;
-  small = (small + 0x1p23f) - 0x1p23f;  // RNE to a multiple of 2^-24 (below 2^10: exact)
-  subnormal = (a - 0x38800000) >> 31;
-  select(h, subnormal, __builtin_convertvector(small, I), normal);
-  mask_nonzero(nonzero, h);
-  h |= sign & nonzero;
-  for (int l = 0; l < V; ++l) out[l] = std::uint16_t(h[l]);
-}
-
-// Step 3's truncation of a term sig·2^sh (sig an integer below 2^24 in magnitude, as an f32):
-// trunc(sig·2^min(sh, 0)) through an f32 (exact: at most 24 bits), times 2^max(sh, 0) (exact:
-// below 2^53 here, 24 significant bits).
-template <class I, class F>
-FP8REF_ALWAYS_INLINE void shifted_term_lanes(const F& sig, const I& sh, F& out) {
-  I up = sh < 0 ? I{} : sh, down = sh > 0 ? I{} : sh;
-  up = up > 100 ? I{} + 100 : up;
-  down = down < -126 ? I{} - 126 : down;
-  F p_up, p_down;
-  pow2_lanes(up, p_up);
-  pow2_lanes(down, p_down);
-  out = __builtin_convertvector(__builtin_convertvector(sig * p_down, I), F) * p_up;
-}
-
-// C of W lanes as step 2's term: magnitude of the significand (24 bits; f16: 11 bits scaled to
-// 24), exponent of its leading bit (subnormals at -126 / -14), and masks: negative, NaN / Inf.
-template <int W, bool F16>
-FP8REF_ALWAYS_INLINE void c_lanes(const std::conditional_t<F16, std::uint16_t, float>* c,
-                                  typename BwLanes<W>::I& mag, typename BwLanes<W>::I& exp,
-                                  typename BwLanes<W>::I& neg, typename BwLanes<W>::I& special) {
-  using I = typename BwLanes<W>::I;
-  I cu, normal, not_special;
-  if constexpr (F16) {
-    typename BwLanes<W>::H16 c16;
-    std::memcpy(&c16, c, sizeof c16);
-    cu = __builtin_convertvector(c16, I);
-    const I field = (cu >> 10) & 0x1F, man = cu & 0x3FF;
-    mask_nonzero(normal, field);
-    mag = (man | (normal & 1024)) << 13;
-    select(exp, normal, I(field - 15), I{} - 14);
-    neg = (cu << 16) >> 31;
-    mask_nonzero(not_special, I(field ^ 0x1F));
-  } else {
-    std::memcpy(&cu, c, sizeof cu);
-    const I field = (cu >> 23) & 0xFF, man = cu & 0x7FFFFF;
-    mask_nonzero(normal, field);
-    mag = man | (normal & 0x800000);
-    select(exp, normal, I(field - 127), I{} - 126);
-    neg = cu >> 31;
-    mask_nonzero(not_special, I(field ^ 0xFF));
-  }
-  special = ~not_special;
-}
-
-// Bit l set where lane l of the mask m is -1 (most passes have none: one OR over words first).
-template <class I>
-FP8REF_ALWAYS_INLINE std::uint32_t lane_bits(const I& m) {
-  std::uint64_t words[sizeof(I) / 8], any = 0;
-  std::memcpy(words, &m, sizeof words);
-  for (std::size_t w = 0; w < sizeof(I) / 8; ++w) any |= words[w];
-  if (any == 0) return 0;
-  std::uint32_t bits = 0;
-  for (int l = 0; l < int(sizeof(I) / 4); ++l) bits |= std::uint32_t(m[l] & 1) << l;
-  return bits;
-}
 
 // E, C's truncated term and the product scale 2^u of a k32 pass's lanes; returns the lanes that
 // the single-step model must redo.

@@ -16,6 +16,8 @@
 #include <set>
 
 #include "campaign/gemm_case.h"
+#include "campaign/gen/choices.h"
+#include "campaign/wgrad_case.h"
 #include "proptests/common/test_level.h"
 #include "reference/grouped_gemm.h"
 
@@ -132,6 +134,53 @@ TEST(Strength, IntegerDataEveryConfigurationAgrees) {
   EXPECT_EQ(strength_tags(measure_strength(none)), std::vector<std::string>{"vacuous:no_rows"});
 }
 
+// One K-grouped wgrad group of the given tokens, N = K = 1, unscaled, C = 0: dY's and X's codes.
+WgradCase tiny_wgrad(const std::vector<std::uint8_t>& dy, const std::vector<std::uint8_t>& x,
+                     ref::ModelChoice model) {
+  WgradCase w;
+  w.gs.sizes = {std::int64_t(dy.size())};
+  w.M = std::int64_t(dy.size()), w.N = 1, w.K = 1, w.G = 1;
+  w.dy = dy, w.x = x, w.c = {0.0f};
+  w.model = model;
+  return w;
+}
+
+// wgrad's dW = 448·448 + 2^-18 − 448·448 over three tokens: as in OnlyExactKeepsTheTinyTerm,
+// only `exact` keeps 2^-18; integer data every configuration sums exactly; no tokens, nothing
+// measured.
+TEST(Strength, WgradTinyTermAndVacuousData) {
+  const std::vector<std::uint8_t> dy{0x7E, 0x01, 0x7E}, x{0x7E, 0x01, 0xFE};
+  const Strength exact = measure_wgrad_strength(tiny_wgrad(dy, x, {AM::exact, 1}));
+  ASSERT_TRUE(exact.measured);
+  EXPECT_EQ(exact.matching, 1);
+  EXPECT_EQ(exact.rows, 3);
+  EXPECT_EQ(strength_tags(exact), std::vector<std::string>{"strength:1"});
+  const Strength other = measure_wgrad_strength(tiny_wgrad(dy, x, {AM::hopper_unpromoted, 1}));
+  EXPECT_EQ(other.matching, other.candidates - 1);
+  EXPECT_TRUE(other.zero_output);
+  const Strength ints =
+      measure_wgrad_strength(tiny_wgrad({0x38, 0x40, 0x44}, {0x40, 0x40, 0x38}, {AM::exact, 1}));
+  EXPECT_EQ(ints.matching, ints.candidates);
+  EXPECT_GT(ints.candidates, 1);
+  WgradCase none = tiny_wgrad(dy, x, {AM::exact, 1});
+  none.gs.sizes = {0}, none.gs.tail = 3;
+  EXPECT_EQ(strength_tags(measure_wgrad_strength(none)),
+            std::vector<std::string>{"vacuous:no_rows"});
+}
+
+// Two groups of 1 and 2 blocks of tokens: a configuration is one computation only when it is one
+// for both lengths (S = 2 cuts the 2-block group but not the 1-block one).
+TEST(Strength, WgradKeyJoinsEveryGroupLength) {
+  WgradCase w = tiny_wgrad(std::vector<std::uint8_t>(384, 0x38),
+                           std::vector<std::uint8_t>(384, 0x38), {AM::exact, 1});
+  w.gs.sizes = {128, 256}, w.G = 2, w.c = {0.0f, 0.0f};
+  EXPECT_EQ(wgrad_configuration_key({AM::hopper_unpromoted, 2}, w),
+            configuration_key({AM::hopper_unpromoted, 2}, Scaling::none, 128) + ";" +
+                configuration_key({AM::hopper_unpromoted, 2}, Scaling::none, 256) + ";");
+  EXPECT_NE(wgrad_configuration_key({AM::hopper_unpromoted, 2}, w),
+            wgrad_configuration_key({AM::hopper_unpromoted, 1}, w));
+}
+
 // The identities configuration_key joins hold on drawn cases: every pair of the campaign's
 // choices (model × epilogue × split-K S 1–3 or slices of 1–3 blocks) with one key gives the same
 // bits on every row of a group.
@@ -169,7 +218,11 @@ FP8REF_RC_PROP(Adversarial, ClassesHoldTheirProperty, 400, ()) {
   DrawOptions o;
   o.adversarial = true;
   const GemmCase c = draw_gemm(o);
-  RC_TAG(std::string(cases::to_string(c.adversarial)));
+  RC_TAG(std::string(cases::to_string(c.adversarial)), c.moe_shape ? "moe" : "small");
+  if (c.moe_shape) {  // every class at MoE-like shapes, within the MoE work bound
+    const gen::MoeShapeLimits lim;
+    RC_ASSERT(std::max<std::int64_t>(c.gs.total(), 1) * c.N * c.K <= lim.max_work);
+  }
   if (c.adversarial == cases::Adversarial::exact_128)
     RC_ASSERT(std::count(c.gs.sizes.begin(), c.gs.sizes.end(), 128) >= 1);
   if (c.adversarial == cases::Adversarial::poison_past_end) {
@@ -188,10 +241,16 @@ FP8REF_RC_PROP(Adversarial, ClassesHoldTheirProperty, 400, ()) {
     RC_ASSERT(k_zero);
   }
   if (c.adversarial == cases::Adversarial::separating) {
-    // K = 4 blocks, f32 out; in each 128-block of A the codes' exponents span at most 3 values.
-    RC_ASSERT(c.K == 512 && c.out == OutDtype::f32);
+    // K = 4 blocks (MoE-like: 56 blocks over at most 8 tokens and 8 groups, else at least 4),
+    // f32 out; in each 128-block of A the codes' exponents span at most 3 values.
+    const bool long_k = c.moe_shape && c.gs.total() <= 8 && c.G <= 8;
+    RC_ASSERT(c.out == OutDtype::f32);
+    const bool k_ok = long_k        ? c.K == 7168
+                      : c.moe_shape ? c.K >= 512 && c.K % 128 == 0
+                                    : c.K == 512;
+    RC_ASSERT(k_ok);
     const int mb = c.fa == Format::e4m3 ? 3 : 2;
-    for (std::int64_t kb = 0; kb < 4; ++kb) {
+    for (std::int64_t kb = 0; kb < c.K / 128; ++kb) {
       int lo = 99, hi = -1;
       for (std::int64_t r = 0; r < c.M; ++r)
         for (std::int64_t k = kb * 128; k < (kb + 1) * 128; ++k) {
@@ -203,7 +262,8 @@ FP8REF_RC_PROP(Adversarial, ClassesHoldTheirProperty, 400, ()) {
   }
   if (c.adversarial == cases::Adversarial::pow2_bands) {
     // Valid rows in two 128-row bands; A's first scale per row a power of two, one value per band
-    // and different between the bands; N spans two tiles.
+    // and different between the bands; N spans 2-4 tiles, B's first scale of each tile a power of
+    // two, different between the tiles.
     std::map<std::int64_t, std::set<float>> band;
     const std::int64_t per_row = cases::sa_count(c) / c.M;
     for (std::int64_t r = 0; r < c.M; ++r)
@@ -217,6 +277,19 @@ FP8REF_RC_PROP(Adversarial, ClassesHoldTheirProperty, 400, ()) {
       firsts.insert(*v.begin());
     }
     RC_ASSERT(firsts.size() == band.size());
+    const std::int64_t tiles = (c.N + 127) / 128, per_n = cases::sb_count(c) / c.G;
+    const bool bw = c.scaling == Scaling::blockwise;
+    const std::int64_t per_col = bw ? per_n / tiles : per_n / c.N;  // scales per column (K blocks)
+    RC_ASSERT(tiles >= 2 && tiles <= 4);
+    RC_TAG("pow2_bands tiles " + std::to_string(tiles));
+    std::set<float> tile_scales;
+    for (std::int64_t t = 0; t < tiles; ++t) {
+      const float s = c.sb[std::size_t((bw ? t : t * 128) * per_col)];
+      int e = 0;
+      RC_ASSERT(std::frexp(s, &e) == 0.5f);
+      tile_scales.insert(s);
+    }
+    RC_ASSERT(tile_scales.size() == std::size_t(tiles));
   }
 }
 

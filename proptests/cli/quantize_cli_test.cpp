@@ -247,10 +247,27 @@ TEST_F(QuantizeCli, SwigluOfMergedGateUpMatchesLibrary) {
   EXPECT_EQ(out.metadata.count("fp8ref.swiglu"), 1u);
 }
 
-TEST_F(QuantizeCli, SwigluNeedsBf16MergedInputOnCpuExit2) {
+TEST_F(QuantizeCli, SwigluNeedsBf16MergedInputExit2) {
   expect_usage_error(":x32 --swiglu --recipe te --block 1x128 --layout row_major", "BF16 (M, 2H)");
-  expect_usage_error(":xb --swiglu --device cuda --recipe te --block 1x128 --layout row_major",
-                     "CPU reference only");
+  expect_usage_error(":x32 --swiglu --device cuda --recipe te --block 1x128 --layout row_major",
+                     "BF16 (M, 2H)");
+}
+
+// --swiglu --device cuda runs the fused GPU kernel (fp8ref_gpu_cli_swiglu_test compares it with
+// the CPU path on a device): without a device (or without CUDA in the build) it is one line, exit
+// 2; where a device answers, the file holds h's (256, 128) codes.
+TEST_F(QuantizeCli, SwigluOnCudaWithoutDeviceExit2OneLine) {
+  const std::string args =
+      ":xb --swiglu --device cuda --recipe te --block 1x128 --layout row_major";
+  const Result r = run(args);
+  if (r.code == 0) {
+    const tensor_io::TensorFile out = output();
+    ASSERT_NE(out.find("codes"), nullptr);
+    EXPECT_EQ(out.find("codes")->shape, (std::vector<std::int64_t>{256, 128}));
+    EXPECT_EQ(out.metadata.count("fp8ref.swiglu"), 1u);
+    return;
+  }
+  expect_usage_error(args, "--device cuda");
 }
 
 TEST_F(QuantizeCli, UnknownRecipeLayoutBlockExit2) {

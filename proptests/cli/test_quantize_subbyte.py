@@ -1,4 +1,4 @@
-"""`fp8-check quantize --recipe nvfp4_te|nvfp4_torchao|mxfp4|mxfp6` (mxfp6 codes as U8 and, with
+"""`fp8-check quantize --recipe nvfp4_te|nvfp4_torchao[_rcp]|mxfp4|mxfp6` (mxfp6 codes as U8 and, with
 --f6-codes packed, as F6_E2M3 / F6_E3M2) bitwise against independent
 numpy implementations (docs/recipes.md "NVFP4", "MXFP4 / MXFP6"): f32 arithmetic in numpy
 float32, element and scale casts by ml_dtypes 0.6 (float4_e2m1fn, float6_e2m3fn, float6_e3m2fn,
@@ -96,7 +96,7 @@ def nvfp4_te(x, block_rows):
     return codes, scales, sdec
 
 
-def nvfp4_torchao(x, rt):
+def nvfp4_torchao(x, rt, rcp=False):
     pts = div_scalar(rt, np.max(np.abs(x)), 2688.0)
     R, C = x.shape
     nb = -(-C // 16)
@@ -107,8 +107,10 @@ def nvfp4_torchao(x, rt):
             blk = x[r, 16 * b:16 * b + 16]
             s = div_scalar(rt, np.max(np.abs(blk)), 6.0)
             code = cast(np.clip(s / pts, f32(2.0 ** -6), f32(448)), ml_dtypes.float8_e4m3fn, 0xFF)
-            total = pts * e4m3_val(code)
-            codes[r, 16 * b:16 * b + 16] = e2m1(blk / total)
+            if rcp:  # nvfp4_torchao_rcp (torchao 0.18.0): x · ((1 / pts) / s)
+                codes[r, 16 * b:16 * b + 16] = e2m1(blk * ((f32(1.0) / pts) / e4m3_val(code)))
+            else:
+                codes[r, 16 * b:16 * b + 16] = e2m1(blk / (pts * e4m3_val(code)))
             scales[r, b] = code
     return codes, scales, pts
 
@@ -156,6 +158,8 @@ def main():
     rng = np.random.default_rng(2026)
     cases = [("nvfp4_te", "1x16", None, None), ("nvfp4_te", "16x16", None, None),
              ("nvfp4_torchao", "1x16", "torch_cpu", None), ("nvfp4_torchao", "1x16", "torch_cuda", None),
+             ("nvfp4_torchao_rcp", "1x16", "torch_cpu", None),
+             ("nvfp4_torchao_rcp", "1x16", "torch_cuda", None),
              ("mxfp4", "1x32", None, "e2m1"), ("mxfp6", "1x32", None, "e2m3"),
              ("mxfp6", "1x32", None, "e3m2"), ("mxfp4_ceil", "1x32", "torch_cpu", "e2m1"),
              ("mxfp4_even", "1x32", "torch_cuda", "e2m1"), ("mxfp4_rceil", "1x32", "torch_cpu", "e2m1"),
@@ -180,8 +184,8 @@ def main():
             for g, p in enumerate(planes):
                 if recipe == "nvfp4_te":
                     want = nvfp4_te(p, 16 if block == "16x16" else 1)
-                elif recipe == "nvfp4_torchao":
-                    want = nvfp4_torchao(p, rt)
+                elif recipe in ("nvfp4_torchao", "nvfp4_torchao_rcp"):
+                    want = nvfp4_torchao(p, rt, rcp=recipe.endswith("_rcp"))
                 elif recipe in ("mxfp4", "mxfp6"):
                     want = mx_floor(p, fmt)
                 else:  # mxfp4_<mode> / mxfp6_<mode>: runtime torch_cuda unless given

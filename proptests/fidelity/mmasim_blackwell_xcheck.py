@@ -283,11 +283,21 @@ def case_line(r, z):
             f"{bytes(r['sb'][:ns]).hex() or '-'} {int(r['c']):08x} {int(z):08x}")
 
 
+def golden_groups(recs):
+    """The line groups of the golden file, n lines each: kinds 0-2, and kind 3 split by PTX kind:
+    block32 (kind::mxf4, and kind::mxf4nvf4 .block32 with ue8m0, the same rule) and block16
+    (kind::mxf4nvf4, ue8m0 and ue4m3 scales)."""
+    for kind in range(3):
+        yield recs["kind"] == kind
+    for block in (32, 16):
+        yield (recs["kind"] == 3) & (recs["block"] == block)
+
+
 def write_golden(path, recs, z, n, seed, source, argv):
     rng = np.random.default_rng(seed + 1)
     pick_idx = []
-    for kind in range(4):
-        sel = np.flatnonzero(recs["kind"] == kind)
+    for group in golden_groups(recs):
+        sel = np.flatnonzero(group)
         pick_idx.extend(rng.choice(sel, min(len(sel), n), replace=False))
     body = "".join(case_line(recs[i], z[i]) + "\n" for i in sorted(pick_idx))
     head = ("# fp8ref golden vectors: one Blackwell tensor-core step per line, outputs of MMA-Sim\n"
@@ -309,6 +319,11 @@ def report(recs, labels, ref_z, got_z):
         sel = recs["kind"] == kind
         bad = np.flatnonzero(sel & (ref_z != got_z))
         print(f"{KIND_NAMES[kind]:<12}{int(sel.sum()):>9}{len(bad):>12}")
+        for block, sf in (((32, FMT_ID["e8m0"]), (16, FMT_ID["e8m0"]), (16, FMT_ID["ue4m3"]))
+                          if kind == 3 else ()):  # kind::mxf4 / mxf4nvf4 .block32, mxf4nvf4 .block16
+            form = sel & (recs["block"] == block) & (recs["sf"] == sf)
+            print(f"  block{block} {ID_FMT[sf]:<5}{int(form.sum()):>9}"
+                  f"{int((form & (ref_z != got_z)).sum()):>12}")
         for i in bad[:5]:
             print(f"   [{labels[i]}] {case_line(recs[i], ref_z[i])}  got {int(got_z[i]):08x}")
         bad_total += len(bad)
@@ -320,7 +335,8 @@ def main():
     ap.add_argument("--driver", required=True)
     ap.add_argument("--cases", type=int, default=100000, help="steps per kind")
     ap.add_argument("--seed", type=int, default=20261125)
-    ap.add_argument("--emit-golden", type=int, default=0, metavar="N", help="N lines per kind")
+    ap.add_argument("--emit-golden", type=int, default=0, metavar="N",
+                    help="N lines per kind (kind 3: N block32 and N block16 lines)")
     ap.add_argument("--golden-out", default=None)
     ap.add_argument("--threads", type=int, default=1, help="torch threads for MMA-Sim")
     ap.add_argument("--repeat", type=int, default=3, help="driver timing passes")

@@ -1,9 +1,9 @@
 // The FP8 grouped GEMM kernel (gpu/grouped_gemm.h) == its declared accumulation model bitwise
 // (docs/gpu_gemm.md §5): drawn cases of every op, scaling, format pair and output over the
 // generators' group distributions with poisoned padding; operands on which the neighbouring models
-// give other bits; repeated and reordered launches; many waves of tiles against the GPU oracle;
-// merged gate/up equal to two forwards; an empty wgrad group gives C; bad input refused before any
-// launch. The drawn and fixed cases include K-grouped wgrad.
+// give other bits; 192-wide tiles past N; repeated and reordered launches; many waves of tiles
+// against the GPU oracle; merged gate/up equal to two forwards; an empty wgrad group gives C; bad
+// input refused before any launch. The drawn and fixed cases include K-grouped wgrad.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -80,6 +80,22 @@ TEST(GpuGroupedGemm, EveryOpScalingFormatAndOutputEqualTheModel) {
             ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
             EXPECT_EQ(fuzz::first_gemm_mismatch(c, fuzz::kernel_gemm_bits(c), want), "");
           }
+}
+
+// Rowwise / tensorwise tiles are 192 columns wide for N >= 2048 (docs/gpu_gemm.md §2): the last
+// tile's columns past N come from the next group's rows of B (or zeros) and are never stored, the
+// first tile's rows past a group's end from the next group's rows of A.
+TEST(GpuGroupedGemm, WideTilesPastNEqualTheModel) {
+  FP8REF_REQUIRE_DEVICE();
+  const gen::GroupSizes gs = sizes({0, 130, 1, 0, 64});
+  for (GemmOp op : {GemmOp::forward, GemmOp::masked, GemmOp::dgrad})
+    for (Scaling s : {Scaling::rowwise, Scaling::tensorwise}) {
+      const GpuGemmCase c =
+          make_case(op, s, Format::e4m3, Format::e4m3, OutDtype::bf16, gs, 2048, 128);
+      const auto want = fuzz::oracle_gemm_bits(c);
+      ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
+      EXPECT_EQ(fuzz::first_gemm_mismatch(c, fuzz::kernel_gemm_bits(c), want), "");
+    }
 }
 
 // The operands separate the declared model from its neighbours: each neighbour differs from the
@@ -194,6 +210,8 @@ TEST(GpuGroupedGemm, BadInputIsRefusedBeforeAnyLaunch) {
   auto op = ok;
   op.K = 500, refused(op, offs, y, "K not a multiple of 128");
   op = ok, op.N = 200, refused(op, offs, y, "N not a multiple of 128");
+  op = ok, op.G = 256, op.N = std::int64_t(1) << 23;
+  refused(op, offs, y, "G * N rows of B past the 32-bit TMA coordinates");
   op = ok, op.scale_a_size = 256 * 3, refused(op, offs, y, "scale_a of the wrong shape");
   op = ok, op.scale_b_size = 7, refused(op, offs, y, "scale_b of the wrong shape");
   op = ok, op.a = p8 + 8, refused(op, offs, y, "misaligned A");

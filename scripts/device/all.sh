@@ -36,7 +36,7 @@ targets=(fp8-check fp8ref_gpu_cast_test fp8ref_gpu_mma_sync_test fp8ref_gpu_orac
   fp8ref_gpu_quantize_test fp8ref_gpu_quantize_dual_test fp8ref_gpu_swiglu_quantize_test
   fp8ref_gpu_pad_permute_test proptests_gpu_oracle_emulated_test fp8ref_gpu_quantize_bench
   fp8ref_gpu_grouped_gemm_test fp8ref_gpu_gemm_bench fp8ref_gpu_oracle_wgrad_test
-  proptests_gpu_oracle_wgrad_emulated_test fp8ref_gpu_oracle_bench)
+  proptests_gpu_oracle_wgrad_emulated_test fp8ref_gpu_oracle_bench fp8ref_gpu_cli_swiglu_test)
 [[ -n "$pykit" ]] && targets+=(_core)
 cmake --build $B -j16 --target "${targets[@]}" -- -k 0 > "$OUT/build.log" 2>&1
 say "build exit $?"

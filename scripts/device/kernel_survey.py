@@ -5,33 +5,61 @@ names, dumps each call as safetensors and asks `fp8-check verify grouped-gemm --
 (no other model flag) which member of the preset reproduces every output bit.
 
   kernel_survey.py --fp8-check PATH --out DIR [--budget-s 110] [--device cuda|cpu|auto]
+                   [--new-first] [--skip-matched PREV/survey.json] [--jobs 3] [--keep-cases 4]
+                   [--search]
 
-Operands are e4m3 codes whose exponents depend on the 128-K block (so partial sums of different
-blocks differ in magnitude and split-K slicing changes the f32 result), with general (not
-power-of-two) f32 scales. Writes DIR/survey.json and DIR/survey.md (the table); exit 0 iff every
-call that ran was matched by its preset.
+Operands are e4m3 (or e5m2) codes whose exponents depend on the 128-K block (so partial sums of
+different blocks differ in magnitude and split-K slicing changes the f32 result), with general
+(not power-of-two) f32 scales. Cells are run cheapest first; --new-first runs the cells of the
+grid no earlier survey ran (NEW_SHAPES, NEW_PATHS) before the others. Verification runs in
+--jobs worker processes beside the next torch call. A cell no preset member reproduces gets an
+`fp8-check explain` ranking and (--search) a scan of other split families; up to --keep-cases
+such cases under 15 MiB are kept in DIR for `explain` off the machine. Writes DIR/survey.json and
+DIR/survey.md (the table); exit 0 iff every call that ran was matched by its preset.
 """
 import argparse
+import concurrent.futures
 import json
 import os
+import shutil
 import struct
 import subprocess
 import time
 
 import torch
 
-SHAPES = [(1, 4096, 8192), (33, 144, 6144), (64, 128, 8192), (96, 256, 12288),
-          (128, 256, 16384), (256, 512, 14336), (1024, 1024, 7168), (2048, 4096, 4096),
-          (8192, 2048, 2048)]
-# (label, scaling, fast accumulation, output dtype)
-PATHS = [("tw", "tensorwise", False, "f32"), ("tw", "tensorwise", False, "bf16"),
-         ("tw_fast", "tensorwise", True, "f32"), ("tw_fast", "tensorwise", True, "bf16"),
-         ("rw", "rowwise", False, "bf16"), ("rw", "rowwise", False, "f32"),
-         ("rw_fast", "rowwise", True, "bf16"), ("bw", "blockwise", False, "f32"),
-         ("bw", "blockwise", False, "bf16")]
-DT = {"f32": torch.float32, "bf16": torch.bfloat16}
-ST = {torch.float8_e4m3fn: "F8_E4M3", torch.float32: "F32", torch.bfloat16: "BF16",
-      torch.int32: "I32"}
+OLD_SHAPES = [(1, 4096, 8192), (33, 144, 6144), (64, 128, 8192), (96, 256, 12288),
+              (128, 256, 16384), (256, 512, 14336), (1024, 1024, 7168), (2048, 4096, 4096),
+              (8192, 2048, 2048)]
+NEW_SHAPES = [(4096, 4096, 16384), (8192, 4096, 16384)]
+SHAPES = OLD_SHAPES + NEW_SHAPES
+# (label, scaling, fast accumulation, output dtype, A format, B format)
+OLD_PATHS = [("tw", "tensorwise", False, "f32", "e4m3", "e4m3"),
+             ("tw", "tensorwise", False, "bf16", "e4m3", "e4m3"),
+             ("tw_fast", "tensorwise", True, "f32", "e4m3", "e4m3"),
+             ("tw_fast", "tensorwise", True, "bf16", "e4m3", "e4m3"),
+             ("rw", "rowwise", False, "bf16", "e4m3", "e4m3"),
+             ("rw", "rowwise", False, "f32", "e4m3", "e4m3"),
+             ("rw_fast", "rowwise", True, "bf16", "e4m3", "e4m3"),
+             ("bw", "blockwise", False, "f32", "e4m3", "e4m3"),
+             ("bw", "blockwise", False, "bf16", "e4m3", "e4m3")]
+# f16 outputs and e5m2 operands (A e5m2 x B e4m3, and the reverse): first surveyed on the H200.
+NEW_PATHS = [("tw", "tensorwise", False, "f16", "e4m3", "e4m3"),
+             ("tw_fast", "tensorwise", True, "f16", "e4m3", "e4m3"),
+             ("rw", "rowwise", False, "f16", "e4m3", "e4m3"),
+             ("bw", "blockwise", False, "f16", "e4m3", "e4m3"),
+             ("tw_e5m2a", "tensorwise", False, "f32", "e5m2", "e4m3"),
+             ("tw_e5m2b", "tensorwise", False, "bf16", "e4m3", "e5m2"),
+             ("tw_fast_e5m2a", "tensorwise", True, "f32", "e5m2", "e4m3"),
+             ("rw_e5m2a", "rowwise", False, "bf16", "e5m2", "e4m3"),
+             ("bw_e5m2a", "blockwise", False, "f32", "e5m2", "e4m3")]
+PATHS = OLD_PATHS + NEW_PATHS
+# Operands are drawn on the GPU: the large cells' 10^8 codes cost milliseconds there (cpu: a dry run).
+DEV = os.environ.get("KERNEL_SURVEY_DEVICE", "cuda")
+DT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+FP8 = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
+ST = {torch.float8_e4m3fn: "F8_E4M3", torch.float8_e5m2: "F8_E5M2", torch.float32: "F32",
+      torch.bfloat16: "BF16", torch.float16: "F16", torch.int32: "I32"}
 
 
 def save_safetensors(path, tensors):
@@ -50,18 +78,21 @@ def save_safetensors(path, tensors):
             f.write(b)
 
 
-def block_codes(g, rows, k):
-    """e4m3 codes, exponent field = a per-128-K-block base in [1, 14] +-1, random sign/mantissa."""
+def block_codes(g, rows, k, fmt="e4m3"):
+    """FP8 codes, exponent field = a per-128-K-block base +-1, random sign/mantissa: e4m3 base in
+    [1, 14] (2^-6 .. 2^7), e5m2 base in [9, 22] (the same binades); no NaN or Inf code."""
     nb = -(-k // 128)
-    base = torch.randint(1, 15, (nb,), generator=g).repeat_interleave(128)[:k]
-    e = (base[None, :] + torch.randint(-1, 2, (rows, k), generator=g)).clamp(1, 15)
-    c = (torch.randint(0, 2, (rows, k), generator=g) << 7) | (e << 3) | torch.randint(0, 8, (rows, k), generator=g)
+    lo, hi, mbits = (1, 15, 3) if fmt == "e4m3" else (9, 23, 2)
+    base = torch.randint(lo, hi, (nb,), generator=g, device=DEV).repeat_interleave(128)[:k]
+    e = (base[None, :] + torch.randint(-1, 2, (rows, k), generator=g, device=DEV)).clamp(lo, hi)
+    c = ((torch.randint(0, 2, (rows, k), generator=g, device=DEV) << 7) | (e << mbits)
+         | torch.randint(0, 1 << mbits, (rows, k), generator=g, device=DEV))
     c = torch.where((c & 0x7F) == 0x7F, c - 1, c)
-    return c.to(torch.uint8).cuda().view(torch.float8_e4m3fn)
+    return c.to(torch.uint8).view(FP8[fmt])
 
 
 def scales(g, *shape):
-    return (torch.rand(*shape, generator=g) * 2e-3 + 1e-3).float().cuda()
+    return (torch.rand(*shape, generator=g, device=DEV) * 2e-3 + 1e-3).float()
 
 
 def profiled(fn):
@@ -76,8 +107,8 @@ def profiled(fn):
     return out, [n[:90] for n in names], same
 
 
-def scaled_mm_case(g, m, n, k, scaling, fast, dt):
-    a, bt = block_codes(g, m, k), block_codes(g, n, k)  # bt (N, K): mat2 = bt.t() column-major
+def scaled_mm_case(g, m, n, k, scaling, fast, dt, fa="e4m3", fb="e4m3"):
+    a, bt = block_codes(g, m, k, fa), block_codes(g, n, k, fb)  # bt (N, K): mat2 = bt.t() column-major
     if scaling == "tensorwise":
         sa, sb = scales(g, 1).reshape(()), scales(g, 1).reshape(())
         fn = lambda: torch._scaled_mm(a, bt.t(), scale_a=sa, scale_b=sb, out_dtype=DT[dt], use_fast_accum=fast)
@@ -128,29 +159,134 @@ def grouped_k_case(g, fast):
     return {"a": a, "b": bt.t().contiguous(), "scale_a": sa, "scale_b": sb, "offs": offs, "out": out}, kernels, same
 
 
-def verify(exe, path, kernel, fast, device, extra):
-    cmd = [exe, "verify", "grouped-gemm", "--in", path, "--a", "a", "--b", "b", "--scale-a", "scale_a",
-           "--scale-b", "scale_b", "--got", "out", "--kernel", kernel, "--device", device, "--json"] + extra
+def fp8_check(exe, sub, path, kernel, fast, device, extra, timeout=300):
+    cmd = [exe, sub, "grouped-gemm", "--in", path, "--a", "a", "--b", "b", "--scale-a", "scale_a",
+           "--scale-b", "scale_b", "--got", "out", "--kernel", kernel, "--device", device] + extra
     if fast:
         cmd.append("--fast-accum")
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(cmd, 124, "", "timed out")
+
+
+def verify(exe, path, kernel, fast, device, extra):
+    r = fp8_check(exe, "verify", path, kernel, fast, device, extra + ["--json"])
     try:
         return r.returncode, json.loads(r.stdout)
     except json.JSONDecodeError:
         return r.returncode, {"error": (r.stdout + r.stderr).strip()[-300:]}
 
 
-def plan():
+def search_overrides(scaling, k):
+    """Split families outside the presets, tried one by one on a cell no member reproduces:
+    slices of L 128-blocks (L beside the presets' 24), and for blockwise S equal slices."""
+    nb = -(-k // 128)
+    ls = [l for l in (4, 8, 12, 16, 20, 28, 32, 36, 40, 48, 56, 64) if l < nb]
+    out = [["--split-k-blocks", str(l)] for l in ls]
+    if scaling == "blockwise":
+        out += [["--split-k", str(s)] for s in range(2, 9) if s < nb]
+    return out
+
+
+def diagnose(o, row, path, kernel, fast, scaling, k, extra):
+    """explain's ranking and first-element story, then (--search) other split families."""
+    r = fp8_check(o.fp8_check, "explain", path, kernel, fast, o.device, extra + ["--top", "8"])
+    row["explain"] = (r.stdout + r.stderr)[-2500:]
+    if not o.search:
+        return
+    t0 = time.time()
+    for ov in search_overrides(scaling, k):
+        if time.time() - t0 > o.search_s:
+            row["search"] = "stopped (time)"
+            return
+        rc, js = verify(o.fp8_check, path, kernel, fast, o.device, extra + ov)
+        if rc == 0 and js.get("matched"):
+            row["search"] = "reproduced by " + js["matched"] + " (" + " ".join(ov) + ")"
+            return
+    row["search"] = "no override reproduced it"
+
+
+def plan(new_first):
+    """Every cell of the grid; each marked new when no earlier survey ran it."""
     items = []
     for m, n, k in sorted(SHAPES, key=lambda s: s[0] * s[1] * s[2]):
-        for label, scaling, fast, dt in PATHS:
+        for label, scaling, fast, dt, fa, fb in PATHS:
             if scaling == "blockwise" and (n % 128 or k % 128):
                 continue
-            items.append(("torch._scaled_mm", f"{label}_{dt}", (m, n, k), scaling, fast, dt))
-    items.insert(8, ("torch._scaled_grouped_mm", "grouped_m_bf16", (1536, 512, 4096), "rowwise", False, "bf16"))
-    items.insert(9, ("torch._scaled_grouped_mm", "grouped_m_fast_bf16", (1536, 512, 4096), "rowwise", True, "bf16"))
-    items.insert(10, ("torch._scaled_grouped_mm", "grouped_k_bf16", (256, 512, 4096), "rowwise", False, "bf16"))
+            new = (m, n, k) in NEW_SHAPES or (label, scaling, fast, dt, fa, fb) in NEW_PATHS
+            items.append(("torch._scaled_mm", f"{label}_{dt}", (m, n, k), scaling, fast, dt, fa, fb, new))
+    items.insert(8, ("torch._scaled_grouped_mm", "grouped_m_bf16", (1536, 512, 4096), "rowwise", False, "bf16", "e4m3", "e4m3", False))
+    items.insert(9, ("torch._scaled_grouped_mm", "grouped_m_fast_bf16", (1536, 512, 4096), "rowwise", True, "bf16", "e4m3", "e4m3", False))
+    items.insert(10, ("torch._scaled_grouped_mm", "grouped_k_bf16", (256, 512, 4096), "rowwise", False, "bf16", "e4m3", "e4m3", False))
+    if new_first:
+        items = [x for x in items if x[-1]] + [x for x in items if not x[-1]]
     return items
+
+
+def check_cell(o, i, row, path, kernel, fast, scaling, k, extra):
+    """Worker: verify one dumped cell, diagnose it when no member reproduces it."""
+    t1 = time.time()
+    rc, js = verify(o.fp8_check, path, kernel, fast, o.device, extra)
+    members = js.get("members", [])
+    row.update({"rc": rc, "matched": js.get("matched"), "members": len(members) or 1,
+                "mismatches_best": min([x["mismatches"] for x in members if x["mismatches"] is not None] or [0])})
+    if "error" in js:
+        row["error"] = js["error"]
+    if rc != 0:
+        diagnose(o, row, path, kernel, fast, scaling, k, extra)
+        if o.keep_cases > 0 and os.path.getsize(path) < 15 << 20:
+            o.keep_cases -= 1
+            row["case"] = f"unmatched_{i}.safetensors"
+            shutil.copy(path, os.path.join(o.out, row["case"]))
+    os.remove(path)
+    row["verify_s"] = round(time.time() - t1, 2)
+    print(json.dumps({x: row[x] for x in row if x != "explain"}), flush=True)
+    return row
+
+
+def run_cell(o, g, cell, work, i):
+    """Runs one torch call; returns (row, path, extra) or (row, None, None) when refused."""
+    kernel, label, (m, n, k), scaling, fast, dt, fa, fb, new = cell
+    row = {"kernel": kernel, "path": label, "shape": [m, n, k], "a": fa, "b": fb, "new": new}
+    extra = []
+    try:
+        if label.startswith("grouped_m"):
+            tensors, kernels, same = grouped_m_case(g, fast)
+            extra = ["--offs", "offs"]
+        elif label.startswith("grouped_k"):
+            tensors, kernels, same = grouped_k_case(g, fast)
+            extra = ["--offs", "offs", "--grouping", "k"]
+        else:
+            tensors, kernels, same = scaled_mm_case(g, m, n, k, scaling, fast, dt, fa, fb)
+    except (RuntimeError, ValueError, NotImplementedError) as e:  # torch refused: recorded
+        row["status"] = "torch refused: " + str(e).splitlines()[0][:100]
+        return row, None, None
+    row.update({"kernels": kernels, "run_to_run_identical": same})
+    path = os.path.join(work, f"case_{i}.safetensors")
+    save_safetensors(path, tensors)
+    del tensors
+    return row, path, extra
+
+
+def write_outputs(o, head, rows, t0):
+    ran = [r for r in rows if "rc" in r]
+    ok = [r for r in ran if r["rc"] == 0 and r["matched"]]
+    with open(os.path.join(o.out, "survey.json"), "w") as f:
+        json.dump({"platform": head, "rows": rows}, f, indent=1)
+    with open(os.path.join(o.out, "survey.md"), "w") as f:
+        f.write(f"{head}: {len(ok)}/{len(ran)} calls matched by their preset, "
+                f"{len(rows) - len(ran)} not run or refused\n\n")
+        f.write("| kernel | path | A×B | M×N×K | matched member | members | kernels (profiler) |\n"
+                "|---|---|---|---|---|---|---|\n")
+        for r in rows:
+            mm = r.get("matched") or r.get("status") or \
+                f"NOT REPRODUCED (best {r.get('mismatches_best')} mismatches; {r.get('search', '')}) {r.get('error', '')}"
+            f.write(f"| {r['kernel']} | {r['path']} | {r.get('a', 'e4m3')}×{r.get('b', 'e4m3')} | "
+                    f"{'×'.join(map(str, r['shape']))} | {mm} | {r.get('members', '')} | "
+                    f"{'; '.join(r.get('kernels', []))} |\n")
+    print(f"{len(ok)}/{len(ran)} matched in {time.time() - t0:.1f} s", flush=True)
+    return 0 if len(ok) == len(ran) else 1
 
 
 def main():
@@ -161,6 +297,16 @@ def main():
     p.add_argument("--device", default="cuda")
     p.add_argument("--only", default="", help="comma-separated path labels to run (default all)")
     p.add_argument("--skip-shapes", default="", help="M,N,K;M,N,K shapes surveyed already")
+    p.add_argument("--cells", default="", help="only these cells: label@M,N,K;label@M,N,K")
+    p.add_argument("--new-first", action="store_true", help="cells no earlier survey ran first")
+    p.add_argument("--skip-matched", default="",
+                   help="survey.json of an earlier run: the cells it matched are not run again")
+    p.add_argument("--jobs", type=int, default=3, help="verify processes beside the torch calls")
+    p.add_argument("--keep-cases", type=int, default=4, help="unmatched cases kept in --out")
+    p.add_argument("--search", action="store_true", help="scan other split families when unmatched")
+    p.add_argument("--search-s", type=float, default=20, help="time per cell for --search")
+    p.add_argument("--deadline-s", type=float, default=0,
+                   help="write what has been verified by then and stop (0: wait for every cell)")
     o = p.parse_args()
     os.makedirs(o.out, exist_ok=True)
     work = "/tmp/kernel_survey"
@@ -169,60 +315,46 @@ def main():
     props = torch.cuda.get_device_properties(0)
     head = f"torch {torch.__version__}, CUDA {torch.version.cuda}, {props.name}"
     print(head, flush=True)
-    rows, saved = [], 0
+    rows, futures = [], []
     only = set(filter(None, o.only.split(",")))
     skip = {tuple(map(int, x.split(","))) for x in filter(None, o.skip_shapes.split(";"))}
-    for i, (kernel, label, (m, n, k), scaling, fast, dt) in enumerate(plan()):
-        if (only and label not in only) or (m, n, k) in skip:
+    cells = {(c.split("@")[0], tuple(map(int, c.split("@")[1].split(","))))
+             for c in filter(None, o.cells.split(";"))}
+    if o.skip_matched:
+        with open(o.skip_matched) as f:
+            skip_cells = {(r["path"], tuple(r["shape"])) for r in json.load(f)["rows"] if r.get("matched")}
+        cells_done = len(skip_cells)
+        print(f"{cells_done} cells matched in {o.skip_matched}: not run again", flush=True)
+    else:
+        skip_cells = set()
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=o.jobs)
+    for i, cell in enumerate(plan(o.new_first)):
+        kernel, label, mnk, scaling, fast = cell[:5]
+        if ((only and label not in only) or mnk in skip or (cells and (label, mnk) not in cells)
+                or (label, mnk) in skip_cells):
             continue
         if time.time() - t0 > o.budget_s:
-            rows.append({"kernel": kernel, "path": label, "shape": [m, n, k], "status": "not run (budget)"})
+            rows.append({"kernel": kernel, "path": label, "shape": list(mnk), "a": cell[6],
+                         "b": cell[7], "new": cell[-1], "status": "not run (budget)"})
             continue
-        g = torch.Generator().manual_seed(1000 + i)
-        extra = []
-        if label.startswith("grouped_m"):
-            tensors, kernels, same = grouped_m_case(g, fast)
-            extra = ["--offs", "offs"]
-        elif label.startswith("grouped_k"):
-            tensors, kernels, same = grouped_k_case(g, fast)
-            extra = ["--offs", "offs", "--grouping", "k"]
-        else:
-            try:
-                tensors, kernels, same = scaled_mm_case(g, m, n, k, scaling, fast, dt)
-            except RuntimeError as e:  # a shape the library refuses is recorded, not surveyed
-                rows.append({"kernel": kernel, "path": label, "shape": [m, n, k],
-                             "status": "torch refused: " + str(e).splitlines()[0][:80]})
-                continue
-        path = os.path.join(work, "case.safetensors")
-        save_safetensors(path, tensors)
-        t1 = time.time()
-        rc, js = verify(o.fp8_check, path, kernel, fast, o.device, extra)
-        members = js.get("members", [])
-        row = {"kernel": kernel, "path": label, "shape": [m, n, k], "rc": rc,
-               "matched": js.get("matched"), "members": len(members) or 1,
-               "mismatches_best": min([x["mismatches"] for x in members if x["mismatches"] is not None] or [0]),
-               "kernels": kernels, "run_to_run_identical": same, "verify_s": round(time.time() - t1, 2)}
-        if "error" in js:
-            row["error"] = js["error"]
-        if rc != 0 and saved < 3 and os.path.getsize(path) < 24 << 20:  # kept for explain
-            saved += 1
-            row["case"] = f"unmatched_{saved}.safetensors"
-            os.replace(path, os.path.join(o.out, row["case"]))
+        while sum(not f.done() for f in futures) >= 2 * o.jobs:  # bound the dumps waiting on disk
+            time.sleep(0.05)
+        row, path, extra = run_cell(o, torch.Generator(device=DEV).manual_seed(1000 + i), cell, work, i)
         rows.append(row)
-        print(json.dumps(row), flush=True)
-    ran = [r for r in rows if "rc" in r]
-    ok = [r for r in ran if r["rc"] == 0 and r["matched"]]
-    with open(os.path.join(o.out, "survey.json"), "w") as f:
-        json.dump({"platform": head, "rows": rows}, f, indent=1)
-    with open(os.path.join(o.out, "survey.md"), "w") as f:
-        f.write(f"{head}: {len(ok)}/{len(ran)} calls matched by their preset, {len(rows) - len(ran)} not run\n\n")
-        f.write("| kernel | path | M×N×K | matched member | members | kernels (profiler) |\n|---|---|---|---|---|---|\n")
-        for r in rows:
-            mm = r.get("matched") or r.get("status") or f"none (best {r.get('mismatches_best')} mismatches) {r.get('error', '')}"
-            f.write(f"| {r['kernel']} | {r['path']} | {'×'.join(map(str, r['shape']))} | {mm} | "
-                    f"{r.get('members', '')} | {'; '.join(r.get('kernels', []))} |\n")
-    print(f"{len(ok)}/{len(ran)} matched in {time.time() - t0:.1f} s", flush=True)
-    return 0 if len(ok) == len(ran) else 1
+        if path is None:
+            print(json.dumps(row), flush=True)
+            continue
+        futures.append(pool.submit(check_cell, o, i, row, path, kernel, fast, scaling, mnk[2], extra))
+    left = o.deadline_s - (time.time() - t0) if o.deadline_s else None
+    concurrent.futures.wait(futures, timeout=max(left, 1) if left is not None else None)
+    for r in rows:  # rows are filled in place by the workers
+        if "kernels" in r and "rc" not in r:
+            r["status"] = "verify unfinished (deadline)"
+    rc = write_outputs(o, head, rows, t0)
+    for f in futures:
+        if f.done() and f.exception():
+            print("worker failed:", repr(f.exception()), flush=True)
+    os._exit(rc)  # verifies still running past the deadline are not waited for
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 // M = 32768 tokens, E = 8 experts, N = 2048, K = 7168 with balanced, Zipf-skewed and two-empty
 // expert loads: forward (blockwise, rowwise, tensorwise) and dgrad (blockwise), TFLOP/s each
 // (docs/benchmarks.md). `--csv FILE` writes the timings for bench/gpu_gemm_torch.py, which times
-// the torch peers in the same session and prints the ratios; `--check` compares every output with
-// the GPU oracle bitwise first. A program that prints ratios, not a test.
+// the torch peers in the same session and prints the ratios; `--check` compares every output
+// (wgrad included) with the GPU oracle bitwise after the timing. A program that prints ratios, not
+// a test.
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -17,6 +18,7 @@
 #include "gpu/device.h"
 #include "gpu/grouped_gemm.h"
 #include "gpu/oracle/grouped_gemm_oracle.h"
+#include "gpu/oracle/grouped_wgrad_oracle.h"
 
 namespace {
 
@@ -182,10 +184,20 @@ std::pair<double, std::int64_t> run(const Config& c, const Host& h,
   return {ms, diffs};
 }
 
+// (rows, cols) row-major -> (cols, rows) row-major.
+std::vector<std::uint8_t> transposed(const std::vector<std::uint8_t>& v, std::int64_t rows,
+                                     std::int64_t cols) {
+  std::vector<std::uint8_t> t(v.size());
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c)
+      t[std::size_t(c * rows + r)] = v[std::size_t(r * cols + c)];
+  return t;
+}
+
 // K-grouped wgrad dW[e] (N, K) = C[e] + dY_eᵀ·X_e (f32 C and dW, blockwise 1×128-along-tokens
-// scales) on the expert loads rounded to multiples of 16 tokens; milliseconds. Not checked here
-// (the GPU oracle has no wgrad; fp8ref_gpu_grouped_wgrad_test holds it to the CPU oracle).
-double run_wgrad(std::vector<std::int64_t> offs) {
+// scales) on the expert loads rounded to multiples of 16 tokens; milliseconds, and with `check`
+// the mismatch count against the GPU oracle's wgrad (-1 when not checked).
+std::pair<double, std::int64_t> run_wgrad(std::vector<std::int64_t> offs, bool check) {
   std::int64_t rows = 0, prev = 0;
   for (auto& o : offs) {
     o = o / 16 * 16;
@@ -193,19 +205,23 @@ double run_wgrad(std::vector<std::int64_t> offs) {
   }
   offs.back() = kM;
   rows += (kM - prev + 127) / 128;  // prev < kM only when the last load was rounded down
-  DeviceArray dy(random_codes(std::size_t(kN * kM), 5)), x(random_codes(std::size_t(kK * kM), 6));
-  DeviceArray sdy(random_scales(std::size_t(rows * kN), 7)),
-      sx(random_scales(std::size_t(rows * kK), 8));
-  DeviceArray c(std::size_t(kE * kN * kK) * 4), dw(std::size_t(kE * kN * kK) * 4);
-  FP8REF_CUDA_CHECK(cudaMemset(c.p, 0, std::size_t(kE * kN * kK) * 4));
+  // dY (M, N) and X (M, K) for the oracle; the kernel reads their transposes (random codes
+  // either way, so without `check` they are drawn transposed).
+  const auto dy = random_codes(std::size_t(kM * kN), 5), x = random_codes(std::size_t(kM * kK), 6);
+  const auto sdy_h = random_scales(std::size_t(rows * kN), 7),
+             sx_h = random_scales(std::size_t(rows * kK), 8);
+  DeviceArray dy_t(check ? transposed(dy, kM, kN) : dy), x_t(check ? transposed(x, kM, kK) : x),
+      sdy(sdy_h), sx(sx_h);
+  const std::vector<float> c_h(std::size_t(kE * kN * kK), 0.0f);
+  DeviceArray c(c_h), dw(std::size_t(kE * kN * kK) * 4);
   const gpu::DeviceWgradOperands op{kM,
                                     kN,
                                     kK,
                                     kE,
                                     Format::e4m3,
                                     Format::e4m3,
-                                    dy.as<std::uint8_t>(),
-                                    x.as<std::uint8_t>(),
+                                    dy_t.as<std::uint8_t>(),
+                                    x_t.as<std::uint8_t>(),
                                     Scaling::blockwise,
                                     sdy.as<float>(),
                                     rows * kN,
@@ -213,7 +229,16 @@ double run_wgrad(std::vector<std::int64_t> offs) {
                                     rows * kK,
                                     c.as<float>()};
   const gpu::DeviceGemmOutput out{OutDtype::f32, dw.p, kE * kN * kK};
-  return time_ms([&] { gpu::grouped_gemm_wgrad(op, offs, out, nullptr); });
+  const double ms = time_ms([&] { gpu::grouped_gemm_wgrad(op, offs, out, nullptr); });
+  if (!check) return {ms, -1};
+  std::vector<float> got(c_h.size()), want(c_h.size());
+  FP8REF_CUDA_CHECK(cudaMemcpy(got.data(), dw.p, got.size() * 4, cudaMemcpyDeviceToHost));
+  gpu::oracle_grouped_gemm_wgrad(
+      {kM, kN, kK, kE, Format::e4m3, Format::e4m3, dy, x, Scaling::blockwise, sdy_h, sx_h, c_h},
+      offs, gpu::grouped_gemm_declared_model(Scaling::blockwise), {OutDtype::f32, want, {}, {}});
+  std::int64_t diffs = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) diffs += std::memcmp(&got[i], &want[i], 4) != 0;
+  return {ms, diffs};
 }
 
 // The forward and dgrad rows of the table: each scaling and load, timed (and checked).
@@ -246,9 +271,10 @@ void bench_forward_dgrad(bool check, FILE* csv) {
 void bench_wgrad(bool check, FILE* csv) {
   const double flop = 2.0 * double(kM) * double(kN) * double(kK);
   for (const char* dist : {"balanced", "zipf", "two_empty"}) {
-    const double ms = run_wgrad(expert_offs(dist)), tf = flop / (ms * 1e-3) / 1e12;
+    const auto [ms, diffs] = run_wgrad(expert_offs(dist), check);
+    const double tf = flop / (ms * 1e-3) / 1e12;
     std::printf("%-8s %-11s %-10s %9.3f %9.1f %s\n", "wgrad", "blockwise", dist, ms, tf,
-                check ? "- (f32 C and dW)" : "");
+                diffs < 0 ? "" : (std::to_string(diffs) + " (f32 C and dW)").c_str());
     if (csv) {
       std::string o;
       for (auto x : expert_offs(dist)) {

@@ -42,9 +42,33 @@ void draw_extents(GemmCase& c) {
 
 using gen::Adversarial;
 
+// A MoE-like shape's K and N (multiples of 128) cut back, N first, until the case fits the
+// MoE work bound again after an adversarial class changed its tokens (gen::MoeShapeLimits).
+void refit_moe(GemmCase& c) {
+  const gen::MoeShapeLimits lim;
+  const std::int64_t t = std::max<std::int64_t>(c.gs.total(), 1);
+  while (t * c.N * c.K > lim.max_work && c.N > 128) c.N = std::max<std::int64_t>(128, c.N - 128);
+  while (t * c.N * c.K > lim.max_work && c.K > 128) c.K -= 128;
+}
+
+// separating at a MoE-like shape: a long K at a few tokens (at most 8) over up to 8 experts, the
+// DeepSeek-V3 hidden size 7168 = 56 blocks (tokens·N·K within the MoE work bound; B's
+// G·N·K up to 8·128·7168 codes, past MoeShapeLimits::max_b_codes for this class only); other
+// MoE cases keep their K, at least 4 blocks.
+inline constexpr std::int64_t kSeparatingMoeK = 7168, kSeparatingMoeMaxTokens = 8;
+void separating_moe_shape(GemmCase& c) {
+  if (c.gs.total() <= kSeparatingMoeMaxTokens && c.G <= 8) {
+    c.K = kSeparatingMoeK, c.N = 128;
+    return;
+  }
+  c.K = std::max<std::int64_t>(c.K, 512);
+  refit_moe(c);
+}
+
 // The shape part of an adversarial class (gen/adversarial.h), before the operands are filled;
-// returns the class applied: none where the case cannot take it (MoE-like shapes and cases without
-// tokens keep their cost and meaning; pow2_bands needs per-row scales and at most 8 groups).
+// returns the class applied: none where the case cannot take it (cases without tokens keep their
+// meaning; pow2_bands needs per-row scales and at most 8 groups). MoE-like shapes take every class,
+// cut back to their work bound (refit_moe).
 Adversarial adversarial_shape(Adversarial a, GemmCase& c, std::mt19937_64& rng) {
   const bool no_tokens = c.gs.dist == gen::SizeDist::all_empty ||
                          c.gs.dist == gen::SizeDist::zero_total || c.gs.total() == 0;
@@ -52,22 +76,23 @@ Adversarial adversarial_shape(Adversarial a, GemmCase& c, std::mt19937_64& rng) 
     case Adversarial::none:
     case Adversarial::zero_channel: return a;
     case Adversarial::exact_128:
-      if (c.moe_shape || no_tokens || (c.desc == Desc::masked && c.G > 16))
-        return Adversarial::none;
+      if (no_tokens || (c.desc == Desc::masked && c.G > 16)) return Adversarial::none;
       c.gs.sizes[std::size_t(rng() % std::uint64_t(c.G))] = 128;
       if (c.desc == Desc::masked) c.m_max = std::max<std::int64_t>(c.m_max, 128);
+      if (c.moe_shape) refit_moe(c);
       return a;
     case Adversarial::pow2_bands: {
       const bool per_row = c.scaling == Scaling::rowwise || c.scaling == Scaling::blockwise ||
                            c.scaling == Scaling::mx;
-      if (!per_row || c.moe_shape || no_tokens || c.G > 8) return Adversarial::none;
+      if (!per_row || no_tokens || c.G > 8) return Adversarial::none;
       // Two 128-row bands with rows of a group: aligned to 128, rows in the first and last group
-      // (one group: 129..160 rows); two N tiles.
+      // (one group: 129..160 rows); two to four N tiles, the last one partial.
       c.desc = Desc::aligned, c.gs.align = 128;
       if (c.G == 1) c.gs.sizes[0] = 129 + std::int64_t(rng() % 32);
       c.gs.sizes.front() = std::max<std::int64_t>(c.gs.sizes.front(), 1);
       c.gs.sizes.back() = std::max<std::int64_t>(c.gs.sizes.back(), 1);
-      c.N = 129 + std::int64_t(rng() % 32);
+      c.N = 128 * (1 + std::int64_t(rng() % 3)) + 1 + std::int64_t(rng() % 32);
+      if (c.moe_shape) refit_moe(c);
       return a;
     }
     case Adversarial::poison_past_end:
@@ -75,15 +100,20 @@ Adversarial adversarial_shape(Adversarial a, GemmCase& c, std::mt19937_64& rng) 
       c.gs.tail = std::max<std::int64_t>(c.gs.tail, 1);
       return a;
     case Adversarial::separating:  // 4 blocks of K over at most 64 tokens (cost)
-      if (c.moe_shape || no_tokens || c.gs.total() > 64) return Adversarial::none;
-      c.K = 512, c.out = OutDtype::f32, c.va = c.vb = gen::ValueClass::normal;
+      if (no_tokens || c.gs.total() > 64) return Adversarial::none;
+      c.out = OutDtype::f32, c.va = c.vb = gen::ValueClass::normal;
+      if (c.moe_shape)
+        separating_moe_shape(c);
+      else
+        c.K = 512;
       return a;
   }
   return Adversarial::none;
 }
 
 // pow2_bands' scales: 2^(band exponent + K-block exponent) for A (band = row / 128), 2^(tile
-// exponent + K-block exponent) for B (tile = n / 128); band and tile exponents distinct.
+// exponent + K-block exponent) for B (tile = n / 128, up to 4 tiles); the 4 tile exponents
+// distinct, the bands' distinct for up to 9 bands.
 void pow2_band_scales(GemmCase& c, std::mt19937_64& rng) {
   std::array<int, 13> e{};
   for (int i = 0; i < 13; ++i) e[std::size_t(i)] = i - 6;
@@ -94,14 +124,14 @@ void pow2_band_scales(GemmCase& c, std::mt19937_64& rng) {
   std::vector<int> ka(static_cast<std::size_t>(per_k)), kb(static_cast<std::size_t>(per_k));
   for (auto& x : ka) x = int(rng() % 5) - 2;
   for (auto& x : kb) x = int(rng() % 5) - 2;
-  const auto band = [&](std::int64_t r) { return e[std::size_t(2 + r / 128 % 11)]; };
+  const auto band = [&](std::int64_t r) { return e[std::size_t(4 + r / 128 % 9)]; };
   for (std::int64_t r = 0; r < c.M; ++r)
     for (std::int64_t j = 0; j < per_k; ++j)
       c.sa[std::size_t(r * per_k + j)] = std::ldexp(1.0f, band(r) + ka[std::size_t(j)]);
   const std::int64_t cols = c.scaling == Scaling::blockwise ? ceil_div(c.N, 128) : c.N;
   for (std::int64_t g = 0; g < c.G; ++g)
     for (std::int64_t n = 0; n < cols; ++n) {
-      const int tile = e[std::size_t(c.scaling == Scaling::blockwise ? n % 2 : n / 128 % 2)];
+      const int tile = e[std::size_t(c.scaling == Scaling::blockwise ? n % 4 : n / 128 % 4)];
       for (std::int64_t j = 0; j < per_k; ++j)
         c.sb[std::size_t((g * cols + n) * per_k + j)] = std::ldexp(1.0f, tile + kb[std::size_t(j)]);
     }
@@ -175,8 +205,14 @@ GemmCase draw_gemm(DrawOptions o) {
   c.vb = *gen::value_class(o.allow_nan_inf);
   c.scaling = *gen::scaling();
   c.b_layout = *rc::gen::element(ref::BLayout::nk, ref::BLayout::kn);
-  c.out = o.allow_f16_out ? *rc::gen::element(OutDtype::f32, OutDtype::bf16, OutDtype::f16)
-                          : *rc::gen::element(OutDtype::f32, OutDtype::bf16);
+  if (!o.prefer_f32_out)
+    c.out = o.allow_f16_out ? *rc::gen::element(OutDtype::f32, OutDtype::bf16, OutDtype::f16)
+                            : *rc::gen::element(OutDtype::f32, OutDtype::bf16);
+  else  // f32 in two thirds of the cases
+    c.out = *rc::gen::weightedOneOf<OutDtype>(
+        {{o.allow_f16_out ? 4 : 2, rc::gen::just(OutDtype::f32)},
+         {1, rc::gen::just(OutDtype::bf16)},
+         {o.allow_f16_out ? 1 : 0, rc::gen::just(OutDtype::f16)}});
   c.model =
       o.exact_only ? ref::ModelChoice{AccumulationModel::exact, 1} : *gen::model_for(c.scaling);
   const auto seed = *rc::gen::arbitrary<std::uint64_t>();

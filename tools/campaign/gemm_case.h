@@ -40,6 +40,10 @@ struct DrawOptions {
   bool need_padding = false;   // at least one row of no group
   bool allow_f16_out = false;  // f16 output too (overflows to Inf for large sums: exact only)
   bool adversarial = false;    // the adversarial classes of cases/adversarial.h (CPU suites)
+  // f32 output in two thirds of the cases (else a half or a third): rounding to bf16 / f16 hides
+  // the differences between accumulation orders, so f32 raises the test strength (docs/fuzz.md
+  // "Test strength").
+  bool prefer_f32_out = false;
 };
 
 // A case from the shared generators (inside a RapidCheck property).

@@ -240,4 +240,93 @@ std::vector<std::string> sampled_strength_tags(const cases::GemmCase& c) {
   return strength_tags(measure_strength(c));
 }
 
+namespace {
+
+// dW of every group under `m` as output bits (bf16 / f16 in the low 16 bits); empty when the
+// reference refuses the configuration.
+std::vector<std::uint32_t> run_wgrad_bits(const cases::WgradCase& w, const ref::ModelChoice& m) {
+  std::vector<std::int64_t> offs;
+  std::int64_t end = 0;
+  for (auto s : w.gs.sizes) offs.push_back(end += s);
+  const ref::WgradOperands op{w.M,  w.N, w.K,       w.G,    w.fdy, w.fx,
+                              w.dy, w.x, w.scaling, w.s_dy, w.s_x, w.c};
+  const std::size_t n = w.c.size();
+  std::vector<float> f32(w.out == OutDtype::f32 ? n : 0);
+  std::vector<std::uint16_t> u16(w.out == OutDtype::f32 ? 0 : n);
+  try {
+    ref::grouped_gemm_wgrad(op, offs, m, {w.out, f32, u16, {}});
+  } catch (const std::invalid_argument&) {
+    return {};
+  }
+  std::vector<std::uint32_t> bits(n);
+  for (std::size_t i = 0; i < n; ++i)
+    bits[i] = w.out == OutDtype::f32 ? std::bit_cast<std::uint32_t>(f32[i]) : u16[i];
+  return bits;
+}
+
+// The distinct token counts of the non-empty groups (the reduction lengths).
+std::vector<std::int64_t> reduction_lengths(const cases::WgradCase& w) {
+  std::vector<std::int64_t> ks;
+  for (std::int64_t s : w.gs.sizes)
+    if (s > 0 && std::find(ks.begin(), ks.end(), s) == ks.end()) ks.push_back(s);
+  std::sort(ks.begin(), ks.end());
+  return ks;
+}
+
+// dY or X all zero on the tokens of the groups (rows past the last group are never read).
+bool wgrad_zero_operand(const cases::WgradCase& w, std::int64_t tokens) {
+  return zero_codes(w.dy.data(), std::size_t(tokens * w.N)) ||
+         zero_codes(w.x.data(), std::size_t(tokens * w.K));
+}
+
+}  // namespace
+
+std::string wgrad_configuration_key(const ref::ModelChoice& m, const cases::WgradCase& w) {
+  std::string key;
+  for (std::int64_t k : reduction_lengths(w)) {
+    key += configuration_key(m, w.scaling, k);
+    key += ';';
+  }
+  return key;
+}
+
+Strength measure_wgrad_strength(const cases::WgradCase& w) {
+  Strength st;
+  const std::vector<std::int64_t> ks = reduction_lengths(w);
+  if (ks.empty() || w.N == 0 || w.K == 0) return st;  // every dW is C: nothing is reduced
+  const std::vector<std::uint32_t> declared = run_wgrad_bits(w, w.model);
+  if (declared.empty()) return st;  // the suite's own check reports a refused model
+  st.measured = true;
+  std::int64_t tokens = 0;
+  for (std::int64_t s : w.gs.sizes) tokens += s;
+  st.rows = tokens;
+  st.zero_operand = wgrad_zero_operand(w, tokens);
+  st.zero_output = std::all_of(declared.begin(), declared.end(), [&](std::uint32_t b) {
+    return (b & (w.out == OutDtype::f32 ? 0x7fffffffu : 0x7fffu)) == 0;
+  });
+  const std::string own = wgrad_configuration_key(w.model, w);
+  std::vector<std::string> seen;
+  for (const ref::ModelChoice& m : strength_candidates(w.scaling, ks.back())) {
+    std::string key = wgrad_configuration_key(m, w);
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    const std::vector<std::uint32_t> y = run_wgrad_bits(w, m);
+    if (y.empty()) continue;
+    seen.push_back(std::move(key));
+    ++st.candidates;
+    if (same_output(y, declared, w.out)) ++st.matching;
+  }
+  if (std::find(seen.begin(), seen.end(), own) == seen.end()) ++st.candidates, ++st.matching;
+  return st;
+}
+
+std::vector<std::string> sampled_wgrad_strength_tags(const cases::WgradCase& w) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  h = fnv1a(h, w.dy.data(), w.dy.size());
+  h = fnv1a(h, w.x.data(), w.x.size());
+  const std::int64_t dims[] = {w.M, w.N, w.K, w.G};
+  h = fnv1a(h, dims, sizeof dims);
+  if ((h >> 17) % kStrengthOneIn != 0) return {};
+  return strength_tags(measure_wgrad_strength(w));
+}
+
 }  // namespace fp8ref::fuzz

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cases/gemm_case.h"
+#include "cases/wgrad_case.h"
 
 namespace fp8ref::fuzz {
 
@@ -59,5 +60,19 @@ std::vector<std::string> strength_tags(const Strength& s);
 // The tags of a sampled case (strength_sampled), none for the others: the GEMM suites add them to
 // the case's coverage classes, which the runner counts for passing cases.
 std::vector<std::string> sampled_strength_tags(const cases::GemmCase& c);
+
+// The K-grouped wgrad (`gemm.wgrad`): each group's dW is a reduction over the group's tokens, so
+// a configuration is one computation for the case when it is one for every non-empty group's
+// token count; the key joins configuration_key over those counts.
+std::string wgrad_configuration_key(const ref::ModelChoice& m, const cases::WgradCase& w);
+
+// Strength of a wgrad case: the declared `w.model` against the candidates of
+// strength_candidates(w.scaling, the longest group) deduplicated by wgrad_configuration_key, on
+// the whole case (the suite's cases are at most 200 tokens × 8 × 16: no cut). Rows are the
+// tokens of the non-empty groups; `zero_operand` when dY or X is all zero on them.
+Strength measure_wgrad_strength(const cases::WgradCase& w);
+
+// sampled_strength_tags for the wgrad suite: 1 case in kStrengthOneIn by a hash of its data.
+std::vector<std::string> sampled_wgrad_strength_tags(const cases::WgradCase& w);
 
 }  // namespace fp8ref::fuzz

@@ -12,6 +12,7 @@
 #include "campaign/gemm_case.h"
 #include "campaign/gen/choices.h"
 #include "campaign/gen/fixed_oracle.h"
+#include "campaign/strength.h"
 #include "campaign/wgrad_case.h"
 
 namespace fp8ref::fuzz {
@@ -217,7 +218,14 @@ void check_wgrad(const WgradCase& w, Fingerprint& fp) {
 }  // namespace
 
 void add_wgrad_suite(std::vector<Suite>& out) {
-  const CaseSuite<WgradCase> cs{draw_wgrad, check_wgrad, wgrad_tags,
+  // A sampled case's test strength joins its coverage classes (strength.h), as in the M-grouped
+  // suites (suites_gemm.cpp).
+  auto tags = [](const WgradCase& w) {
+    std::vector<std::string> t = wgrad_tags(w);
+    for (std::string& x : sampled_wgrad_strength_tags(w)) t.push_back(std::move(x));
+    return t;
+  };
+  const CaseSuite<WgradCase> cs{draw_wgrad, check_wgrad, tags,
                                 save_wgrad, load_wgrad,  wgrad_case_diff};
   out.push_back(make_suite<WgradCase>(
       {"gemm.wgrad",

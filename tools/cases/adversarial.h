@@ -4,7 +4,7 @@
 // tools/campaign/gemm_case.cpp):
 //   exact_128        one group of exactly 128 tokens (a whole 128-row tile: nondeterminism at
 //                    exactly 128 tokens was a real bug);
-//   pow2_bands       rows of A in at least two 128-row bands and N in two 128-column tiles, with a
+//   pow2_bands       rows of A in at least two 128-row bands and N in 2-4 128-column tiles, with a
 //                    distinct power of two 2^k as the scale of each band and of each N tile (times
 //                    a power of two per K block): a scale read from the wrong band or tile is off
 //                    by an exact power of two, never hidden by rounding;
@@ -14,7 +14,9 @@
 //                    NaN codes and NaN scales, which no implementation may read;
 //   separating       data that tells configurations apart (aims for test strength 1, docs/fuzz.md
 //                    "Test strength"): K of 4 blocks whose codes' exponents depend on the block,
-//                    f32 output, full-significand scales (MX: powers of two).
+//                    f32 output, full-significand scales (MX: powers of two); at MoE-like shapes
+//                    K = 7168 (56 blocks) over at most 8 tokens and 8 groups, else K >= 4 blocks.
+// Every class is also drawn at MoE-like shapes, cut back to their work bound.
 #pragma once
 
 #include <array>

@@ -188,6 +188,15 @@ std::optional<ChunkFault> chunk_fault(const GemmCase& e, const ref::ModelChoice&
   return std::nullopt;
 }
 
+// The exact partial sum of a prefix case in f32; NaN for FP6 / FP4 operands (the exact model,
+// numerics/models/exact_sum.h, sums FP8 products only; the Blackwell models' stories keep their
+// other columns).
+double exact_prefix(const GemmCase& p) {
+  const auto fp8 = [](Format f) { return f == Format::e4m3 || f == Format::e5m2; };
+  if (!fp8(p.fa) || !fp8(p.fb)) return NAN;
+  return double(std::bit_cast<float>(eval1(p, {AccumulationModel::exact, 1}, OutDtype::f32)));
+}
+
 // The partial sums per 128-K chunk: exact, the best configuration, and the explanation (another
 // configuration, or the best one on the broken case); the first chunk where the last two part.
 void add_chain(ElementStory& s, const GemmCase& e, const ref::ModelChoice& best,
@@ -196,9 +205,7 @@ void add_chain(ElementStory& s, const GemmCase& e, const ref::ModelChoice& best,
   for (std::int64_t j = 0; j < nb; ++j) {
     const std::int64_t kp = std::min(e.K, (j + 1) * kScaleBlockK);
     const GemmCase p = prefix(e, kp);
-    ChunkSum c{p.K,
-               double(std::bit_cast<float>(eval1(p, {AccumulationModel::exact, 1}, OutDtype::f32))),
-               std::bit_cast<float>(eval1(p, best, OutDtype::f32)), NAN};
+    ChunkSum c{p.K, exact_prefix(p), std::bit_cast<float>(eval1(p, best, OutDtype::f32)), NAN};
     if (explaining != nullptr || broken != nullptr) {
       const std::uint32_t x = broken ? eval1(prefix(*broken, kp), best, OutDtype::f32)
                                      : eval1(p, *explaining, OutDtype::f32);
@@ -306,8 +313,13 @@ ExplainReport explain(const LoadedCase& lc, const Tensor& got,
     r.ranked.push_back(scores[i]);
     if (i < members) preset.push_back(scores[i]);
   }
+  const auto fp8 = [](Format f) { return f == Format::e4m3 || f == Format::e5m2; };
   if (r.ranked.empty())
-    usage("explain: the reference accepts none of the configurations for this case");
+    usage("explain: the reference accepts none of the configurations for this case" +
+          std::string(fp8(lc.c.fa) && fp8(lc.c.fb)
+                          ? ""
+                          : " (FP6 / FP4 operands: name a Blackwell model, --model blackwell_* or "
+                            "rtx_blackwell_*)"));
   const auto fewer = [](const MemberScore& a, const MemberScore& b) {
     return a.mismatches < b.mismatches;
   };

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -233,17 +234,18 @@ std::vector<std::uint8_t> scale_bytes(const std::vector<ref::Quantized>& planes,
   return serialize(*layout.e8m0, grid);
 }
 
-// --swiglu: h = silu(gate) * up in f32 (reference/swiglu.h) of a merged (M, 2H) BF16 gate/up
-// (gate = columns [0, H), up = [H, 2H)), as the (M, H) F32 tensor that is then quantized: the CPU
-// side of gpu::swiglu_quantize's oracle (docs/recipes.md "SwiGLU").
-Tensor swiglu_input(const Tensor& x, const QuantizeOptions& o, const std::string& source_name) {
-  if (o.device != "cpu")
-    throw UsageError("--swiglu runs the CPU reference only (--device cpu), not --device " +
-                     o.device);
+// --swiglu: the input must be a merged (M, 2H) BF16 gate/up GEMM output (gate = columns [0, H),
+// up = [H, 2H)).
+void check_swiglu_input(const Tensor& x, const std::string& source_name) {
   if (x.dtype != DType::BF16 || x.shape.size() != 2 || x.shape[1] % 2 != 0)
     throw UsageError(source_name + ": --swiglu takes a BF16 (M, 2H) merged gate/up tensor, not " +
                      std::string(tensor_io::dtype_name(x.dtype)) + " " +
                      tensor_io::shape_string(x.shape));
+}
+
+// h = silu(gate) * up in f32 (reference/swiglu.h) as the (M, H) F32 tensor that is then
+// quantized: the CPU side of gpu::swiglu_quantize's oracle (docs/recipes.md "SwiGLU").
+Tensor swiglu_input(const Tensor& x, const std::string& source_name) {
   const std::int64_t rows = x.shape[0], H = x.shape[1] / 2;
   std::vector<std::uint16_t> gate_up(std::size_t(rows * 2 * H));
   if (!gate_up.empty()) std::memcpy(gate_up.data(), x.bytes().data(), gate_up.size() * 2);
@@ -276,20 +278,89 @@ void check_quantize_input(const Tensor& x, const QuantizeOptions& o,
                      " has no elements to quantize");
 }
 
+// The planes of a quantization computed elsewhere than from x's own bytes (--swiglu --device
+// cuda: the fused kernel reads the gate/up and x only gives h's shape and dtype).
+using PlanesOf = std::function<std::vector<ref::Quantized>(const Recipe&, ref::BlockGeometry)>;
+
+tensor_io::TensorFile quantize_tensor_planes(const Tensor& x, const QuantizeOptions& o,
+                                             const std::string& source_name,
+                                             const PlanesOf* planes_of);
+
+// --swiglu --device cuda: gpu::swiglu_quantize on the merged gate/up, the (M, H) planes of h over
+// 1x128 (MX: 1x32) blocks, the one geometry the fused kernel writes.
+std::vector<ref::Quantized> swiglu_planes_cuda(const Tensor& gate_up, const Recipe& r,
+                                               ref::BlockGeometry g, const QuantizeOptions& o,
+                                               const std::string& source_name) {
+#ifdef FP8REF_CLI_HAVE_GPU
+  if (!gpu::device_available()) throw UsageError("--device cuda: " + gpu::device_description());
+  const ref::BlockGeometry fused =
+      is_mx(r.kind) ? ref::BlockGeometry::b1x32 : ref::BlockGeometry::b1x128;
+  if (g != fused)
+    throw UsageError("--swiglu --device cuda quantizes h over " + std::string(to_string(fused)) +
+                     " blocks (the fused kernel), not " + std::string(to_string(g)));
+  if (o.allow_partial_blocks)
+    throw UsageError(
+        "--allow-partial-blocks is a CPU option (the kernels keep to the "
+        "library's shapes)");
+  const std::int64_t rows = gate_up.shape[0], two_h = gate_up.shape[1];
+  std::vector<std::uint16_t> bits(std::size_t(rows * two_h));
+  if (!bits.empty()) std::memcpy(bits.data(), gate_up.bytes().data(), bits.size() * 2);
+  gpu::HostQuantized h;
+  try {
+    h = gpu::swiglu_quantize_host(bits.data(), rows, two_h, r, ScaleLayoutF32::row_major,
+                                  ScaleLayoutE8m0::row_major);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(source_name + ": --swiglu: " + e.what());
+  }
+  ref::Quantized q{r, g, rows, two_h / 2, h.codes, h.grid.rows, h.grid.cols, {}, {}, {}};
+  if (is_mx(r.kind)) q.e8m0 = h.scales;
+  for (std::int64_t k = 0; k < h.grid.rows * h.grid.cols; ++k) {
+    std::uint32_t w = 0;
+    if (!is_mx(r.kind)) std::memcpy(&w, h.scales.data() + 4 * k, 4);
+    q.scale.push_back(is_mx(r.kind) ? detail::e8m0_value_f32(h.scales[std::size_t(k)])
+                                    : std::bit_cast<float>(w));
+  }
+  return {std::move(q)};
+#else
+  (void)gate_up, (void)r, (void)g, (void)o;
+  throw UsageError(source_name + ": --device cuda: this fp8-check was built without CUDA");
+#endif
+}
+
 }  // namespace
 
 tensor_io::TensorFile quantize_tensor(const Tensor& x, const QuantizeOptions& o,
                                       const std::string& source_name) {
+  return quantize_tensor_planes(x, o, source_name, nullptr);
+}
+
+namespace {
+
+tensor_io::TensorFile quantize_tensor_planes(const Tensor& x, const QuantizeOptions& o,
+                                             const std::string& source_name,
+                                             const PlanesOf* planes_of) {
   if (o.swiglu) {
+    check_swiglu_input(x, source_name);
     QuantizeOptions h_options = o;
     h_options.swiglu = false;
-    tensor_io::TensorFile out =
-        quantize_tensor(swiglu_input(x, o, source_name), h_options, source_name);
+    tensor_io::TensorFile out;
+    if (o.device == "cuda") {
+      const Tensor h_shape{DType::F32, {x.shape[0], x.shape[1] / 2}, {}};
+      const PlanesOf gpu_planes = [&](const Recipe& r, ref::BlockGeometry g) {
+        return swiglu_planes_cuda(x, r, g, o, source_name);
+      };
+      out = quantize_tensor_planes(h_shape, h_options, source_name, &gpu_planes);
+    } else {
+      out = quantize_tensor_planes(swiglu_input(x, source_name), h_options, source_name, nullptr);
+    }
     out.metadata["fp8ref.swiglu"] =
         "codes and scales of h = silu(gate) * up (f32), gate = input columns [0, H), up = [H, 2H)";
     return out;
   }
-  if (is_subbyte_recipe(o.recipe)) return quantize_subbyte_tensor(x, o, source_name);
+  if (is_subbyte_recipe(o.recipe)) {
+    if (planes_of) throw UsageError("--swiglu --device cuda quantizes to FP8 (e4m3 / e5m2)");
+    return quantize_subbyte_tensor(x, o, source_name);
+  }
   if (o.f6_codes != "u8")
     throw UsageError("--f6-codes applies to the mxfp6 recipes, not " + o.recipe);
   bool default_runtime = false;
@@ -299,8 +370,9 @@ tensor_io::TensorFile quantize_tensor(const Tensor& x, const QuantizeOptions& o,
   const Layout layout = parse_layout(o.layout);
   check_quantize_input(x, o, source_name);
   const std::vector<ref::Quantized> planes =
-      o.device == "cuda" ? quantize_planes_cuda(x, source_bits(x), r, g, o, source_name)
-                         : quantize_planes(x, source_bits(x), r, g, o, source_name);
+      planes_of            ? (*planes_of)(r, g)
+      : o.device == "cuda" ? quantize_planes_cuda(x, source_bits(x), r, g, o, source_name)
+                           : quantize_planes(x, source_bits(x), r, g, o, source_name);
   const std::int64_t groups = std::int64_t(planes.size());
   const std::int64_t sr = planes.empty() ? 0 : planes[0].scale_rows,
                      sc = planes.empty() ? 0 : planes[0].scale_cols;
@@ -333,8 +405,6 @@ tensor_io::TensorFile quantize_tensor(const Tensor& x, const QuantizeOptions& o,
       {"fp8ref.source_dtype", std::string(tensor_io::dtype_name(x.dtype))}};
   return out;
 }
-
-namespace {
 
 // FILE[:tensor]: the whole argument when such a file exists, else split at the last ':'.
 std::pair<std::string, std::string> split_input(const std::string& in) {
@@ -395,7 +465,8 @@ void add_quantize_command(CLI::App& app) {
       "quantize", "Quantize a tensor under a named scale recipe, block geometry and scale layout");
   sub->add_option("--recipe", o->recipe,
                   "deepgemm, torchao, te, mx_floor, mx_rceil, mx_ceil, mx_even; FP4 / FP6: "
-                  "nvfp4_te, nvfp4_torchao, mxfp4, mxfp6 (mxfp4_ceil / _even / _rceil, mxfp6_...: "
+                  "nvfp4_te, nvfp4_torchao, nvfp4_torchao_rcp, mxfp4, mxfp6 (mxfp4_ceil / _even / "
+                  "_rceil, mxfp6_...: "
                   "the scale mode; FLOOR by default)")
       ->required();
   sub->add_option("--block", o->block,
@@ -435,7 +506,8 @@ void add_quantize_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--swiglu", o->swiglu,
                 "The input is a merged (M, 2H) BF16 gate/up GEMM output: quantize h = silu(gate) * "
-                "up (f32, reference/swiglu.h; --device cpu)");
+                "up (f32, reference/swiglu.h); --device cuda runs the fused SwiGLU + 1x128 (MX: "
+                "1x32) quantize kernel");
   sub->callback([o] { run_quantize(*o); });
 }
 

@@ -60,7 +60,9 @@ SubbyteChoice parse_choice(const QuantizeOptions& o) {
   if (o.pow2 || o.epsilon != 0.0f)
     throw UsageError("recipe " + o.recipe + " takes no --pow2 / --epsilon");
   if (c.nvfp4) {
-    c.nv = o.recipe == "nvfp4_te" ? Nvfp4Recipe::te : Nvfp4Recipe::torchao;
+    c.nv = o.recipe == "nvfp4_te"            ? Nvfp4Recipe::te
+           : o.recipe == "nvfp4_torchao_rcp" ? Nvfp4Recipe::torchao_rcp
+                                             : Nvfp4Recipe::torchao;
     c.rt = parse_runtime(o.runtime,
                          c.nv == Nvfp4Recipe::te ? Runtime::cuda_kernel : Runtime::torch_cuda);
     c.elem = Format::e2m1;
@@ -136,7 +138,7 @@ SubbytePlanes quantize_groups(const SubbyteChoice& c, const std::vector<float>& 
 }  // namespace
 
 bool is_subbyte_recipe(const std::string& r) {
-  if (r == "nvfp4_te" || r == "nvfp4_torchao") return true;
+  if (r == "nvfp4_te" || r == "nvfp4_torchao" || r == "nvfp4_torchao_rcp") return true;
   for (const char* fam : {"mxfp4", "mxfp6"})
     for (const char* mode : {"", "_floor", "_ceil", "_even", "_rceil"})
       if (r == std::string(fam) + mode) return true;

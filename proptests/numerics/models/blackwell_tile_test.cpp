@@ -5,9 +5,9 @@
 // elements mix operands of different lines and must equal the single-step model's bits. Every
 // instruction-set copy this processor runs (baseline, avx2, avx512: the lanes of
 // numerics/models/blackwell_tile_lanes.h) is checked, on the golden tiles and on random tiles of
-// every shape class (partial lane blocks, odd row counts) with operands, scales and C drawn from
-// classes that reach each branch of the single-step model (NaN / Inf, zero and extreme scales,
-// subnormal, huge and special C, all-zero and cancelling operands).
+// every shape class (partial lane blocks, odd row counts, short steps) with operands, scales and C
+// drawn from classes that reach each branch of the single-step model (NaN / Inf, zero and extreme
+// scales, subnormal, huge and special C, all-zero and cancelling operands).
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -218,6 +218,7 @@ struct RandomTile {
 RandomTile random_tile(std::mt19937_64& g, int kind, int m, int n) {
   RandomTile t{m,  n, kind == 3 ? 64 : 32, Format::e2m1, Format::e2m1, Format::e8m0, 32, {}, {}, {},
                {}, {}};
+  if (g() % 4 == 0) t.k = 1 + int(g() % std::uint64_t(t.k));  // a short step: zero products past k
   if (kind != 3) t.fa = kElem[g() % 5], t.fb = kElem[g() % 5];
   if (kind == 3) {
     const int form = int(g() % 3);
@@ -280,7 +281,7 @@ std::vector<std::uint32_t> random_tile_eval(const RandomTile& t, int kind, StepI
 
 TEST(BlackwellTile, RandomTilesOfEveryClassAreTheSingleStepOnEveryIsa) {
   std::mt19937_64 g(20261128);
-  const int shapes[][2] = {{1, 1}, {5, 3}, {7, 19}, {16, 8}, {9, 33}, {12, 16}, {4, 40}};
+  const int shapes[][2] = {{1, 1}, {5, 3}, {7, 19}, {16, 8}, {9, 33}, {12, 16}, {4, 40}, {21, 8}};
   for (StepIsa isa : available_isas()) {
     long steps = 0, bad = 0;
     for (int kind = 0; kind < 4; ++kind)

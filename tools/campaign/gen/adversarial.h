@@ -13,9 +13,10 @@ namespace fp8ref::gen {
 
 using cases::Adversarial;  // its home is tools/cases/adversarial.h
 
-// Weights out of 37: none 24, exact_128 2, pow2_bands 4 and separating 3 (which fewer cases can
-// take), zero_channel 2, poison_past_end 2; a case that cannot take the drawn class (draw_gemm
-// says which) keeps none.
+// Weights out of 43: none 24, exact_128 2, pow2_bands 4 (which fewer cases can take),
+// zero_channel 2, poison_past_end 2, separating 9 (raises the share of strength-1 cases,
+// docs/fuzz.md "Test strength"); a case that cannot take the drawn class (draw_gemm says which)
+// keeps none.
 inline rc::Gen<Adversarial> adversarial() {
   return rc::gen::weightedOneOf<Adversarial>({{24, rc::gen::just(Adversarial::none)},
                                               {2, rc::gen::just(Adversarial::exact_128)},

@@ -1,0 +1,45 @@
+// TMA tensor maps of FP8 operand tiles (gpu/tensor_map.h): cuTensorMapEncodeTiled through the
+// runtime's driver entry point, 128-byte swizzle, zero fill out of bounds.
+#include "gpu/tensor_map.h"
+
+#include <cudaTypedefs.h>
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "gpu/device.h"
+
+namespace fp8ref::gpu::detail {
+namespace {
+
+PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    FP8REF_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000,
+                                                       cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || f == nullptr)
+      throw CudaError("fp8ref gpu: the driver has no cuTensorMapEncodeTiled");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+
+}  // namespace
+
+CUtensorMap fp8_tile_map(const void* base, std::int64_t cols, std::int64_t rows, int box_rows) {
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(cols)};  // bytes between rows
+  const cuuint32_t box[2] = {128, cuuint32_t(box_rows)}, element_strides[2] = {1, 1};
+  const CUresult r = encode_tiled()(
+      &map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(base), dims, strides, box,
+      element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw CudaError("fp8ref gpu: cuTensorMapEncodeTiled failed (CUresult " + std::to_string(r) +
+                    ") on " + std::to_string(rows) + " x " + std::to_string(cols) + " bytes");
+  return map;
+}
+
+}  // namespace fp8ref::gpu::detail

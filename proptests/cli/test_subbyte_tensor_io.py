@@ -1,0 +1,147 @@
+"""F6_E2M3 / F6_E3M2 / F4 tensors through every fp8-check path that reads or writes FP8 tensors
+(docs/cli.md "File formats"): safetensors (packed: F4 two codes per byte, element 0 low; F6 6 bits
+each, LSB first) and ml_dtypes' one-code-per-byte npy read with --as, through `inspect` (every
+code's count and value against ml_dtypes), `diff` (equal; one changed code found at its index with
+both codes), `golden accept` (the stored regression file holds the same codes), `explain
+grouped-gemm` with F6 / F4 operands (the story told, the exact column null; without a Blackwell
+model a one-line refusal naming them), and `quantize --f6-codes packed` to .safetensors / .npz
+(the same codes) and to .pt (refused: torch has no float6 dtype; nothing written).
+Usage: test_subbyte_tensor_io.py --fp8-check EXE --work DIR"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import ml_dtypes
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_cli_blackwell_gemm as bw  # noqa: E402  (safetensors writer, FP4 / FP6 packing, GEMM cases)
+
+FMTS = {"F6_E2M3": (ml_dtypes.float6_e2m3fn, 64, "e2m3"), "F6_E3M2": (ml_dtypes.float6_e3m2fn, 64, "e3m2"),
+        "F4": (ml_dtypes.float4_e2m1fn, 16, "fp4")}
+
+
+def run(exe, args, want, capture=True):
+    r = subprocess.run([exe] + args, capture_output=capture, text=True, timeout=120)
+    if r.returncode != want:
+        sys.exit(f"fp8-check {' '.join(args)}: exit {r.returncode}, want {want}\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def packed(codes, dtype):
+    vals = codes.view(FMTS[dtype][0]).astype(np.float64)
+    return bw.pack_f4(vals) if dtype == "F4" else bw.pack_f6(vals, FMTS[dtype][0])
+
+
+def check_inspect(exe, path, codes, dtype, extra=()):
+    j = json.loads(run(exe, ["inspect", path, "--json", "--top", "64"] + list(extra), 0).stdout)
+    t = j["tensors"][0]
+    if t["dtype"] != dtype or t["numel"] != codes.size:
+        sys.exit(f"{path}: inspect says {t['dtype']} {t['numel']}, want {dtype} {codes.size}")
+    want = {int(c): int(n) for c, n in zip(*np.unique(codes, return_counts=True))}
+    got = {int(e["code"], 16): int(e["count"]) for e in t["top_codes"]}
+    if got != want:
+        sys.exit(f"{path}: code counts {got} != {want}")
+    for e in t["top_codes"]:
+        v = float(np.uint8(int(e["code"], 16)).view(FMTS[dtype][0]))
+        if e["value"] != v:
+            sys.exit(f"{path}: code {e['code']} reads as {e['value']}, ml_dtypes {v}")
+
+
+def check_file_paths(exe, work, rng, dtype):
+    n_codes = FMTS[dtype][1]
+    codes = np.concatenate([np.arange(n_codes), rng.integers(0, n_codes, 3 * n_codes + 5)]).astype(np.uint8)
+    codes = codes[: (codes.size // 7) * 7].reshape(7, -1)  # 7 rows: the packing tail is partial
+    if dtype == "F4" and codes.shape[1] % 2:
+        codes = codes[:, :-1]
+    st = os.path.join(work, f"{dtype}.safetensors")
+    bw.write_safetensors(st, {"t": (dtype, codes.shape, packed(codes, dtype))})
+    check_inspect(exe, st, codes, dtype)
+    run(exe, ["diff", st, st], 0)
+    bad = codes.copy()
+    bad[3, 5] ^= 1
+    st2 = os.path.join(work, f"{dtype}_bad.safetensors")
+    bw.write_safetensors(st2, {"t": (dtype, bad.shape, packed(bad, dtype))})
+    j = json.loads(run(exe, ["diff", st, st2, "--json"], 1).stdout)
+    m = j["tensors"][0]
+    first = m["first_mismatches"][0]
+    if m["bitwise_mismatches"] != 1 or first["index"] != [3, 5] or \
+            int(first["a_hex"], 16) != codes[3, 5] or int(first["b_hex"], 16) != bad[3, 5]:
+        sys.exit(f"{dtype}: diff reports {m['bitwise_mismatches']} mismatches, first {first}")
+    npy = os.path.join(work, f"{dtype}.npy")  # ml_dtypes: one code per byte, opaque '|V1'
+    np.save(npy, codes.view(FMTS[dtype][0]))
+    check_inspect(exe, npy, codes, dtype, ["--as", FMTS[dtype][2]])
+    run(exe, ["diff", npy, st, "--as", FMTS[dtype][2]], 0)
+    repo = os.path.join(work, f"golden_{dtype}")
+    shutil.rmtree(repo, ignore_errors=True)  # a fresh golden set on every run
+    os.makedirs(repo)
+    subprocess.run(["git", "init", "-q", repo], check=True)
+    r = subprocess.run([exe, "golden", "accept", st, "--as", f"case_{dtype.lower()}"], cwd=repo,
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        sys.exit(f"golden accept {dtype}: exit {r.returncode}\n{r.stderr}")
+    stored = os.path.join(repo, "golden", "regressions", f"case_{dtype.lower()}.safetensors")
+    run(exe, ["diff", st, stored], 0)
+    print(f"{dtype}: {codes.size} codes through safetensors / npy --as, inspect, diff, golden accept")
+
+
+def check_explain(exe, work, rng):
+    for fp in ("f6", "f4"):
+        path, common = bw.case(rng, work, exe, "blackwell_f8f6f4", "none", fp, 64)
+        out = path.replace(".safetensors", "_out.safetensors")
+        z = bw.read_f32(out, "out")
+        z[1, 1] = np.nextafter(z[1, 1], np.float32(np.inf))
+        nudged = os.path.join(work, f"explain_{fp}_bad.safetensors")
+        bw.write_safetensors(nudged, {"out": ("F32", z.shape, z.astype(np.float32).tobytes())})
+        args = ["explain", "grouped-gemm"] + common + ["--got", "out", "--got-file", nudged]
+        j = json.loads(run(exe, args + ["--json"], 1).stdout)
+        first = j["first"]
+        if [first["row"], first["col"]] != [1, 1] or first["chain"][0]["exact"] is not None:
+            sys.exit(f"explain {fp}: first failing element {first['row']}, {first['col']}, chain "
+                     f"{first['chain']}")
+        no_model = [a for a in args if a != "blackwell_f8f6f4" and a != "--model"]
+        r = run(exe, no_model, 2)
+        if "Blackwell model" not in r.stderr or len(r.stderr.strip().splitlines()) != 1:
+            sys.exit(f"explain {fp} without a model: {r.stderr!r}")
+    print("explain grouped-gemm: F6 and F4 operands explained; without a Blackwell model refused")
+
+
+def check_quantize(exe, work, rng):
+    x = (rng.standard_normal((6, 96)) * 2.0 ** rng.integers(-8, 8, (6, 1))).astype(np.float32)
+    inp = os.path.join(work, "x.npy")
+    np.save(inp, x)
+    for fmt in ("e2m3", "e3m2"):
+        q = ["quantize", "--recipe", "mxfp6", "--format", fmt, "--f6-codes", "packed", "--block",
+             "1x32", "--layout", "e8m0_row_major", "--in", inp, "--out"]
+        st, npz, pt = (os.path.join(work, f"q_{fmt}.{e}") for e in ("safetensors", "npz", "pt"))
+        run(exe, q + [st], 0)
+        run(exe, q + [npz], 0)
+        codes_npz = np.load(npz)["codes"].view(np.uint8)
+        if codes_npz.shape != x.shape or codes_npz.max() > 63:
+            sys.exit(f"{npz}: codes {codes_npz.shape}, max {codes_npz.max()}")
+        check_inspect(exe, st, codes_npz, "F6_" + fmt.upper())
+        r = run(exe, q + [pt], 2)
+        if os.path.exists(pt) or len(r.stderr.strip().splitlines()) != 1:
+            sys.exit(f"{pt}: F6 to torch.save: {r.stderr!r}, written {os.path.exists(pt)}")
+    print("quantize --f6-codes packed: .safetensors and .npz hold the same codes; .pt refused")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fp8-check", required=True)
+    ap.add_argument("--work", required=True)
+    o = ap.parse_args()
+    o.fp8_check, o.work = os.path.abspath(o.fp8_check), os.path.abspath(o.work)
+    os.makedirs(o.work, exist_ok=True)
+    rng = np.random.default_rng(20261128)
+    for dtype in FMTS:
+        check_file_paths(o.fp8_check, o.work, rng, dtype)
+    check_explain(o.fp8_check, o.work, rng)
+    check_quantize(o.fp8_check, o.work, rng)
+
+
+if __name__ == "__main__":
+    main()
