@@ -17,7 +17,8 @@
 //   numerics/models/hopper_models.h   the Hopper models of one element: promoted / unpromoted
 //                                     chains, split-K slices, scale epilogues
 //   numerics/models/model_dot.h       exact_dot, fp32_sequential_dot, and model_dot: any named
-//                                     model with its split-K and epilogue order
+//                                     model with its split-K and epilogue order (CheckedModel:
+//                                     the preconditions checked once per operation)
 //   numerics/models/blackwell_step.h  Blackwell tcgen05 / sm_120 block-scaled step models (with
 //                                     blackwell_mxf4_step.h) and their chains (blackwell_chain.h)
 //   numerics/models/blackwell_models.h the Blackwell models of one element: chains over K with

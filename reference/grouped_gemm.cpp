@@ -185,6 +185,7 @@ void forward_on_planes(const GroupedGemmOperands& op, const std::uint8_t* b,
                        std::span<const std::int32_t> row_map, ModelChoice model,
                        const GemmOutput& y) {
   const detail::ScaleGrid ga = grid_a(op);
+  const CheckedModel checked(model.model, ga.per_block, model.split(), model.epilogue);
   const auto groups = rows_by_group(row_map, op.G);
   const std::int64_t chunk =
       std::max<std::int64_t>(1, kPlaneCodes / std::max<std::int64_t>(op.K, 1));
@@ -210,8 +211,7 @@ void forward_on_planes(const GroupedGemmOperands& op, const std::uint8_t* b,
             const std::int64_t j = (n - n0) * op.K;
             const DotRun x{a_row, bg + j, op.fa, op.fb, pa.at(0), pb.at(j)};
             const ElementScales sc{ga.at(r), gb.at(n), ga.per_block, ga.block_k};
-            store_model(y, std::size_t(r * op.N + n),
-                        model_dot(model.model, x, op.K, sc, model.split(), model.epilogue));
+            store_model(y, std::size_t(r * op.N + n), model_dot(checked, x, op.K, sc));
           }
         }
       }
@@ -233,6 +233,7 @@ void grouped_gemm_forward(const GroupedGemmOperands& op, std::span<const std::in
   if (model.model == AccumulationModel::exact) return forward_exact(op, b, row_map, y);
   if (steps_on_planes(model.model)) return forward_on_planes(op, b, row_map, model, y);
   const detail::ScaleGrid ga = grid_a(op);
+  const CheckedModel checked(model.model, ga.per_block, model.split(), model.epilogue);
   // One row per iteration, each element computed by one thread: no cross-thread reduction.
 #pragma omp parallel for schedule(dynamic, 4)
   for (std::int64_t r = 0; r < op.M; ++r) {
@@ -246,8 +247,7 @@ void grouped_gemm_forward(const GroupedGemmOperands& op, std::span<const std::in
       if (!op.tensor_scale_a.empty())
         sc.tensor_a = op.tensor_scale_a[0], sc.tensor_b = op.tensor_scale_b[std::size_t(g)];
       store_model(y, std::size_t(r * op.N + n),
-                  model_dot(model.model, a_row, b + (g * op.N + n) * op.K, op.K, op.fa, op.fb, sc,
-                            model.split(), model.epilogue));
+                  model_dot(checked, {a_row, b + (g * op.N + n) * op.K, op.fa, op.fb}, op.K, sc));
     }
   }
 }

@@ -5,6 +5,7 @@
 // evaluation per element. See grouped_gemm.h for the shapes and docs/models.md ("wgrad").
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -193,6 +194,10 @@ void wgrad_group(const WgradOperands& op, std::int64_t g, const GroupColumns& gc
   const float* sx = per_block                     ? gc.sx.data()
                     : op.scaling == Scaling::none ? &kOne
                                                   : op.scale_x.data();
+  const bool exact = model.model == AccumulationModel::exact;
+  const std::optional<CheckedModel> checked =
+      exact ? std::nullopt
+            : std::optional(CheckedModel(model.model, per_block, model.split(), model.epilogue));
 #pragma omp parallel for schedule(dynamic, 16)
   for (std::int64_t e = 0; e < nk; ++e) {
     const std::int64_t n = e / op.K, k = e % op.K;
@@ -203,11 +208,11 @@ void wgrad_group(const WgradOperands& op, std::int64_t g, const GroupColumns& gc
     const ElementScales sc = per_block
                                  ? ElementScales{sdy + n * gc.nb, sx + k * gc.nb, true, gc.width}
                                  : ElementScales{sdy, sx, false};
-    if (model.model == AccumulationModel::exact) {
+    if (exact) {
       store_exact(dw, i, exact_wgrad_element(x, m, sc, c, dw.dtype));
       continue;
     }
-    const Bounded z = model_dot(model.model, x, m, sc, model.split(), model.epilogue);
+    const Bounded z = model_dot(*checked, x, m, sc);
     const float zf = add_f32(c, z.z);  // RN_f32(C + acc); a NaN C wins over a NaN acc
     store_model(dw, i, {zf, (z.bound + f32_rounding_bound(zf)) * kBoundSlack});
   }

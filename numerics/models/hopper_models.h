@@ -69,8 +69,6 @@ inline ScaleProduct scale_product(float sa, float sb) {
 // added in f32 in slice order starting from the first slice's result.
 template <class SliceFn>
 Bounded sum_slices(std::int64_t K, SplitK split_k, SliceFn slice) {
-  if (!split_k.valid())
-    throw std::invalid_argument("fp8ref: split-K needs S >= 1, or a slice length L >= 1 alone");
   const std::int64_t nblocks = ceil_div(K, kScaleBlockK);
   Bounded r{0.0f, 0.0};
   bool first = true;
@@ -160,46 +158,10 @@ inline Bounded promoted_f32_sum(const DotRun& x, std::int64_t K, SplitK split_k)
                       });
 }
 
-inline void require_constant_scales(ElementScales sc, AccumulationModel m) {
-  if (sc.per_block)
-    throw std::invalid_argument(std::string("fp8ref: ") + to_string(m) +
-                                " needs scales constant over K");
-}
-
-}  // namespace detail
-
-// hopper_unpromoted: per split-K slice one wgmma chain over the slice from +0; slices added in f32;
-// out = RN(acc·RN(sa·sb)). Requires scales constant over K (tensorwise, rowwise, unscaled).
-inline Bounded hopper_unpromoted_dot(const DotRun& x, std::int64_t K, ElementScales sc,
-                                     SplitK split_k) {
-  detail::require_constant_scales(sc, AccumulationModel::hopper_unpromoted);
-  return detail::unpromoted_dot(TensorCoreStep::wgmma, x, K, sc, split_k);
-}
-
-// hopper_promoted_blockwise: T_b = wgmma chain from +0 over promotion block b (128, or the MX
-// 32); acc = fmaf(RN(sa_b·sb_b), T_b, acc), b ascending from +0 within each split-K slice;
-// slices added in f32.
-inline Bounded hopper_promoted_blockwise_dot(const DotRun& x, std::int64_t K, ElementScales sc,
-                                             SplitK split_k) {
-  return detail::promoted_blockwise_dot(TensorCoreStep::wgmma, x, K, sc, split_k);
-}
-
-// hopper_promoted_tensorwise (cuBLASLt default tensorwise): acc = sum_kb T_kb in f32 RN, kb
-// ascending within each slice, slices added in f32; out = RN(acc·RN(sa·sb)).
-inline Bounded hopper_promoted_tensorwise_dot(const DotRun& x, std::int64_t K, ElementScales sc,
-                                              SplitK split_k) {
-  detail::require_constant_scales(sc, AccumulationModel::hopper_promoted_tensorwise);
-  return detail::apply_scale_product(detail::promoted_f32_sum(x, K, split_k), x, K, sc);
-}
-
-// hopper_promoted_rowwise (CUTLASS SM90 rowwise epilogue of torch / FBGEMM f8f8bf16_rowwise and
-// the grouped variant: Sm90EVT<multiplies, XScale, Sm90EVT<multiplies, WScale, Accum>>): acc as
-// in promoted_tensorwise; out = RN(sa·RN(sb·acc)), sa the row (A) scale, sb the column (B) scale.
-// Bound: |sa|·(|sb|·bound(acc) + rounding of sb·acc) + rounding of the outer product.
-inline Bounded hopper_promoted_rowwise_dot(const DotRun& x, std::int64_t K, ElementScales sc,
-                                           SplitK split_k) {
-  detail::require_constant_scales(sc, AccumulationModel::hopper_promoted_rowwise);
-  const Bounded acc = detail::promoted_f32_sum(x, K, split_k);
+// hopper_promoted_rowwise's accumulation and epilogue (the public function below has the checks).
+inline Bounded promoted_rowwise_dot(const DotRun& x, std::int64_t K, ElementScales sc,
+                                    SplitK split_k) {
+  const Bounded acc = promoted_f32_sum(x, K, split_k);
   const float sa = sc.a(0), sb = sc.b(0);
 #ifdef FP8REF_PLANT_HOOKS
   const bool swap = FP8REF_PLANTED(rowwise_scales_swapped);
@@ -213,15 +175,73 @@ inline Bounded hopper_promoted_rowwise_dot(const DotRun& x, std::int64_t K, Elem
   return {z, bound * kBoundSlack};
 }
 
+// hopper_mma_sync's two forms (the public function below has the check).
+inline Bounded mma_sync_dot(const DotRun& x, std::int64_t K, ElementScales sc, SplitK split_k) {
+  if (sc.per_block) return promoted_blockwise_dot(TensorCoreStep::mma_sync, x, K, sc, split_k);
+  return unpromoted_dot(TensorCoreStep::mma_sync, x, K, sc, split_k);
+}
+
+// The preconditions of the functions below, checked once per call here (model_dot's
+// CheckedModel checks them once per operation instead and calls the detail:: bodies).
+inline void require_valid_split(SplitK split_k) {
+  if (!split_k.valid())
+    throw std::invalid_argument("fp8ref: split-K needs S >= 1, or a slice length L >= 1 alone");
+}
+
+inline void require_constant_scales(ElementScales sc, AccumulationModel m) {
+  if (sc.per_block)
+    throw std::invalid_argument(std::string("fp8ref: ") + to_string(m) +
+                                " needs scales constant over K");
+}
+
+}  // namespace detail
+
+// hopper_unpromoted: per split-K slice one wgmma chain over the slice from +0; slices added in f32;
+// out = RN(acc·RN(sa·sb)). Requires scales constant over K (tensorwise, rowwise, unscaled).
+inline Bounded hopper_unpromoted_dot(const DotRun& x, std::int64_t K, ElementScales sc,
+                                     SplitK split_k) {
+  detail::require_constant_scales(sc, AccumulationModel::hopper_unpromoted);
+  detail::require_valid_split(split_k);
+  return detail::unpromoted_dot(TensorCoreStep::wgmma, x, K, sc, split_k);
+}
+
+// hopper_promoted_blockwise: T_b = wgmma chain from +0 over promotion block b (128, or the MX
+// 32); acc = fmaf(RN(sa_b·sb_b), T_b, acc), b ascending from +0 within each split-K slice;
+// slices added in f32.
+inline Bounded hopper_promoted_blockwise_dot(const DotRun& x, std::int64_t K, ElementScales sc,
+                                             SplitK split_k) {
+  detail::require_valid_split(split_k);
+  return detail::promoted_blockwise_dot(TensorCoreStep::wgmma, x, K, sc, split_k);
+}
+
+// hopper_promoted_tensorwise (cuBLASLt default tensorwise): acc = sum_kb T_kb in f32 RN, kb
+// ascending within each slice, slices added in f32; out = RN(acc·RN(sa·sb)).
+inline Bounded hopper_promoted_tensorwise_dot(const DotRun& x, std::int64_t K, ElementScales sc,
+                                              SplitK split_k) {
+  detail::require_constant_scales(sc, AccumulationModel::hopper_promoted_tensorwise);
+  detail::require_valid_split(split_k);
+  return detail::apply_scale_product(detail::promoted_f32_sum(x, K, split_k), x, K, sc);
+}
+
+// hopper_promoted_rowwise (CUTLASS SM90 rowwise epilogue of torch / FBGEMM f8f8bf16_rowwise and
+// the grouped variant: Sm90EVT<multiplies, XScale, Sm90EVT<multiplies, WScale, Accum>>): acc as
+// in promoted_tensorwise; out = RN(sa·RN(sb·acc)), sa the row (A) scale, sb the column (B) scale.
+// Bound: |sa|·(|sb|·bound(acc) + rounding of sb·acc) + rounding of the outer product.
+inline Bounded hopper_promoted_rowwise_dot(const DotRun& x, std::int64_t K, ElementScales sc,
+                                           SplitK split_k) {
+  detail::require_constant_scales(sc, AccumulationModel::hopper_promoted_rowwise);
+  detail::require_valid_split(split_k);
+  return detail::promoted_rowwise_dot(x, K, sc, split_k);
+}
+
 // hopper_mma_sync: with scales constant over K, one mma.sync chain over each split-K slice
 // from +0 (the accumulator is each step's C), slices added in f32, out = RN(acc·RN(sa·sb));
 // with per-block scales, T_b = chain from +0 per promotion block and acc = fmaf(RN(sa·sb), T_b,
 // acc) as in promoted_blockwise.
 inline Bounded hopper_mma_sync_dot(const DotRun& x, std::int64_t K, ElementScales sc,
                                    SplitK split_k) {
-  if (sc.per_block)
-    return detail::promoted_blockwise_dot(TensorCoreStep::mma_sync, x, K, sc, split_k);
-  return detail::unpromoted_dot(TensorCoreStep::mma_sync, x, K, sc, split_k);
+  detail::require_valid_split(split_k);
+  return detail::mma_sync_dot(x, K, sc, split_k);
 }
 
 }  // namespace fp8ref

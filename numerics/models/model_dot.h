@@ -79,52 +79,84 @@ inline Bounded fp32_sequential_dot(const std::uint8_t* a, const std::uint8_t* b,
   return {acc, bound * kBoundSlack};
 }
 
-inline Bounded model_dot(AccumulationModel m, const DotRun& x, std::int64_t K, ElementScales sc,
-                         SplitK split_k) {
-  if (!accepts_split_k(m) && !split_k.is_single())
-    throw std::invalid_argument(
-        std::string("fp8ref: split_k applies to the hopper models only, not ") + to_string(m));
+// ---- model_dot ------------------------------------------------------------------------------
+
+// A model with its split-K and epilogue order, checked once against the shape of the scales its
+// elements will have (per block, or constant over K): model_dot(const CheckedModel&, ...) then
+// evaluates element after element with no check in the loop. The reference builds one per
+// operation, where it builds the operands (docs/design.md §10-12).
+class CheckedModel {
+ public:
+  // Throws std::invalid_argument naming the first precondition broken: a model model_dot
+  // evaluates (not `exact`); split-K for the hopper models only, and a valid one; an epilogue
+  // order only for the models that accept one, on scales constant over K; scales constant over K
+  // for hopper_unpromoted / _tensorwise / _rowwise. (The Blackwell models check their operands.)
+  CheckedModel(AccumulationModel m, bool per_block_scales, SplitK split_k, Epilogue ep)
+      : model_(m), split_k_(split_k), epilogue_(ep) {
+    if (ep != Epilogue::model) check_epilogue(per_block_scales);
+    if (!accepts_split_k(m) && !split_k.is_single())
+      throw std::invalid_argument(
+          std::string("fp8ref: split_k applies to the hopper models only, not ") + to_string(m));
+    if (m == AccumulationModel::exact)
+      throw std::invalid_argument("fp8ref: model_dot does not evaluate `exact`; use exact_dot");
+    if (is_blackwell_model(m)) return;
+    if (ep == Epilogue::model && needs_constant_scales(m))
+      detail::require_constant_scales({nullptr, nullptr, per_block_scales}, m);
+    detail::require_valid_split(split_k);
+  }
+
+  AccumulationModel model() const { return model_; }
+  SplitK split_k() const { return split_k_; }
+  Epilogue epilogue() const { return epilogue_; }
+
+ private:
+  void check_epilogue(bool per_block_scales) const {
+    if (!accepts_epilogue(model_))
+      throw std::invalid_argument(std::string("fp8ref: epilogue ") + to_string(epilogue_) +
+                                  " applies to hopper_unpromoted, hopper_promoted_tensorwise, "
+                                  "hopper_promoted_rowwise and hopper_mma_sync, not " +
+                                  to_string(model_));
+    if (per_block_scales)
+      throw std::invalid_argument(std::string("fp8ref: epilogue ") + to_string(epilogue_) +
+                                  " needs scales constant over K (tensorwise, rowwise or none)");
+  }
+
+  AccumulationModel model_;
+  SplitK split_k_;
+  Epilogue epilogue_;
+};
+
+namespace detail {
+
+// The model's own evaluation of one element (CheckedModel holds its preconditions).
+inline Bounded checked_model_dot(AccumulationModel m, const DotRun& x, std::int64_t K,
+                                 ElementScales sc, SplitK split_k) {
   if (is_blackwell_model(m)) return blackwell_model_dot(m, x.a, x.b, K, x.fa, x.fb, sc);
   switch (m) {
     case AccumulationModel::fp32_sequential:
       return fp32_sequential_dot(x.a, x.b, K, x.fa, x.fb, sc);
-    case AccumulationModel::hopper_unpromoted: return hopper_unpromoted_dot(x, K, sc, split_k);
+    case AccumulationModel::hopper_unpromoted:
+      return unpromoted_dot(TensorCoreStep::wgmma, x, K, sc, split_k);
     case AccumulationModel::hopper_promoted_blockwise:
-      return hopper_promoted_blockwise_dot(x, K, sc, split_k);
+      return promoted_blockwise_dot(TensorCoreStep::wgmma, x, K, sc, split_k);
     case AccumulationModel::hopper_promoted_tensorwise:
-      return hopper_promoted_tensorwise_dot(x, K, sc, split_k);
-    case AccumulationModel::hopper_promoted_rowwise:
-      return hopper_promoted_rowwise_dot(x, K, sc, split_k);
-    case AccumulationModel::hopper_mma_sync: return hopper_mma_sync_dot(x, K, sc, split_k);
-    default: break;  // exact; the Blackwell models above
+      return apply_scale_product(promoted_f32_sum(x, K, split_k), x, K, sc);
+    case AccumulationModel::hopper_promoted_rowwise: return promoted_rowwise_dot(x, K, sc, split_k);
+    case AccumulationModel::hopper_mma_sync: return mma_sync_dot(x, K, sc, split_k);
+    default: return {NAN, INFINITY};  // exact: CheckedModel refuses it
   }
-  throw std::invalid_argument("fp8ref: model_dot does not evaluate `exact`; use exact_dot");
 }
 
-// The model's accumulator (scales 1) with the scalar scales applied in the order `ep`; the
-// model's own order for Epilogue::model. Scales must be constant over K for another order.
-inline Bounded model_dot(AccumulationModel m, const DotRun& x, std::int64_t K, ElementScales sc,
-                         SplitK split_k, Epilogue ep) {
-  if (ep == Epilogue::model) return model_dot(m, x, K, sc, split_k);
-  if (!accepts_epilogue(m))
-    throw std::invalid_argument(std::string("fp8ref: epilogue ") + to_string(ep) +
-                                " applies to hopper_unpromoted, hopper_promoted_tensorwise, "
-                                "hopper_promoted_rowwise and hopper_mma_sync, not " +
-                                to_string(m));
-  if (sc.per_block)
-    throw std::invalid_argument(std::string("fp8ref: epilogue ") + to_string(ep) +
-                                " needs scales constant over K (tensorwise, rowwise or none)");
-  static constexpr float kUnit = 1.0f;
-  const Bounded acc = model_dot(m, x, K, ElementScales{&kUnit, &kUnit, false}, split_k);
-  const float sa = sc.a(0), sb = sc.b(0);
+// The scalar scales applied to the model's accumulator `acc` (scales 1) in the order `ep`.
+inline Bounded apply_epilogue(Epilogue ep, Bounded acc, float sa, float sb, const DotRun& x,
+                              std::int64_t K) {
   double bound = 0;
   float z = 0;
   switch (ep) {
     case Epilogue::scale_product: {
-      const detail::ScaleProduct sp = detail::scale_product(sa, sb);
+      const ScaleProduct sp = scale_product(sa, sb);
       z = acc.z * sp.s;
-      bound = std::fabs(double(sp.s)) * acc.bound + sp.err * detail::abs_dot(x, K) +
-              f32_rounding_bound(z);
+      bound = std::fabs(double(sp.s)) * acc.bound + sp.err * abs_dot(x, K) + f32_rounding_bound(z);
       break;
     }
     case Epilogue::b_then_a: {
@@ -141,9 +173,31 @@ inline Bounded model_dot(AccumulationModel m, const DotRun& x, std::int64_t K, E
               f32_rounding_bound(z);
       break;
     }
-    case Epilogue::model: break;
+    case Epilogue::model: return acc;
   }
   return {z, bound * kBoundSlack};
+}
+
+}  // namespace detail
+
+// One element under a checked model: sc must have the shape the model was checked for. With an
+// epilogue order, the model's accumulator (scales 1) with the scalar scales applied in that
+// order; the model's own order for Epilogue::model.
+inline Bounded model_dot(const CheckedModel& m, const DotRun& x, std::int64_t K, ElementScales sc) {
+  if (m.epilogue() == Epilogue::model)
+    return detail::checked_model_dot(m.model(), x, K, sc, m.split_k());
+  static constexpr float kUnit = 1.0f;
+  const Bounded acc =
+      detail::checked_model_dot(m.model(), x, K, ElementScales{&kUnit, &kUnit, false}, m.split_k());
+  return detail::apply_epilogue(m.epilogue(), acc, sc.a(0), sc.b(0), x, K);
+}
+
+// The same, checking the model for this one call: the model's accumulator with the scalar scales
+// applied in the order `ep`; the model's own order for Epilogue::model. Scales must be constant
+// over K for another order.
+inline Bounded model_dot(AccumulationModel m, const DotRun& x, std::int64_t K, ElementScales sc,
+                         SplitK split_k, Epilogue ep = Epilogue::model) {
+  return model_dot(CheckedModel(m, sc.per_block, split_k, ep), x, K, sc);
 }
 
 // The same on codes alone.

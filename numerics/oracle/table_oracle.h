@@ -118,11 +118,55 @@ inline Placement place(const MagnitudeTable& t, double a) {
 
 }  // namespace table_detail
 
+namespace table_detail {
+
+// The code of a NaN input (bits: the f64 pattern, s: its sign bit in the format) under `nan`.
+// FP6 / FP4 have no NaN: ±max (quiet_signed, double_payload), +max (positive_all_ones) or, as
+// ml_dtypes 0.6 does, a zero of the opposite sign.
+inline std::uint8_t nan_code(Format f, const Layout& l, std::uint64_t bits, NanEncoding nan,
+                             std::uint8_t max_code, std::uint8_t s) {
+  if (l.overflow_nonsat == 0) {  // no NaN in the format
+    if (nan == NanEncoding::ml_dtypes) return (bits >> 63) ? 0x00 : l.sign;
+    return std::uint8_t(nan == NanEncoding::positive_all_ones ? max_code : max_code | s);
+  }
+  if (nan == NanEncoding::positive_all_ones) return 0x7F;
+  if (f == Format::e5m2 && nan == NanEncoding::ml_dtypes) return std::uint8_t(0x7E | s);
+  if (f == Format::e5m2 && nan == NanEncoding::double_payload)
+    return std::uint8_t(0x7E | ((bits >> 50) & 1) | s);
+  return std::uint8_t(0x7F | s);
+}
+
+// The rounding's pick, lo or lo + 1, for a magnitude a strictly between value[lo] and
+// value[lo + 1] (negative: the input's sign, for the directed roundings).
+inline int round_between(const MagnitudeTable& t, double a, int lo, bool negative,
+                         const EncodeSpec& spec, std::uint32_t rand) {
+  const int hi = lo + 1;
+  switch (spec.rounding) {
+    case Rounding::rtz: return lo;
+    case Rounding::rup: return negative ? lo : hi;
+    case Rounding::rdn: return negative ? hi : lo;
+    case Rounding::rne:
+      if (a != t.midpoint[lo]) return a < t.midpoint[lo] ? lo : hi;
+      return (t.code[lo] & 1) == 0 ? lo : hi;
+    case Rounding::sr: {
+      // (a - value[lo]) is exact (Sterbenz, or value[lo] = 0); the gap is a power of two, so
+      // frac * 2^R is exact and floor() is the exact count
+      const double gap = t.value[hi] - t.value[lo];
+      const double scaled = (a - t.value[lo]) / gap * exp2i(spec.sr_bits);
+      const auto count = static_cast<std::uint64_t>(scaled);
+      const std::uint64_t r = rand & ((std::uint64_t{1} << spec.sr_bits) - 1);
+      return count + r >= (std::uint64_t{1} << spec.sr_bits) ? hi : lo;
+    }
+  }
+  return lo;
+}
+
+}  // namespace table_detail
+
 // Minifloat (e4m3, e5m2, e2m1, e2m3, e3m2, ue4m3; E8M0: table_oracle_encode_e8m0) encode of an
 // f64 bit pattern under an explicit EncodeSpec (any rounding; `rand` feeds Rounding::sr: round
 // away iff floor(frac * 2^R) + (rand mod 2^R) >= 2^R). ue4m3 encodes |x|. FP6 / FP4 have no Inf
-// or NaN: overflow and Inf give ±max; a NaN gives ±max (quiet_signed, double_payload), +max
-// (positive_all_ones) or, as ml_dtypes 0.6 does, a zero of the opposite sign.
+// or NaN: overflow and Inf give ±max; a NaN gives table_detail::nan_code.
 inline std::uint8_t table_oracle_encode(Format f, std::uint64_t bits, const EncodeSpec& spec,
                                         std::uint32_t rand = 0) {
   using namespace table_detail;
@@ -136,17 +180,7 @@ inline std::uint8_t table_oracle_encode(Format f, std::uint64_t bits, const Enco
   const std::uint64_t abs_bits = bits & ~(std::uint64_t{1} << 63);
   const double a = std::bit_cast<double>(abs_bits);
   // rule table: NaN (by NanEncoding), Inf (exact: max only under satfinite), zero
-  if (abs_bits > kInfBits) {
-    if (l.overflow_nonsat == 0) {  // no NaN in the format
-      if (spec.nan == NanEncoding::ml_dtypes) return (bits >> 63) ? 0x00 : l.sign;
-      return std::uint8_t(spec.nan == NanEncoding::positive_all_ones ? max_code : max_code | s);
-    }
-    if (spec.nan == NanEncoding::positive_all_ones) return 0x7F;
-    if (f == Format::e5m2 && spec.nan == NanEncoding::ml_dtypes) return std::uint8_t(0x7E | s);
-    if (f == Format::e5m2 && spec.nan == NanEncoding::double_payload)
-      return std::uint8_t(0x7E | ((bits >> 50) & 1) | s);
-    return std::uint8_t(0x7F | s);
-  }
+  if (abs_bits > kInfBits) return nan_code(f, l, bits, spec.nan, max_code, s);
   if (abs_bits == kInfBits) {
     const bool to_max = spec.overflow == Overflow::sat && spec.inf == InfEncoding::saturate;
     return std::uint8_t((to_max ? max_code : overflow_nonsat) | s);
@@ -159,29 +193,7 @@ inline std::uint8_t table_oracle_encode(Format f, std::uint64_t bits, const Enco
   if (a >= t.value[t.count]) return std::uint8_t((toward_zero_mode ? max_code : overflow) | s);
   const Placement p = place(t, a);
   if (p.exact) return std::uint8_t(t.code[p.lo] | s);
-  const int lo = p.lo, hi = p.lo + 1;  // a strictly between value[lo] and value[hi]
-  int pick = lo;
-  switch (spec.rounding) {
-    case Rounding::rtz: pick = lo; break;
-    case Rounding::rup: pick = negative ? lo : hi; break;
-    case Rounding::rdn: pick = negative ? hi : lo; break;
-    case Rounding::rne:
-      if (a != t.midpoint[lo])
-        pick = a < t.midpoint[lo] ? lo : hi;
-      else
-        pick = (t.code[lo] & 1) == 0 ? lo : hi;
-      break;
-    case Rounding::sr: {
-      // (a - value[lo]) is exact (Sterbenz, or value[lo] = 0); the gap is a power of two, so
-      // frac * 2^R is exact and floor() is the exact count
-      const double gap = t.value[hi] - t.value[lo];
-      const double scaled = (a - t.value[lo]) / gap * exp2i(spec.sr_bits);
-      const auto count = static_cast<std::uint64_t>(scaled);
-      const std::uint64_t r = rand & ((std::uint64_t{1} << spec.sr_bits) - 1);
-      pick = count + r >= (std::uint64_t{1} << spec.sr_bits) ? hi : lo;
-      break;
-    }
-  }
+  const int pick = round_between(t, a, p.lo, negative, spec, rand);
   if (pick == t.count) return std::uint8_t(overflow | s);
   return std::uint8_t(t.code[pick] | s);
 }

@@ -218,21 +218,21 @@ FP8REF_RC_PROP(Adversarial, ClassesHoldTheirProperty, 400, ()) {
   DrawOptions o;
   o.adversarial = true;
   const GemmCase c = draw_gemm(o);
-  RC_TAG(c.adversarial, c.moe_shape ? "moe" : "small");
+  RC_TAG(std::string(cases::to_string(c.adversarial)), c.moe_shape ? "moe" : "small");
   if (c.moe_shape) {  // every class at MoE-like shapes, within the MoE work bound
     const gen::MoeShapeLimits lim;
     RC_ASSERT(std::max<std::int64_t>(c.gs.total(), 1) * c.N * c.K <= lim.max_work);
   }
-  if (c.adversarial == "exact_128")
+  if (c.adversarial == cases::Adversarial::exact_128)
     RC_ASSERT(std::count(c.gs.sizes.begin(), c.gs.sizes.end(), 128) >= 1);
-  if (c.adversarial == "poison_past_end") {
+  if (c.adversarial == cases::Adversarial::poison_past_end) {
     RC_ASSERT(c.desc != Desc::masked && c.gs.tail >= 1 && c.group_of.back() < 0);
     for (std::int64_t r = 0; r < c.M; ++r)
       if (c.group_of[std::size_t(r)] < 0)
         RC_ASSERT(std::all_of(c.a.begin() + r * c.K, c.a.begin() + (r + 1) * c.K,
                               [](std::uint8_t x) { return x == 0x7F; }));
   }
-  if (c.adversarial == "zero_channel") {
+  if (c.adversarial == cases::Adversarial::zero_channel) {
     bool k_zero = false;
     for (std::int64_t k = 0; k < c.K && !k_zero; ++k) {
       k_zero = true;
@@ -240,7 +240,7 @@ FP8REF_RC_PROP(Adversarial, ClassesHoldTheirProperty, 400, ()) {
     }
     RC_ASSERT(k_zero);
   }
-  if (c.adversarial == "separating") {
+  if (c.adversarial == cases::Adversarial::separating) {
     // K = 4 blocks (MoE-like: 56 blocks over at most 8 tokens and 8 groups, else at least 4),
     // f32 out; in each 128-block of A the codes' exponents span at most 3 values.
     const bool long_k = c.moe_shape && c.gs.total() <= 8 && c.G <= 8;
@@ -260,7 +260,7 @@ FP8REF_RC_PROP(Adversarial, ClassesHoldTheirProperty, 400, ()) {
       RC_ASSERT(hi - lo <= 2);
     }
   }
-  if (c.adversarial == "pow2_bands") {
+  if (c.adversarial == cases::Adversarial::pow2_bands) {
     // Valid rows in two 128-row bands; A's first scale per row a power of two, one value per band
     // and different between the bands; N spans 2-4 tiles, B's first scale of each tile a power of
     // two, different between the tiles.

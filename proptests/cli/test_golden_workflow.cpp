@@ -178,6 +178,33 @@ TEST_F(GoldenRoot, AcceptAddsARegressionCaseWithItsReplayCommand) {
   fs::remove(src);
 }
 
+// The campaign's failure notes (tools/cases/tensor_form.h): fp8ref.replay and fp8ref.batch_seed
+// are the defaults; a case's own fp8ref.seed is not the batch seed.
+TEST_F(GoldenRoot, AcceptReadsTheCampaignsPrefixedFailureNotes) {
+  tensor_io::TensorFile tf;
+  tf.metadata = {{"fp8ref.replay", "fp8-check fuzz --suite gpu.pad --replay 01ab"},
+                 {"fp8ref.batch_seed", "77"},
+                 {"fp8ref.seed", "5"},
+                 {"fp8ref.suite", "gpu.pad"}};
+  tf.tensors.push_back({"input", {tensor_io::DType::U64, {2}, std::vector<std::uint8_t>(16, 7)}});
+  const fs::path src =
+      root_.parent_path() / ("fp8ref_notes_" + std::to_string(::getpid()) + ".safetensors");
+  tensor_io::write_safetensors(src.string(), tf);
+  ASSERT_TRUE(golden_accept(root_.string(), src.string(), "pad_notes", {}).passed());
+  GoldenManifest m = manifest();
+  const GoldenEntry* e = m.find("regressions/pad_notes.safetensors");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->replay, tf.metadata["fp8ref.replay"]);
+  EXPECT_EQ(e->seed, std::optional<std::uint64_t>(77));
+  tf.metadata.erase("fp8ref.batch_seed");  // no batch seed: fp8ref.seed is not one
+  tensor_io::write_safetensors(src.string(), tf);
+  AcceptOptions o;
+  o.replace = true;
+  ASSERT_TRUE(golden_accept(root_.string(), src.string(), "pad_notes", o).passed());
+  EXPECT_EQ(manifest().find("regressions/pad_notes.safetensors")->seed, std::nullopt);
+  fs::remove(src);
+}
+
 TEST(GoldenCommands, OnlyGoldenGeneratorsAreRun) {
   for (const char* cmd : {"rm -rf /", "fp8-check diff a b", "fp8-check golden regen",
                           "fp8-check golden gen-codec encode --format e4m3",

@@ -51,16 +51,16 @@ TEST(GpuGroupedGemm, DeclaredModelsAreTheOnesTheOracleUses) {
 
 TEST(GpuGroupedGemm, DrawnCasesEqualTheDeclaredModelBitwise) {
   FP8REF_REQUIRE_DEVICE();
-  test::check_property(rc::detail::toProperty([] {
-                         const GpuGemmCase c = fuzz::draw_gpu_gemm_case();
-                         for (const auto& t : fuzz::gpu_gemm_tags(c)) RC_CLASSIFY(true, t);
-                         const auto want = fuzz::oracle_gemm_bits(c);
-                         if (c.gs.total() > 0) RC_PRE(fuzz::has_nonzero_output(c, want));
-                         const std::string m =
-                             fuzz::first_gemm_mismatch(c, fuzz::kernel_gemm_bits(c), want);
-                         RC_ASSERT(m == "");
-                       }),
-                       60);
+  test::check_property(
+      [] {
+        const GpuGemmCase c = fuzz::draw_gpu_gemm_case();
+        for (const auto& t : fuzz::gpu_gemm_tags(c)) RC_CLASSIFY(true, t);
+        const auto want = fuzz::oracle_gemm_bits(c);
+        if (c.gs.total() > 0) RC_PRE(fuzz::has_nonzero_output(c, want));
+        const std::string m = fuzz::first_gemm_mismatch(c, fuzz::kernel_gemm_bits(c), want);
+        RC_ASSERT(m == "");
+      },
+      60);
 }
 
 // Every op × scaling × format pair × output on one Zipf-like draw with empty experts, sizes of

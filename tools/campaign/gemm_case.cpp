@@ -220,7 +220,7 @@ GemmCase draw_gemm(DrawOptions o) {
   std::mt19937_64 arng(seed ^ 0xad5e75a1ull);
   const Adversarial adv =
       o.adversarial ? adversarial_shape(*gen::adversarial(), c, arng) : Adversarial::none;
-  c.adversarial = gen::to_string(adv);
+  c.adversarial = adv;
   if (adv != Adversarial::none) c.group_of = rows_of(c.gs, c.desc, c.m_max, c.M);
   std::mt19937_64 rng(seed);
   c.a = gen::fill_codes(c.fa, c.va, c.M * c.K, rng());
@@ -244,7 +244,8 @@ std::vector<std::string> gemm_tags(const GemmCase& c) {
   t.push_back(std::string("b_layout:") + to_string(c.b_layout));
   t.push_back(std::string("out:") + to_string(c.out));
   if (c.moe_shape) t.push_back("shape:moe");
-  if (!c.adversarial.empty()) t.push_back("adversarial:" + c.adversarial);
+  if (c.adversarial != Adversarial::none)
+    t.push_back(std::string("adversarial:") + to_string(c.adversarial));
   for (std::int64_t x : c.gs.sizes)
     if (x == 128) {
       t.push_back("sizes:exact_128");
@@ -278,8 +279,8 @@ std::vector<std::string> gemm_classes(const DrawOptions& o) {
     if (o.allow_f16_out || d != OutDtype::f16) c.push_back(std::string("out:") + to_string(d));
   c.push_back("shape:moe");
   if (o.adversarial) {
-    for (gen::Adversarial a : gen::kAdversarialClasses)
-      c.push_back(std::string("adversarial:") + gen::to_string(a));
+    for (cases::Adversarial a : cases::kAdversarialClasses)
+      c.push_back(std::string("adversarial:") + cases::to_string(a));
     c.push_back("sizes:exact_128");
   }
   if (o.exact_only) return c;

@@ -39,7 +39,7 @@ struct DrawOptions {
   bool exact_only = false;     // the `exact` model only (else every model the scaling admits)
   bool need_padding = false;   // at least one row of no group
   bool allow_f16_out = false;  // f16 output too (overflows to Inf for large sums: exact only)
-  bool adversarial = false;    // the adversarial classes of gen/adversarial.h (CPU suites)
+  bool adversarial = false;    // the adversarial classes of cases/adversarial.h (CPU suites)
   // f32 output in two thirds of the cases (else a half or a third): rounding to bf16 / f16 hides
   // the differences between accumulation orders, so f32 raises the test strength (docs/fuzz.md
   // "Test strength").

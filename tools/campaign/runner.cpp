@@ -17,6 +17,7 @@
 #include "campaign/property_driver.h"
 #include "campaign/suite.h"
 #include "cases/split_mix64.h"
+#include "cases/tensor_form.h"
 #include "numerics/plant.h"
 #include "tensor_io/safetensors.h"
 #include "tensor_io/tensor_file.h"
@@ -76,17 +77,17 @@ std::string failure_dir(const CampaignOptions& opt) {
 }
 
 // Where a failing case goes: <failure dir>/<suite>-<batch seed>.safetensors, with the failure,
-// its replay line and seed in the metadata.
+// its replay line and batch seed in the metadata (the failure notes of cases/tensor_form.h).
 std::string write_failure_file(const Suite& s, TensorFile tf, const CampaignOptions& opt,
                                const FailureReport& f) {
-  tf.metadata["fp8ref.suite"] = s.info.name;
-  tf.metadata["replay"] = f.replay;
-  tf.metadata["seed"] = std::to_string(f.batch_seed);
+  cases::put_meta(tf, cases::kNoteSuite, s.info.name);
+  cases::put_meta(tf, cases::kNoteReplay, f.replay);
+  cases::put_meta(tf, cases::kNoteBatchSeed, std::to_string(f.batch_seed));
   std::string msg = f.message;
   if (msg.size() > 2000) msg.resize(2000);
-  tf.metadata["failure"] = msg;
+  cases::put_meta(tf, cases::kNoteFailure, msg);
 #ifdef FP8REF_PLANT_HOOKS
-  if (!opt.plant.empty()) tf.metadata["plant"] = opt.plant;
+  if (!opt.plant.empty()) cases::put_meta(tf, cases::kNotePlant, opt.plant);
 #endif
   try {
     std::error_code ec;

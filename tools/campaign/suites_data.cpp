@@ -139,14 +139,7 @@ void check_pad(const PadCase& p, Fingerprint& fp) {
 }
 
 // --- per-group quantization ----------------------------------------------------------------------
-struct QuantCase {
-  gen::GroupSizes gs;
-  Recipe recipe{RecipeKind::deepgemm, Format::e4m3, Runtime::torch_cuda, false, 0.0f};
-  ref::BlockGeometry geometry = ref::BlockGeometry::b128x128;
-  std::int64_t cols = 1;
-  gen::ValueClass values = gen::ValueClass::normal;
-  std::vector<std::uint32_t> x;  // (total, cols) f32 bits
-};
+using QuantCase = cases::QuantizeCase;
 
 std::int64_t block_rows(ref::BlockGeometry g) {
   return g == ref::BlockGeometry::b128x128 || g == ref::BlockGeometry::b128x1 ? 128
@@ -177,27 +170,13 @@ QuantCase draw_quant() {
 
 TensorFile save_quant(const QuantCase& q) {
   TensorFile tf;
-  tf.tensors.push_back({"x_bits", u32_tensor(q.x, {q.gs.total(), q.cols})});
-  save_group_sizes(q.gs, tf);
-  cases::save_recipe(q.recipe, q.geometry, tf);
-  cases::MetaWriter m{tf};
-  m["cols"] = std::to_string(q.cols);
-  m["values"] = gen::to_string(q.values);
+  cases::save_quantize_case(q, cases::SourceShape::matrix, tf);
   return tf;
 }
 
 QuantCase load_quant(const TensorFile& tf) {
   QuantCase q;
-  q.gs = load_group_sizes(tf);
-  const cases::RecipeGeometry rg = cases::load_recipe(tf);
-  q.recipe = rg.recipe;
-  q.geometry = rg.geometry;
-  q.cols = get_meta_int(tf, "cols");
-  if (const auto v = cases::from_token(gen::kValueClasses, get_meta(tf, "values"))) q.values = *v;
-  q.x = get_u32(tf, "x_bits");
-  if (q.cols < 1 || std::int64_t(q.x.size()) != q.gs.total() * q.cols)
-    throw std::invalid_argument("case file: x does not match the group sizes");
-  validate(q.recipe);
+  cases::load_quantize_case(tf, q);
   return q;
 }
 

@@ -22,17 +22,12 @@ namespace fp8ref::fuzz {
 
 namespace {
 
-struct GpuQuantCase {
-  Recipe recipe{RecipeKind::te, Format::e4m3, Runtime::cuda_kernel, false, 0.0f};
-  BlockGeometry geometry = BlockGeometry::b1x128;
+// The quantize case (x: f32 patterns; bf16: the pattern in the low 16 bits) and the launch.
+struct GpuQuantCase : cases::QuantizeCase {
   Source src = Source::bf16;
   bool grouped = false;
-  gen::GroupSizes gs;  // rows = gs.total()
-  std::int64_t cols = 1;
-  gen::ValueClass values = gen::ValueClass::normal;
-  int layout = 0;                // ScaleLayoutF32 (non-MX) or ScaleLayoutE8m0 (MX) as a number
-  int max_blocks = 0;            // the first launch's grid cap
-  std::vector<std::uint32_t> x;  // f32 patterns; bf16: the pattern in the low 16 bits
+  int layout = 0;      // ScaleLayoutF32 (non-MX) or ScaleLayoutE8m0 (MX) as a number
+  int max_blocks = 0;  // the first launch's grid cap
 };
 
 std::int64_t block_height(BlockGeometry g) {
@@ -144,14 +139,10 @@ void check_gpu_quant(const GpuQuantCase& c, Fingerprint& fp) {
 
 TensorFile save_gpu_quant(const GpuQuantCase& c) {
   TensorFile tf;
-  tf.tensors.push_back({"x_bits", u32_tensor(c.x, {std::int64_t(c.x.size())})});
-  save_group_sizes(c.gs, tf);
-  cases::save_recipe(c.recipe, c.geometry, tf);
+  cases::save_quantize_case(c, cases::SourceShape::flat, tf);
   cases::MetaWriter m{tf};
   m["src"] = c.src == Source::bf16 ? "bf16" : "f32";
   m["grouped"] = c.grouped ? "1" : "0";
-  m["cols"] = std::to_string(c.cols);
-  m["values"] = gen::to_string(c.values);
   m["layout"] = std::to_string(c.layout);
   m["max_blocks"] = std::to_string(c.max_blocks);
   return tf;
@@ -159,24 +150,15 @@ TensorFile save_gpu_quant(const GpuQuantCase& c) {
 
 GpuQuantCase load_gpu_quant(const TensorFile& tf) {
   GpuQuantCase c;
-  c.gs = load_group_sizes(tf);
-  const cases::RecipeGeometry rg = cases::load_recipe(tf);
-  c.recipe = rg.recipe;
-  c.geometry = rg.geometry;
+  cases::load_quantize_case(tf, c);
   const std::string src = get_meta(tf, "src");
   if (src != "bf16" && src != "f32") throw std::invalid_argument("case file: src bf16 or f32");
   c.src = src == "bf16" ? Source::bf16 : Source::f32;
   c.grouped = get_meta(tf, "grouped") == "1";
-  c.cols = get_meta_int(tf, "cols");
-  if (const auto v = cases::from_token(gen::kValueClasses, get_meta(tf, "values"))) c.values = *v;
   c.layout = int(get_meta_int(tf, "layout"));
   c.max_blocks = int(get_meta_int(tf, "max_blocks"));
-  c.x = get_u32(tf, "x_bits");
-  if (c.cols < 1 || std::int64_t(c.x.size()) != c.gs.total() * c.cols)
-    throw std::invalid_argument("case file: x does not match rows x cols");
   if (c.layout < 0 || c.layout > 4 || c.max_blocks < 0)
     throw std::invalid_argument("case file: layout or max_blocks out of range");
-  validate(c.recipe);
   return c;
 }
 

@@ -78,7 +78,7 @@ TensorFile save_gemm(const GemmCase& c) {
   m["N"] = std::to_string(c.N);
   m["K"] = std::to_string(c.K);
   m["shape"] = c.moe_shape ? "moe" : "small";
-  if (!c.adversarial.empty()) m["adversarial"] = c.adversarial;
+  if (c.adversarial != Adversarial::none) m["adversarial"] = to_string(c.adversarial);
   m["format_a"] = to_string(c.fa);
   m["format_b"] = to_string(c.fb);
   m["values_a"] = to_string(c.va);
@@ -130,7 +130,7 @@ GemmCase load_gemm(const TensorFile& tf) {
   c.G = c.gs.groups();
   c.group_of = rows_of(c.gs, c.desc, c.m_max, c.M);
   c.moe_shape = has_meta(tf, "shape") && get_meta(tf, "shape") == "moe";
-  if (has_meta(tf, "adversarial")) c.adversarial = get_meta(tf, "adversarial");
+  if (has_meta(tf, "adversarial")) c.adversarial = parse_adversarial(get_meta(tf, "adversarial"));
   c.fa = format_from_name(get_meta(tf, "format_a"));
   c.fb = format_from_name(get_meta(tf, "format_b"));
   c.va = value_class_from(get_meta(tf, "values_a"));

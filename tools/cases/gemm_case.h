@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cases/adversarial.h"
 #include "cases/group_sizes.h"
 #include "cases/tensor_form.h"
 #include "cases/value_class.h"
@@ -45,9 +46,9 @@ struct GemmCase {
   Desc desc = Desc::offs;
   std::int64_t M = 0, N = 0, K = 0, G = 0, m_max = 0;
   bool moe_shape = false;  // drawn from the MoE-like shapes (large K, N); a coverage class only
-  // The campaign's adversarial class applied to the drawn case (tools/campaign/gen/adversarial.h:
-  // exact_128, pow2_bands, zero_channel, poison_past_end), "" for none; a coverage class only.
-  std::string adversarial;
+  // The campaign's adversarial class applied to the drawn case (cases/adversarial.h); a coverage
+  // class only.
+  Adversarial adversarial = Adversarial::none;
   Format fa = Format::e4m3, fb = Format::e4m3;
   ref::Scaling scaling = ref::Scaling::none;
   ref::BLayout b_layout = ref::BLayout::nk;

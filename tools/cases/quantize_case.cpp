@@ -5,6 +5,7 @@
 #include <bit>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "cases/enum_tokens.h"
 
@@ -38,6 +39,31 @@ RecipeGeometry load_recipe(const TensorFile& tf) {
                         ? std::bit_cast<float>(std::uint32_t(get_meta_int(tf, "epsilon_bits")))
                         : 0.0f;
   return {{*kind, *elem, *rt, get_meta(tf, "pow2") == "1", eps}, *geo};
+}
+
+void save_quantize_case(const QuantizeCase& q, SourceShape shape, TensorFile& tf) {
+  const std::vector<std::int64_t> dims = shape == SourceShape::matrix
+                                             ? std::vector<std::int64_t>{q.gs.total(), q.cols}
+                                             : std::vector<std::int64_t>{std::int64_t(q.x.size())};
+  tf.tensors.push_back({"x_bits", u32_tensor(q.x, dims)});
+  save_group_sizes(q.gs, tf);
+  save_recipe(q.recipe, q.geometry, tf);
+  MetaWriter m{tf};
+  m["cols"] = std::to_string(q.cols);
+  m["values"] = to_string(q.values);
+}
+
+void load_quantize_case(const TensorFile& tf, QuantizeCase& q) {
+  q.gs = load_group_sizes(tf);
+  const RecipeGeometry rg = load_recipe(tf);
+  q.recipe = rg.recipe;
+  q.geometry = rg.geometry;
+  q.cols = get_meta_int(tf, "cols");
+  if (const auto v = from_token(kValueClasses, get_meta(tf, "values"))) q.values = *v;
+  q.x = get_u32(tf, "x_bits");
+  if (q.cols < 1 || std::int64_t(q.x.size()) != q.gs.total() * q.cols)
+    throw std::invalid_argument("case file: x does not match the group sizes x cols");
+  validate(q.recipe);
 }
 
 }  // namespace fp8ref::cases

@@ -72,16 +72,6 @@ void put_meta(TensorFile& tf, std::string_view name, std::string value) {
   tf.metadata[meta_key(name)] = std::move(value);
 }
 
-namespace {
-// The value of "fp8ref.<name>", else of the bare "<name>" (files written before the prefix).
-const std::string* find_meta(const TensorFile& tf, std::string_view name) {
-  if (const auto it = tf.metadata.find(meta_key(name)); it != tf.metadata.end()) return &it->second;
-  if (const auto it = tf.metadata.find(std::string(name)); it != tf.metadata.end())
-    return &it->second;
-  return nullptr;
-}
-}  // namespace
-
 bool has_meta(const TensorFile& tf, std::string_view name) {
   return find_meta(tf, name) != nullptr;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <string_view>
@@ -48,6 +49,29 @@ class MetaWriter {
 };
 // A metadata value (std::invalid_argument when missing or, for get_meta_int, not an integer).
 const std::string& get_meta(const TensorFile& tf, const std::string& name);
+// The value of "fp8ref.<name>", else of the bare "<name>"; nullptr when neither exists. (Inline,
+// as find_batch_seed: the CLI's golden commands read the notes without linking the case types.)
+inline const std::string* find_meta(const TensorFile& tf, std::string_view name) {
+  for (const std::string& key : {std::string(kMetaPrefix) + std::string(name), std::string(name)})
+    if (const auto it = tf.metadata.find(key); it != tf.metadata.end()) return &it->second;
+  return nullptr;
+}
+// The campaign's notes on a failing case (docs/fuzz.md "Case files"), written beside the case's
+// own keys by the fuzz runner and read by `fp8-check golden accept`: the suite, the one-line
+// replay command, the batch seed the failure was found in, the failure message and (planted
+// build) the planted bug. The batch seed is "fp8ref.batch_seed", not "fp8ref.seed": several cases
+// keep their own launch seed under "seed".
+inline constexpr std::string_view kNoteSuite = "suite", kNoteReplay = "replay",
+                                  kNoteBatchSeed = "batch_seed", kNoteFailure = "failure",
+                                  kNotePlant = "plant";
+// A failure note's batch seed: "fp8ref.batch_seed", else the bare "seed" that runners before the
+// prefix wrote (never "fp8ref.seed", a case's own seed); nullptr when neither exists.
+inline const std::string* find_batch_seed(const TensorFile& tf) {
+  for (const std::string& key :
+       {std::string(kMetaPrefix) + std::string(kNoteBatchSeed), std::string("seed")})
+    if (const auto it = tf.metadata.find(key); it != tf.metadata.end()) return &it->second;
+  return nullptr;
+}
 std::int64_t get_meta_int(const TensorFile& tf, const std::string& name);
 // The "group_sizes" tensor and the dist / align / tail metadata. Loading throws on an unknown
 // dist, a negative size, align < 1 or tail < 0; align and tail default to 1 and 0 when absent.

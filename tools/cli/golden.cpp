@@ -15,6 +15,7 @@
 #include <regex>
 #include <sstream>
 
+#include "cases/tensor_form.h"
 #include "cli/errors.h"
 #include "cli/golden_manifest.h"
 #include "cli/golden_plan.h"
@@ -320,9 +321,12 @@ GoldenReport golden_accept(const std::string& root, const std::string& file,
                 {},
                 file,
                 o.replay};
-  if (e.replay.empty() && tf.metadata.count("replay")) e.replay = tf.metadata.at("replay");
-  if (!e.seed && tf.metadata.count("seed")) {
-    const std::string& s = tf.metadata.at("seed");
+  // The campaign's failure notes (cases/tensor_form.h); files of older runners and of the test
+  // suites' dumps hold the bare "replay" and "seed".
+  const std::string* replay = cases::find_meta(tf, cases::kNoteReplay);
+  if (e.replay.empty() && replay != nullptr) e.replay = *replay;
+  if (const std::string* seed = cases::find_batch_seed(tf); !e.seed && seed != nullptr) {
+    const std::string& s = *seed;
     if (!s.empty() && s.size() < 20 &&
         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
       e.seed = std::stoull(s);

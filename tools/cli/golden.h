@@ -53,8 +53,8 @@ struct GoldenReport {
 };
 
 struct AcceptOptions {
-  std::string replay;                 // default: the case file's __metadata__ "replay"
-  std::optional<std::uint64_t> seed;  // default: its __metadata__ "seed", when numeric
+  std::string replay;                 // default: the case file's "fp8ref.replay" (or "replay")
+  std::optional<std::uint64_t> seed;  // default: its "fp8ref.batch_seed" (or "seed"), if numeric
   bool replace = false;
 };
 
