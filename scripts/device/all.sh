@@ -86,7 +86,7 @@ tail -2 "$OUT/verify.log" | tee -a "$summary"
 
 step "verify --kernel: torch _scaled_mm / _scaled_grouped_mm outputs, no model flag (docs/presets.md)"
 timeout 60 python3 scripts/device/kernel_survey.py --fp8-check "$PWD/$B/tools/fp8-check" \
-  --out "$OUT/kernel_survey" --budget-s 25 --only tw_f32,tw_fast_f32,rw_bf16,bw_f32,grouped_m_bf16,grouped_k_bf16 \
+  --out "$OUT/kernel_survey" --budget-s 25 --deadline-s 45 --only tw_f32,tw_fast_f32,rw_bf16,bw_f32,grouped_m_bf16,grouped_k_bf16 \
   > "$OUT/kernel_survey.log" 2>&1
 say "kernel survey exit $?"
 tail -1 "$OUT/kernel_survey.log" | tee -a "$summary"

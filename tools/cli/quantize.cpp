@@ -336,43 +336,34 @@ tensor_io::TensorFile quantize_tensor(const Tensor& x, const QuantizeOptions& o,
 
 namespace {
 
-tensor_io::TensorFile quantize_tensor_planes(const Tensor& x, const QuantizeOptions& o,
-                                             const std::string& source_name,
-                                             const PlanesOf* planes_of) {
-  if (o.swiglu) {
-    check_swiglu_input(x, source_name);
-    QuantizeOptions h_options = o;
-    h_options.swiglu = false;
-    tensor_io::TensorFile out;
-    if (o.device == "cuda") {
-      const Tensor h_shape{DType::F32, {x.shape[0], x.shape[1] / 2}, {}};
-      const PlanesOf gpu_planes = [&](const Recipe& r, ref::BlockGeometry g) {
-        return swiglu_planes_cuda(x, r, g, o, source_name);
-      };
-      out = quantize_tensor_planes(h_shape, h_options, source_name, &gpu_planes);
-    } else {
-      out = quantize_tensor_planes(swiglu_input(x, source_name), h_options, source_name, nullptr);
-    }
-    out.metadata["fp8ref.swiglu"] =
-        "codes and scales of h = silu(gate) * up (f32), gate = input columns [0, H), up = [H, 2H)";
-    return out;
+// --swiglu: h = silu(gate) * up of the merged gate/up x, quantized by the options' recipe (on the
+// CPU from h's f32 values, on CUDA by the fused kernel), plus the metadata that says so.
+tensor_io::TensorFile quantize_swiglu_tensor(const Tensor& x, const QuantizeOptions& o,
+                                             const std::string& source_name) {
+  check_swiglu_input(x, source_name);
+  QuantizeOptions h_options = o;
+  h_options.swiglu = false;
+  tensor_io::TensorFile out;
+  if (o.device == "cuda") {
+    const Tensor h_shape{DType::F32, {x.shape[0], x.shape[1] / 2}, {}};
+    const PlanesOf gpu_planes = [&](const Recipe& r, ref::BlockGeometry g) {
+      return swiglu_planes_cuda(x, r, g, o, source_name);
+    };
+    out = quantize_tensor_planes(h_shape, h_options, source_name, &gpu_planes);
+  } else {
+    out = quantize_tensor_planes(swiglu_input(x, source_name), h_options, source_name, nullptr);
   }
-  if (is_subbyte_recipe(o.recipe)) {
-    if (planes_of) throw UsageError("--swiglu --device cuda quantizes to FP8 (e4m3 / e5m2)");
-    return quantize_subbyte_tensor(x, o, source_name);
-  }
-  if (o.f6_codes != "u8")
-    throw UsageError("--f6-codes applies to the mxfp6 recipes, not " + o.recipe);
-  bool default_runtime = false;
-  const Recipe r = make_recipe(o, &default_runtime);
-  const ref::BlockGeometry g =
-      cases::parse_token<UsageError>("block", o.block, kAllBlockGeometries);
-  const Layout layout = parse_layout(o.layout);
-  check_quantize_input(x, o, source_name);
-  const std::vector<ref::Quantized> planes =
-      planes_of            ? (*planes_of)(r, g)
-      : o.device == "cuda" ? quantize_planes_cuda(x, source_bits(x), r, g, o, source_name)
-                           : quantize_planes(x, source_bits(x), r, g, o, source_name);
+  out.metadata["fp8ref.swiglu"] =
+      "codes and scales of h = silu(gate) * up (f32), gate = input columns [0, H), up = [H, 2H)";
+  return out;
+}
+
+// The output file of an FP8 quantization: codes in x's shape, scales in the layout's shape (a
+// leading group dimension for 3-D x), and the fp8ref.* metadata that names the recipe.
+tensor_io::TensorFile quantized_file(const std::vector<ref::Quantized>& planes, const Tensor& x,
+                                     const Recipe& r, ref::BlockGeometry g, const Layout& layout,
+                                     const QuantizeOptions& o, bool default_runtime,
+                                     const std::string& source_name) {
   const std::int64_t groups = std::int64_t(planes.size());
   const std::int64_t sr = planes.empty() ? 0 : planes[0].scale_rows,
                      sc = planes.empty() ? 0 : planes[0].scale_cols;
@@ -404,6 +395,29 @@ tensor_io::TensorFile quantize_tensor_planes(const Tensor& x, const QuantizeOpti
       {"fp8ref.source", source_name},
       {"fp8ref.source_dtype", std::string(tensor_io::dtype_name(x.dtype))}};
   return out;
+}
+
+tensor_io::TensorFile quantize_tensor_planes(const Tensor& x, const QuantizeOptions& o,
+                                             const std::string& source_name,
+                                             const PlanesOf* planes_of) {
+  if (o.swiglu) return quantize_swiglu_tensor(x, o, source_name);
+  if (is_subbyte_recipe(o.recipe)) {
+    if (planes_of) throw UsageError("--swiglu --device cuda quantizes to FP8 (e4m3 / e5m2)");
+    return quantize_subbyte_tensor(x, o, source_name);
+  }
+  if (o.f6_codes != "u8")
+    throw UsageError("--f6-codes applies to the mxfp6 recipes, not " + o.recipe);
+  bool default_runtime = false;
+  const Recipe r = make_recipe(o, &default_runtime);
+  const ref::BlockGeometry g =
+      cases::parse_token<UsageError>("block", o.block, kAllBlockGeometries);
+  const Layout layout = parse_layout(o.layout);
+  check_quantize_input(x, o, source_name);
+  const std::vector<ref::Quantized> planes =
+      planes_of            ? (*planes_of)(r, g)
+      : o.device == "cuda" ? quantize_planes_cuda(x, source_bits(x), r, g, o, source_name)
+                           : quantize_planes(x, source_bits(x), r, g, o, source_name);
+  return quantized_file(planes, x, r, g, layout, o, default_runtime, source_name);
 }
 
 // FILE[:tensor]: the whole argument when such a file exists, else split at the last ':'.
