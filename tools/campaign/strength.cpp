@@ -245,11 +245,8 @@ namespace {
 // dW of every group under `m` as output bits (bf16 / f16 in the low 16 bits); empty when the
 // reference refuses the configuration.
 std::vector<std::uint32_t> run_wgrad_bits(const cases::WgradCase& w, const ref::ModelChoice& m) {
-  std::vector<std::int64_t> offs;
-  std::int64_t end = 0;
-  for (auto s : w.gs.sizes) offs.push_back(end += s);
-  const ref::WgradOperands op{w.M,  w.N, w.K,       w.G,    w.fdy, w.fx,
-                              w.dy, w.x, w.scaling, w.s_dy, w.s_x, w.c};
+  const std::vector<std::int64_t> offs = w.gs.ends();
+  const ref::WgradOperands op = w.operands();
   const std::size_t n = w.c.size();
   std::vector<float> f32(w.out == OutDtype::f32 ? n : 0);
   std::vector<std::uint16_t> u16(w.out == OutDtype::f32 ? 0 : n);

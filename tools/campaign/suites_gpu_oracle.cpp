@@ -66,11 +66,8 @@ std::vector<std::string> gpu_wgrad_tags(const WgradCase& w) {
 
 #ifdef FP8REF_CAMPAIGN_HAVE_GPU
 std::vector<std::uint32_t> wgrad_bits(const WgradCase& w, bool on_gpu) {
-  std::vector<std::int64_t> offs;
-  std::int64_t end = 0;
-  for (auto s : w.gs.sizes) offs.push_back(end += s);
-  const ref::WgradOperands op{w.M,  w.N, w.K,       w.G,    w.fdy, w.fx,
-                              w.dy, w.x, w.scaling, w.s_dy, w.s_x, w.c};
+  const std::vector<std::int64_t> offs = w.gs.ends();
+  const ref::WgradOperands op = w.operands();
   const bool f32 = w.out == OutDtype::f32;
   std::vector<float> f(f32 ? w.c.size() : 0);
   std::vector<std::uint16_t> h(f32 ? 0 : w.c.size());

@@ -140,11 +140,8 @@ struct WgradResult {
   std::vector<double> bound;
 };
 WgradResult run_wgrad(const WgradCase& w, Fingerprint& fp) {
-  std::vector<std::int64_t> offs;
-  std::int64_t end = 0;
-  for (auto s : w.gs.sizes) offs.push_back(end += s);
-  const ref::WgradOperands op{w.M,  w.N, w.K,       w.G,    w.fdy, w.fx,
-                              w.dy, w.x, w.scaling, w.s_dy, w.s_x, w.c};
+  const std::vector<std::int64_t> offs = w.gs.ends();
+  const ref::WgradOperands op = w.operands();
   const bool f32 = w.out == OutDtype::f32;
   WgradResult r{std::vector<float>(f32 ? w.c.size() : 0),
                 std::vector<std::uint16_t>(f32 ? 0 : w.c.size()), std::vector<double>(w.c.size())};

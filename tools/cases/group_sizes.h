@@ -53,6 +53,12 @@ struct GroupSizes {
     return std::accumulate(sizes.begin(), sizes.end(), std::int64_t(0));
   }
   std::int64_t groups() const { return std::int64_t(sizes.size()); }
+  // The cumulative group ends (the offsets a grouped GEMM takes): ends()[g] = sum of sizes[0..g].
+  std::vector<std::int64_t> ends() const {
+    std::vector<std::int64_t> e(sizes.size());
+    std::partial_sum(sizes.begin(), sizes.end(), e.begin());
+    return e;
+  }
   std::int64_t empty_groups() const {
     return std::int64_t(std::count(sizes.begin(), sizes.end(), std::int64_t(0)));
   }

@@ -27,6 +27,10 @@ struct WgradCase {
   // restart at each group (reference/grouped_gemm.h); C (G, N, K).
   std::vector<float> s_dy, s_x, c;
   std::int64_t block_rows() const;  // R (0 unless blockwise / mx)
+  // The reference's view of the operands (spans into this case: valid while it lives).
+  ref::WgradOperands operands() const {
+    return {M, N, K, G, fdy, fx, dy, x, scaling, s_dy, s_x, c};
+  }
 };
 
 TensorFile save_wgrad(const WgradCase& w);
