@@ -118,17 +118,17 @@ bool compare_element(const Tensor& a, const Tensor& b, std::uint64_t i, const Me
                      Mismatch& e, TensorDiff& d, Accum& acc) {
   e.a_bits = raw_bits(a, i), e.b_bits = raw_bits(b, i);
   e.a = decode_bits(a.dtype, e.a_bits), e.b = decode_bits(b.dtype, e.b_bits);
-  const ValueClass ca = classify_bits(a.dtype, e.a_bits), cb = classify_bits(b.dtype, e.b_bits);
+  const FpClass ca = classify_bits(a.dtype, e.a_bits), cb = classify_bits(b.dtype, e.b_bits);
   if (m.kind == Metric::Kind::Bound) e.bound = bound_at(m, i);
   if (ca != cb) {
     e.ulp = -1;
     ++d.class_mismatches;
     return false;
   }
-  e.ulp = ca == ValueClass::Finite
+  e.ulp = ca == FpClass::Finite
               ? static_cast<std::int64_t>(ulp_distance(a.dtype, e.a_bits, e.b_bits))
               : 0;
-  if (ca == ValueClass::Finite) {
+  if (ca == FpClass::Finite) {
     const double err = std::fabs(e.a - e.b);
     d.max_abs = std::max(d.max_abs, err);
     if (e.b != 0) d.max_rel = std::max(d.max_rel, err / std::fabs(e.b));
@@ -140,8 +140,8 @@ bool compare_element(const Tensor& a, const Tensor& b, std::uint64_t i, const Me
     case Metric::Kind::Bitwise: return e.a_bits == e.b_bits;
     case Metric::Kind::Ulp: return static_cast<std::uint64_t>(e.ulp) <= m.ulp;
     case Metric::Kind::Tol:
-      return ca != ValueClass::Finite || std::fabs(e.a - e.b) <= m.atol + m.rtol * std::fabs(e.b);
-    case Metric::Kind::Bound: return ca != ValueClass::Finite || within_bound(e, d);
+      return ca != FpClass::Finite || std::fabs(e.a - e.b) <= m.atol + m.rtol * std::fabs(e.b);
+    case Metric::Kind::Bound: return ca != FpClass::Finite || within_bound(e, d);
   }
   return false;
 }

@@ -151,10 +151,10 @@ TensorStats compute_stats(const tensor_io::Tensor& t, std::size_t top_n, Progres
     const std::uint64_t bits = raw_bits(t, i);
     if (codes) ++hist[bits & 0xff];
     switch (classify_bits(t.dtype, bits)) {
-      case ValueClass::NaN: ++s.nan; continue;
-      case ValueClass::PosInf: ++s.pos_inf; continue;
-      case ValueClass::NegInf: ++s.neg_inf; continue;
-      case ValueClass::Finite: break;
+      case FpClass::NaN: ++s.nan; continue;
+      case FpClass::PosInf: ++s.pos_inf; continue;
+      case FpClass::NegInf: ++s.neg_inf; continue;
+      case FpClass::Finite: break;
     }
     const double v = decode_bits(t.dtype, bits);
     s.min = s.finite == 0 ? v : std::min(s.min, v);
