@@ -38,7 +38,8 @@ constexpr std::uint64_t kProgressChunk = std::uint64_t{1}
                                          << 16;  // elements between progress updates
 
 struct DiffOptions {
-  std::string a, b, as, metric = "bitwise", groups, html;
+  std::string a, b, metric = "bitwise", groups, html;
+  std::vector<std::string> as;
   std::size_t max_report = 10;
   bool json = false;
   bool no_progress = false;
@@ -409,7 +410,7 @@ std::vector<TensorDiff> pair_and_diff(const DiffOptions& o, const Metric& metric
                                       const std::vector<std::int64_t>* offs) {
   ReadOptions ro;
   ro.map = true;  // safetensors / npy tensors view the mapped files
-  if (!o.as.empty()) ro.as_dtype = parse_dtype_option(o.as);
+  apply_as_options(o.as, ro);
   const auto [pa, na] = split_spec(o.a);
   const auto [pb, nb] = split_spec(o.b);
   const TensorFile fa = load(pa, ro), fb = load(pb, ro);
@@ -510,7 +511,10 @@ void add_diff_command(CLI::App& app) {
       "diff", "Compare tensors bitwise / in format ULPs (exit 0 same, 1 differs, 2 bad input)");
   sub->add_option("a", o->a, "A[:name] (whole-file mode pairs tensors by name)")->required();
   sub->add_option("b", o->b, "B[:name]")->required();
-  sub->add_option("--as", o->as, "Reinterpret both files' tensors as DTYPE");
+  sub->add_option("--as", o->as,
+                  "Reinterpret both files' tensors as DTYPE; NAME=DTYPE: tensor NAME only "
+                  "(repeatable)")
+      ->allow_extra_args(false);
   sub->add_option("--metric", o->metric,
                   "bitwise | ulp:N | tol:ATOL,RTOL | bound:FILE[:NAME] (per-element |a-b| bound)")
       ->capture_default_str();
