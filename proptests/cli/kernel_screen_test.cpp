@@ -75,7 +75,9 @@ struct Spec {
 // The operands of one case as a tensor file, with the options verify would parse.
 TensorFile make_file(const Spec& s, GemmOptions& o, std::uint32_t seed) {
   std::mt19937 rng(seed);
-  const std::int64_t M = 37, N = 150, K = 424, G = 3;  // N: two 128-column tiles, K: 4 blocks
+  // N: two 128-column tiles, K: 4 blocks; M: 64 rows in groups, so the second stage of the
+  // screen (64 / 16 = 4 whole rows, kernel_screen.h) runs beside the 4 x 4 grid.
+  const std::int64_t M = 70, N = 140, K = 424, G = 3;
   const bool kg = s.grouping == "k", nk = s.layout == "nk";
   o = GemmOptions{};
   o.in = "case", o.a = "a", o.b = "b", o.offs = "offs", o.scaling = s.scaling;
@@ -92,8 +94,9 @@ TensorFile make_file(const Spec& s, GemmOptions& o, std::uint32_t seed) {
   I64s bshape = nk ? I64s{N, K} : I64s{K, N};
   if (!kg) bshape.insert(bshape.begin(), G);
   tf.tensors.push_back({"b", tensor(DType::F8_E4M3, bshape, b)});
-  // M-grouped: rows 30..36 belong to no group; K-grouped: group 1 has no K column.
-  const std::vector<std::int64_t> offs = kg ? I64s{128, 128, 300} : I64s{12, 12, 30};
+  // M-grouped: group 1 is empty, rows 64..69 belong to no group; K-grouped: group 1 has no K
+  // column, columns 300..423 belong to no group.
+  const std::vector<std::int64_t> offs = kg ? I64s{128, 128, 300} : I64s{25, 25, 64};
   tf.tensors.push_back({"offs", tensor(DType::I64, {G}, offs)});
   const std::int64_t nbk = (K + 127) / 128, nmx = (K + 31) / 32;
   if (s.scaling == "none") return tf;
@@ -152,12 +155,13 @@ void expect_same_selection(const Selection& s, const Selection& f, const std::st
 
 std::vector<Spec> specs() {
   std::vector<Spec> out;
-  for (const char* sc : {"none", "tensorwise", "rowwise", "blockwise", "mx"})
-    for (const char* layout : {"nk", "kn"})
-      for (OutDtype d : {OutDtype::f32, OutDtype::bf16}) out.push_back({sc, layout, "m", d});
-  for (const char* sc : {"tensorwise", "rowwise"})
-    for (const char* layout : {"nk", "kn"}) out.push_back({sc, layout, "k", OutDtype::f32});
-  out.push_back({"rowwise", "kn", "k", OutDtype::bf16});
+  for (const char* sc : {"none", "tensorwise", "rowwise", "blockwise", "mx"}) {
+    out.push_back({sc, "nk", "m", OutDtype::f32});
+    out.push_back({sc, "kn", "m", OutDtype::bf16});
+  }
+  out.push_back({"tensorwise", "nk", "k", OutDtype::f32});
+  out.push_back({"rowwise", "kn", "k", OutDtype::f32});
+  out.push_back({"rowwise", "nk", "k", OutDtype::bf16});
   return out;
 }
 
@@ -176,6 +180,10 @@ TEST(KernelScreen, ScreenBitsAreTheFullRunsAndSelectionIsUnchanged) {
     std::vector<std::size_t> sorted = order;
     std::sort(sorted.begin(), sorted.end());
     EXPECT_EQ(sorted, el) << what;
+    const ScreenCase rows = row_screen_case(lc, kScreen);  // the second stage: whole rows
+    ASSERT_EQ(rows.parts.empty(), sp.grouping == "k") << what;
+    const std::vector<std::size_t> row_order = flat_order(rows);
+    EXPECT_EQ(row_order.size(), row_screen_rows(lc, kScreen).size() * std::size_t(lc.c.N));
     const std::vector<ref::ModelChoice> wide = wide_candidates(lc, sp.out);
     for (const ref::ModelChoice& m : wide) {
       std::vector<std::uint32_t> full;
@@ -184,11 +192,13 @@ TEST(KernelScreen, ScreenBitsAreTheFullRunsAndSelectionIsUnchanged) {
       } catch (const std::invalid_argument&) {
         continue;  // refused for this scaling: scored as an error both ways (below)
       }
-      const std::vector<std::uint32_t> cut = run_screen(sc, m, sp.out, false);
-      ASSERT_EQ(cut.size(), order.size());
-      for (std::size_t j = 0; j < order.size(); ++j)
-        ASSERT_EQ(cut[j], full[order[j]])
-            << what << " " << ref::describe_member(m) << " at " << order[j];
+      for (const auto& [stage, at] : {std::pair{&sc, &order}, std::pair{&rows, &row_order}}) {
+        const std::vector<std::uint32_t> cut = run_screen(*stage, m, sp.out, false);
+        ASSERT_EQ(cut.size(), at->size());
+        for (std::size_t j = 0; j < at->size(); ++j)
+          ASSERT_EQ(cut[j], full[(*at)[j]])
+              << what << " " << ref::describe_member(m) << " at " << (*at)[j];
+      }
     }
     // got: a wide candidate past the first four (one the reference takes for the scaling), so
     // the members before it differ somewhere.
@@ -204,13 +214,15 @@ TEST(KernelScreen, ScreenBitsAreTheFullRunsAndSelectionIsUnchanged) {
     EXPECT_TRUE(f.matched) << what;
     EXPECT_EQ(s.screened, kScreen) << what;
     EXPECT_EQ(f.screened, 0u) << what;
+    EXPECT_EQ(s.screened_rows, sp.grouping == "k" ? 0u : 4u) << what;
     expect_same_selection(s, f, what);
     ASSERT_TRUE(s.run.has_value()) << what;
     EXPECT_EQ(s.run->bits, run_loaded(lc, s.chosen, sp.out, false).bits) << what;
-    if (sp.out == OutDtype::f32)  // f32 outputs of other splits differ on the screen already
+    if (sp.out == OutDtype::f32) {  // f32 outputs of other splits differ on the screen already
       EXPECT_TRUE(std::any_of(s.scores.begin(), s.scores.end(), [](const MemberScore& m) {
         return m.screened_out;
       })) << what;
+    }
   }
 }
 
@@ -248,10 +260,17 @@ TEST(KernelScreen, PassesTheScreenButDiffersOutsideIt) {
   Tensor got = planted(lc, members[2], sp.out);
   // One element outside the screen, in a compared row, one ulp off.
   const std::vector<std::size_t> el = screen_elements(lc, kScreen);
+  const std::vector<std::int64_t> whole = row_screen_rows(lc, kScreen);
   ASSERT_FALSE(el.empty());
+  ASSERT_FALSE(whole.empty());
   const std::vector<bool> rows = compared_rows(lc);
+  const auto screened = [&](std::size_t i) {
+    const auto r = std::int64_t(i / std::size_t(lc.c.N));
+    return std::binary_search(el.begin(), el.end(), i) ||
+           std::binary_search(whole.begin(), whole.end(), r);
+  };
   std::size_t i = 0;
-  while (!rows[i / std::size_t(lc.c.N)] || std::binary_search(el.begin(), el.end(), i)) ++i;
+  while (!rows[i / std::size_t(lc.c.N)] || screened(i)) ++i;
   std::uint32_t bits;
   std::memcpy(&bits, got.data.data() + 4 * i, 4);
   bits ^= 1u;
@@ -260,7 +279,7 @@ TEST(KernelScreen, PassesTheScreenButDiffersOutsideIt) {
   const Selection f = select_configuration(lc, got, members, sp.out, false, true, true, 0);
   expect_same_selection(s, f, "one element flipped outside the screen");
   const MemberScore& x = s.scores[2];
-  EXPECT_FALSE(x.screened_out);  // it passed the screen ...
+  EXPECT_FALSE(x.screened_out);  // it passed both stages of the screen ...
   EXPECT_EQ(x.mismatches, 1);    // ... and the full comparison found the flipped element
   EXPECT_FALSE(s.matched);
 }

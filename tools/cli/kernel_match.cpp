@@ -211,22 +211,24 @@ std::vector<MemberScore> score_members(const LoadedCase& lc, const Tensor& got,
                                        std::optional<OracleRun>* keep) {
   const std::vector<bool> rows = compared_rows(lc);
   const auto n = std::size_t(lc.c.N);
-  const ScreenCase sc = screen_case(lc, screen_elements(lc, screen));
-  const std::vector<std::size_t> order = screen_order(sc);
+  const ScreenCase stages[] = {screen_case(lc, screen_elements(lc, screen)),
+                               row_screen_case(lc, screen)};
+  const std::vector<std::size_t> orders[] = {screen_order(stages[0]), screen_order(stages[1])};
   std::optional<std::int64_t> kept;  // mismatches of the run in *keep
   std::vector<MemberScore> out;
   for (const ref::ModelChoice& m : members) {
     MemberScore s;
     s.m = m;
     try {
-      if (!order.empty()) {
+      for (int st = 0; st < 2 && !s.screened_out; ++st) {
+        if (orders[st].empty()) continue;
         std::vector<std::uint32_t> bits;
         try {
-          bits = run_screen(sc, m, d, on_gpu);
+          bits = run_screen(stages[st], m, d, on_gpu);
         } catch (const std::invalid_argument&) {
-          // a refusal is the full run's to report, with the full case's message
+          break;  // a refusal is the full run's to report, with the full case's message
         }
-        if (!bits.empty()) s.mismatches = count_mismatches(bits, got, rows, n, &order, s.compared);
+        s.mismatches = count_mismatches(bits, got, rows, n, &orders[st], s.compared);
         s.screened_out = s.mismatches > 0;
       }
       if (!s.screened_out) {
@@ -285,6 +287,7 @@ Selection select_configuration(const LoadedCase& lc, const Tensor& got,
   s.chosen = members.front();
   s.strength = strength;
   s.screened = screen_elements(lc, screen).size();
+  s.screened_rows = row_screen_rows(lc, screen).size();
   std::optional<OracleRun> run;
   if (members.size() > 1 || strength || preset)
     s.scores = score_members(lc, got, members, d, on_gpu, screen, &run);

@@ -52,7 +52,8 @@ struct MemberScore {
 };
 
 // Scores each member in order. With `screen` > 0, each member is first evaluated on the
-// screen's elements (kernel_screen.h) and evaluated in full only if it reproduces all of them,
+// screen's grid of `screen` elements, then (large M) on a sixteenth of the rows (kernel_screen.h),
+// and evaluated in full only if it reproduces all of them,
 // so every member reported with 0 mismatches was compared on every element. `keep`, when given,
 // receives the full run of the first member with the fewest mismatches among those evaluated in
 // full (verify's chosen configuration; untouched when none was).
@@ -75,7 +76,8 @@ struct Selection {
   std::vector<std::string> also;    // --strength: other configurations that reproduce it
   std::vector<std::string> warnings;
   bool strength = false;
-  std::size_t screened = 0;  // elements of the screen (0: no screen)
+  std::size_t screened = 0;       // elements of the screen's grid (0: no screen)
+  std::size_t screened_rows = 0;  // rows of its second stage (kernel_screen.h; 0: none)
   std::optional<OracleRun> run;
 };
 Selection select_configuration(const LoadedCase& lc, const tensor_io::Tensor& got,

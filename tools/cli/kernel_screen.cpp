@@ -174,6 +174,47 @@ ScreenCase screen_case(const LoadedCase& lc, const std::vector<std::size_t>& ele
   return s;
 }
 
+std::vector<std::int64_t> row_screen_rows(const LoadedCase& lc, std::size_t count) {
+  if (count == 0 || lc.k) return {};
+  const auto map = ref::row_map_from_offsets(lc.c.offs, lc.c.M);
+  std::vector<std::int64_t> rows;
+  for (std::int64_t r = 0; r < lc.c.M; ++r)
+    if (map[std::size_t(r)] >= 0) rows.push_back(r);
+  const auto side = std::int64_t(std::ceil(std::sqrt(double(count))));
+  const std::int64_t take = std::int64_t(rows.size()) / 16;
+  if (take < side) return {};
+  std::vector<std::int64_t> out;
+  for (std::int64_t j : spread(std::int64_t(rows.size()), take))
+    out.push_back(rows[std::size_t(j)]);
+  return out;
+}
+
+ScreenCase row_screen_case(const LoadedCase& lc, std::size_t count) {
+  ScreenCase s;
+  const std::vector<std::int64_t> rows = row_screen_rows(lc, count);
+  if (rows.empty()) return s;
+  const GemmCase& c = lc.c;
+  const auto map = ref::row_map_from_offsets(c.offs, c.M);
+  GemmCase h = c;  // B, its scales and the tensor scales stay whole
+  h.a.clear(), h.offs.assign(std::size_t(c.G), 0);
+  const std::int64_t per_row = c.scaling == Scaling::tensorwise ? 0 : cases::sa_per_row(c);
+  if (per_row > 0) h.sa.clear();
+  std::vector<std::size_t> index;
+  h.M = 0;
+  for (std::int64_t r : rows) {
+    ++h.M;
+    h.a.insert(h.a.end(), c.a.begin() + r * c.K, c.a.begin() + (r + 1) * c.K);
+    if (per_row > 0)
+      h.sa.insert(h.sa.end(), c.sa.begin() + r * per_row, c.sa.begin() + (r + 1) * per_row);
+    for (std::int64_t g = map[std::size_t(r)]; g < c.G; ++g) ++h.offs[std::size_t(g)];
+    for (std::int64_t n = 0; n < c.N; ++n) index.push_back(std::size_t(r * c.N + n));
+  }
+  std::vector<std::int64_t> shape{h.M, c.N};
+  s.parts.push_back({std::move(h), std::nullopt, std::move(shape), ""});
+  s.index.push_back(std::move(index));
+  return s;
+}
+
 std::vector<std::uint32_t> run_screen(const ScreenCase& s, ref::ModelChoice m, OutDtype d,
                                       bool on_gpu) {
   std::vector<std::uint32_t> bits;

@@ -1,11 +1,12 @@
 // Output elements cut from a loaded grouped-GEMM case (docs/cli.md "Kernel presets"): one element
 // as a 1x1 case (its row of A, its group's column of B and their scales), used by `explain`'s
 // element stories, and the screen of `verify --kernel` / `--strength`: a deterministic grid of
-// the compared elements (rows x columns), stacked into small cases, on which every configuration
-// is evaluated before the survivors are evaluated in full. Every model computes an output element
-// from that element's row, column and scales alone (docs/models.md), so a configuration that
-// reproduces every element reproduces the screened ones: the screen only drops configurations
-// that already differ somewhere, and what verify reports and exits with does not change.
+// the compared elements (rows x columns), stacked into small cases, then (large M) a sixteenth of
+// the rows, on which every configuration is evaluated before the survivors are evaluated in full.
+// Every model computes an output element from that element's row, column and scales alone
+// (docs/models.md), so a configuration that reproduces every element reproduces the screened ones:
+// the screen only drops configurations that already differ somewhere, and what verify reports and
+// exits with does not change.
 #pragma once
 
 #include <cstddef>
@@ -45,6 +46,14 @@ struct ScreenCase {
   std::size_t size() const;
 };
 ScreenCase screen_case(const LoadedCase& lc, const std::vector<std::size_t>& elements);
+
+// The second stage of the screen, for M-grouped cases of many rows: every 16th of the rows verify
+// compares (spread evenly, whole rows: every column), when that is at least ceil(sqrt(count))
+// rows; empty otherwise or for K-grouped cases. 16-bit outputs hide most differences between
+// split-K members, so many members reproduce a few thousand elements; a sixteenth of the output
+// separates them at a sixteenth of the cost of the full comparison.
+std::vector<std::int64_t> row_screen_rows(const LoadedCase& lc, std::size_t count);
+ScreenCase row_screen_case(const LoadedCase& lc, std::size_t count);
 
 // A configuration's output bits at the screened elements, parts in turn, each in index order.
 // Throws what the reference (or the GPU oracle) throws for the configuration.

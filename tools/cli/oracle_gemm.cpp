@@ -187,9 +187,12 @@ void print_selection(const Selection& sel, const std::optional<ResolvedKernel>& 
                 rk->members.size() == 1 ? "" : "s");
   if (sel.screened && !sel.scores.empty())
     std::printf(
-        "screen: each configuration first on %zu sampled elements; only those reproducing all "
-        "of them are compared on every element\n",
-        sel.screened);
+        "screen: each configuration first on %zu sampled elements%s; only those reproducing "
+        "all of them are compared on every element\n",
+        sel.screened,
+        sel.screened_rows
+            ? (", then on " + std::to_string(sel.screened_rows) + " whole rows").c_str()
+            : "");
   for (const MemberScore& m : sel.scores)
     std::printf("  %-64s %s\n", ref::describe_member(m.m).c_str(),
                 m.error ? ("refused: " + m.why).c_str()
@@ -230,7 +233,7 @@ void print_verify_json(const Selection& sel, const std::optional<ResolvedKernel>
          {"mismatches", m.error ? nlohmann::json(nullptr) : nlohmann::json(m.mismatches)},
          {"compared", m.compared},
          {"screened_out", m.screened_out}});
-  j["screen"] = {{"elements", sel.screened}};
+  j["screen"] = {{"elements", sel.screened}, {"rows", sel.screened_rows}};
   if (sel.strength) {
     j["strength"] = {{"matching_configurations", sel.also.size() + (pass ? 1 : 0)},
                      {"also_matches", sel.also},
