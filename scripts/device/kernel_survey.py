@@ -5,8 +5,10 @@ names, dumps each call as safetensors and asks `fp8-check verify grouped-gemm --
 (no other model flag) which member of the preset reproduces every output bit.
 
   kernel_survey.py --fp8-check PATH --out DIR [--budget-s 110] [--device cuda|cpu|auto]
-                   [--new-first] [--skip-matched PREV/survey.json] [--jobs 3] [--keep-cases 4]
-                   [--search]
+                   [--new-first] [--priority CELLS.txt] [--skip-matched PREV/survey.json]
+                   [--merge PREV/survey.json --call 2] [--no-md] [--jobs 3] [--keep-cases 4]
+                   [--search] [--time-old OTHER-fp8-check --time-cell label@M,N,K]
+  kernel_survey.py --render survey.json     (the table of docs/survey.md; no GPU, no torch)
 
 Operands are e4m3 (or e5m2) codes whose exponents depend on the 128-K block (so partial sums of
 different blocks differ in magnitude and split-K slicing changes the f32 result), with general
@@ -16,6 +18,9 @@ grid no earlier survey ran (NEW_SHAPES, NEW_PATHS) before the others. Verificati
 `fp8-check explain` ranking and (--search) a scan of other split families; up to --keep-cases
 such cases under 15 MiB are kept in DIR for `explain` off the machine. Writes DIR/survey.json and
 DIR/survey.md (the table); exit 0 iff every call that ran was matched by its preset.
+--skip-matched and --merge continue an earlier call: the cells it matched are not run again, and
+DIR/survey.json then holds its rows with this call's in their place (each row names its `call`).
+Each row records the verify's seconds, the screen's size and how many members it compared in full.
 """
 import argparse
 import concurrent.futures
