@@ -51,12 +51,12 @@ struct MemberScore {
   std::string why;              // its message
 };
 
-// Scores each member in order. With `screen` > 0, each member is first evaluated on the
-// screen's grid of `screen` elements, then (large M) on a sixteenth of the rows (kernel_screen.h),
-// and evaluated in full only if it reproduces all of them,
-// so every member reported with 0 mismatches was compared on every element. `keep`, when given,
-// receives the full run of the first member with the fewest mismatches among those evaluated in
-// full (verify's chosen configuration; untouched when none was).
+// Scores each member in order (docs/cli.md "The screen"). With `screen` > 0, each member is first
+// evaluated on a grid of `screen` elements, then (large M) on a sixteenth of the rows
+// (kernel_screen.h), and in full only if it reproduces all of them, so every member reported with
+// 0 mismatches was compared on every element. `keep`, when given, receives the full run of the
+// first member with the fewest mismatches among those evaluated in full (verify's chosen
+// configuration; untouched when none was).
 std::vector<MemberScore> score_members(const LoadedCase& lc, const tensor_io::Tensor& got,
                                        const std::vector<ref::ModelChoice>& members, OutDtype d,
                                        bool on_gpu, std::size_t screen,
