@@ -3,7 +3,8 @@
 // reference run is the oracle), and verify's selection with the screen equals the selection
 // without it: the same chosen configuration, the same matched / also-matches, the same mismatch
 // count for every configuration compared in full, and a screened-out configuration differs in
-// full too. Cases: every scaling the Hopper models take, f32 and bf16 outputs, B nk and kn,
+// full too (the bits: every model, the Blackwell ones included; the selection: the wide set of
+// --strength). Cases: every scaling the Hopper models take, f32 and bf16 outputs, B nk and kn,
 // M-grouped with rows past the last group, K-grouped with an empty group; and a configuration
 // that passes the screen but differs on one element outside it.
 #include "cli/kernel_screen.h"
@@ -185,7 +186,10 @@ TEST(KernelScreen, ScreenBitsAreTheFullRunsAndSelectionIsUnchanged) {
     const std::vector<std::size_t> row_order = flat_order(rows);
     EXPECT_EQ(row_order.size(), row_screen_rows(lc, kScreen).size() * std::size_t(lc.c.N));
     const std::vector<ref::ModelChoice> wide = wide_candidates(lc, sp.out);
-    for (const ref::ModelChoice& m : wide) {
+    std::vector<ref::ModelChoice> every = wide;  // and every model unsplit (the Blackwell ones)
+    for (AccumulationModel a : kAllAccumulationModels) every.push_back({a, 1});
+    for (AccumulationModel a : kBlackwellAccumulationModels) every.push_back({a, 1});
+    for (const ref::ModelChoice& m : every) {
       std::vector<std::uint32_t> full;
       try {
         full = run_loaded(lc, m, sp.out, false).bits;
