@@ -230,6 +230,36 @@ TEST(KernelScreen, ScreenBitsAreTheFullRunsAndSelectionIsUnchanged) {
   }
 }
 
+// The cut itself on every element: each compared element of each case, cut as a 1x1 case and
+// stacked (screen_case of all of them), gives the full run's bits (a Hopper model, split-K 2).
+TEST(KernelScreen, EveryElementCutIsTheFullRun) {
+  std::uint32_t seed = 40;
+  for (const Spec& sp : specs()) {
+    GemmOptions o;
+    const TensorFile tf = make_file(sp, o, ++seed);
+    const LoadedCase lc = load_for_run(tf, o);
+    const std::vector<bool> rows = compared_rows(lc);
+    std::vector<std::size_t> all;
+    for (std::size_t i = 0; i < std::size_t(lc.c.M * lc.c.N); ++i)
+      if (rows[i / std::size_t(lc.c.N)] &&
+          !(lc.k && lc.k->groups[i / std::size_t(lc.c.N) / std::size_t(lc.k->M)].K == 0))
+        all.push_back(i);
+    const ScreenCase sc = screen_case(lc, all);
+    const std::vector<std::size_t> order = flat_order(sc);
+    ASSERT_EQ(order.size(), all.size());
+    const bool scalar =
+        sp.scaling == "none" || sp.scaling == "tensorwise" || sp.scaling == "rowwise";
+    const AccumulationModel hopper = scalar ? AccumulationModel::hopper_promoted_tensorwise
+                                            : AccumulationModel::hopper_promoted_blockwise;
+    const ref::ModelChoice m{hopper, 2};
+    const std::vector<std::uint32_t> full = run_loaded(lc, m, sp.out, false).bits;
+    const std::vector<std::uint32_t> cut = run_screen(sc, m, sp.out, false);
+    for (std::size_t j = 0; j < order.size(); ++j)
+      ASSERT_EQ(cut[j], full[order[j]])
+          << sp.scaling << " " << sp.layout << " " << sp.grouping << " at " << order[j];
+  }
+}
+
 TEST(KernelScreen, KnLoadedAsNkGivesTheReferenceOnTheFileLayout) {
   GemmOptions o;
   const TensorFile tf = make_file({"blockwise", "kn", "m", OutDtype::f32}, o, 5);
