@@ -31,8 +31,15 @@ struct IntegerTable {
   }
 };
 const IntegerTable& integer_table(Format f) {
-  static const IntegerTable e4m3(Format::e4m3), e5m2(Format::e5m2);
-  return f == Format::e4m3 ? e4m3 : e5m2;
+  static const IntegerTable e4m3(Format::e4m3), e5m2(Format::e5m2), e2m1(Format::e2m1),
+      e2m3(Format::e2m3), e3m2(Format::e3m2);
+  switch (f) {
+    case Format::e4m3: return e4m3;
+    case Format::e2m1: return e2m1;
+    case Format::e2m3: return e2m3;
+    case Format::e3m2: return e3m2;
+    default: return e5m2;
+  }
 }
 
 // Fills m (rows × K) with the integer values of the given rows; returns max |value|, or NaN
@@ -55,7 +62,9 @@ double gather(const std::uint8_t* src, std::span<const std::int64_t> rows, std::
   return amax;
 }
 
-// Odd significand and exponent of every scale an operand's rows use: (rows × nbs).
+// Odd significand and exponent of every scale an operand's rows use: (rows × nbs), each times
+// the grid's tensor scale (exact: below 2^28 when the block scale's is below 2^4, which
+// exact_group_forward checks before it folds a tensor scale in; below 2^24 without one).
 struct ScaleParts {
   std::vector<std::int64_t> sig;
   std::vector<int> exp;
@@ -67,15 +76,27 @@ ScaleParts scale_parts(const ScaleGrid& s, std::int64_t first, std::int64_t coun
   p.nbs = nbs;
   p.sig.resize(std::size_t(count * nbs));
   p.exp.resize(p.sig.size());
+  const F32Parts t = s.tensor == 1.0f ? F32Parts{1, 0} : f32_parts_odd(s.tensor);
   for (std::int64_t i = 0; i < count; ++i) {
     const float* base = s.at(index.empty() ? first + i : index[std::size_t(first + i)]);
     for (std::int64_t kb = 0; kb < nbs; ++kb) {
       const F32Parts x = f32_parts_odd(base[s.per_block ? kb : 0]);
-      p.sig[std::size_t(i * nbs + kb)] = x.sig;
-      p.exp[std::size_t(i * nbs + kb)] = x.exp;
+      p.sig[std::size_t(i * nbs + kb)] = x.sig * t.sig;
+      p.exp[std::size_t(i * nbs + kb)] = x.exp + t.exp;
     }
   }
   return p;
+}
+
+// Whether every scale of the given rows has an odd significand below 2^4 (every ue4m3 value
+// does), so that one folded with an f32 tensor scale stays below 2^28.
+bool narrow_scales(const ScaleGrid& s, std::span<const std::int64_t> rows, std::int64_t nbs) {
+  for (const std::int64_t r : rows)
+    for (std::int64_t kb = 0; kb < nbs; ++kb) {
+      const std::int64_t sig = f32_parts_odd(s.at(r)[s.per_block ? kb : 0]).sig;
+      if (sig >= 16 || sig <= -16) return false;
+    }
+  return true;
 }
 
 // Width of the exact integer blocks: the scale block when scales vary over K, else all of K or
@@ -92,7 +113,7 @@ std::int64_t block_width(const ExactGroup& grp, double amax, double bmax) {
 struct BlockPlan {
   std::int64_t w, nb, nbs;  // block width, blocks, scale pairs per element (nb or 1)
   int unit;                 // product unit exponent
-  int spread;               // exponent spread summable in one i128: 126 - 101 - bit_width(nb)
+  int spread;  // exponent spread summable in one i128: 126 - 53 - scale bits - bit_width(nb)
 };
 
 // Max |integer value| over the group's rows of A, or NaN when a code is not finite.
@@ -133,8 +154,9 @@ void combine_chunk(const std::vector<Eigen::MatrixXd>& prod, const ScaleParts& s
         e[std::size_t(kb)] = bp.unit + sa.exp[ia] + sb.exp[ib];
         e_lo = std::min(e_lo, e[std::size_t(kb)]), e_hi = std::max(e_hi, e[std::size_t(kb)]);
       }
-      // |t| < 2^53 · 2^48: when the exponents span at most bp.spread the shifted sum fits in
-      // 126 bits without looking at each term's width; otherwise round_terms decides.
+      // |t| < 2^53 · 2^48 (2^53 · 2^56 with tensor scales): when the exponents span at most
+      // bp.spread the shifted sum fits in 126 bits without looking at each term's width;
+      // otherwise round_terms decides.
       if (e_hi - e_lo <= bp.spread) {
         i128 sum = 0;
         for (std::int64_t kb = 0; kb < bp.nb; ++kb)
@@ -164,8 +186,13 @@ bool exact_group_forward(const ExactGroup& grp, OutDtype d, std::span<double> z)
   const std::int64_t w = block_width(grp, amax, bmax);
   if (w == 0) return false;
   const std::int64_t nb = ceil_div(K, w);
-  const BlockPlan bp{w, nb, grp.sa.per_block ? nb : 1, product_unit_exp(grp.fa, grp.fb),
-                     126 - 101 - int(std::bit_width(std::uint64_t(nb)))};
+  const bool tensor = grp.sa.tensor != 1.0f || grp.sb.tensor != 1.0f;
+  const std::int64_t nbs = grp.sa.per_block ? nb : 1;
+  if (tensor && !(narrow_scales(grp.sa, grp.rows, nbs) && narrow_scales(grp.sb, all_n, nbs)))
+    return false;
+  const int scale_bits = tensor ? 56 : 48;  // |sa·sb| of a block, tensor scales folded in
+  const BlockPlan bp{w, nb, nbs, product_unit_exp(grp.fa, grp.fb),
+                     126 - 53 - scale_bits - int(std::bit_width(std::uint64_t(nb)))};
   const ScaleParts sb = scale_parts(grp.sb, 0, N, {}, bp.nbs);
   // Row chunks small enough for their block products to stay in cache while they are combined;
   // one chunk per thread at a time (Eigen runs single-threaded inside the parallel region).

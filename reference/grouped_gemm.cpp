@@ -65,6 +65,18 @@ void check_blackwell_scales(const GroupedGemmOperands& op, std::span<const std::
         expect_scale_code("scale_a", op.scale_a, r * sc.a_per_row + j, op.scaling);
 }
 
+// `exact` takes FP8, FP6 and FP4 operands; its 16-wide scalings (mx16, nvfp4) only the e2m1
+// operands of kind::mxf4nvf4, the one instruction with such blocks (docs/models.md "`exact`").
+void check_exact_operands(const GroupedGemmOperands& op) {
+  require_exact_operand_format(op.fa);
+  require_exact_operand_format(op.fb);
+  if ((op.scaling == Scaling::mx16 || op.scaling == Scaling::nvfp4) &&
+      !(op.fa == Format::e2m1 && op.fb == Format::e2m1))
+    fail(std::string("exact takes ") + to_string(op.scaling) +
+         " scaling on e2m1 operands only, not " + std::string(to_string(op.fa)) + " x " +
+         std::string(to_string(op.fb)));
+}
+
 void check_forward(const GroupedGemmOperands& op, std::span<const std::int32_t> row_map,
                    ModelChoice m, const GemmOutput& y) {
   if (is_blackwell_model(m.model)) {
@@ -73,6 +85,8 @@ void check_forward(const GroupedGemmOperands& op, std::span<const std::int32_t> 
     } catch (const std::invalid_argument& e) {
       fail(e.what() + 8);
     }
+  } else if (m.model == AccumulationModel::exact) {
+    check_exact_operands(op);
   } else {
     require_operand_format(op.fa);
     require_operand_format(op.fb);
@@ -86,7 +100,8 @@ void check_forward(const GroupedGemmOperands& op, std::span<const std::int32_t> 
   const ScaleCounts sc = scale_counts(op);
   expect_size("scale_a", op.scale_a.size(), sc.a);
   expect_size("scale_b", op.scale_b.size(), sc.b);
-  if (is_blackwell_model(m.model)) check_blackwell_scales(op, row_map, sc);
+  const bool block16 = op.scaling == Scaling::mx16 || op.scaling == Scaling::nvfp4;
+  if (is_blackwell_model(m.model) || block16) check_blackwell_scales(op, row_map, sc);
   const bool pow2 = op.scaling == Scaling::mx || op.scaling == Scaling::mx16;
   // Only the scales a valid row reads are checked: a group without rows (an idle expert) may
   // hold anything in its B scales, as rows of no group may in their A scales.
@@ -151,14 +166,17 @@ detail::ScaleGrid grid_b(const GroupedGemmOperands& op, std::int64_t g) {
 
 void forward_exact(const GroupedGemmOperands& op, const std::uint8_t* b,
                    std::span<const std::int32_t> row_map, const GemmOutput& y) {
-  const detail::ScaleGrid ga = grid_a(op);
+  detail::ScaleGrid ga = grid_a(op);
+  const bool tensor = op.scaling == Scaling::nvfp4 && !op.tensor_scale_a.empty();
+  if (tensor) ga.tensor = op.tensor_scale_a[0];
   std::vector<double> z;
   const auto groups = rows_by_group(row_map, op.G);
   for (std::int64_t g = 0; g < op.G; ++g) {
     const std::vector<std::int64_t>& rows = groups[std::size_t(g)];
     if (rows.empty()) continue;
     const std::uint8_t* bg = b + g * op.N * op.K;
-    const detail::ScaleGrid gb = grid_b(op, g);
+    detail::ScaleGrid gb = grid_b(op, g);
+    if (tensor) gb.tensor = op.tensor_scale_b[std::size_t(g)];
     const std::int64_t m = std::int64_t(rows.size());
     z.resize(std::size_t(m * op.N));
     if (!detail::exact_group_forward({op.N, op.K, op.fa, op.fb, op.a.data(), rows, bg, ga, gb},
@@ -166,7 +184,8 @@ void forward_exact(const GroupedGemmOperands& op, const std::uint8_t* b,
 #pragma omp parallel for schedule(static)
       for (std::int64_t i = 0; i < m; ++i)
         for (std::int64_t n = 0; n < op.N; ++n) {
-          const ElementScales sc{ga.at(rows[std::size_t(i)]), gb.at(n), ga.per_block, ga.block_k};
+          ElementScales sc{ga.at(rows[std::size_t(i)]), gb.at(n), ga.per_block, ga.block_k};
+          sc.tensor_a = ga.tensor, sc.tensor_b = gb.tensor;
           z[std::size_t(i * op.N + n)] = exact_dot(op.a.data() + rows[std::size_t(i)] * op.K,
                                                    bg + n * op.K, op.K, op.fa, op.fb, sc, y.dtype);
         }

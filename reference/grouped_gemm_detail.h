@@ -65,9 +65,12 @@ inline void check_blackwell_model(AccumulationModel m, Scaling s) {
 
 inline void check_model(ModelChoice m, Scaling s) {
   if (is_blackwell_model(m.model)) check_blackwell_model(m.model, s);
-  if ((s == Scaling::nvfp4 || s == Scaling::mx16) && !is_blackwell_model(m.model))
-    fail(std::string(to_string(s)) +
-         " scaling needs blackwell_mxf4nvf4 or rtx_blackwell_mxf4nvf4, not " + to_string(m.model));
+  if ((s == Scaling::nvfp4 || s == Scaling::mx16) && !is_blackwell_model(m.model) &&
+      m.model != AccumulationModel::exact)
+    fail(
+        std::string(to_string(s)) +
+        " scaling needs blackwell_mxf4nvf4, rtx_blackwell_mxf4nvf4 or exact (e2m1 operands), not " +
+        to_string(m.model));
   if (m.split_k < 1) fail("split_k = " + str(m.split_k) + " must be >= 1");
   if (m.split_blocks < 0) fail("split_blocks = " + str(m.split_blocks) + " must be >= 0");
   if (m.split_blocks > 0 && m.split_k != 1)

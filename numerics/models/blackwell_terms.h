@@ -28,11 +28,7 @@ inline constexpr int kZeroTermExp = -133;              // e_zero, f32 output
 inline constexpr int kZeroTermExpF16 = -21;            // e_zero, f16 output
 inline constexpr int kZeroTermExpMxf4 = -139;          // e_zero, k64
 
-// Operand formats of kind::f8f6f4 / mxf8f6f4 (FP6 / FP4 codes in the low bits of a byte).
-constexpr bool is_f8f6f4_operand(Format f) {
-  return f == Format::e4m3 || f == Format::e5m2 || f == Format::e3m2 || f == Format::e2m3 ||
-         f == Format::e2m1;
-}
+// Operand formats of kind::f8f6f4 / mxf8f6f4: is_f8f6f4_operand (exact_sum.h).
 
 namespace detail {
 

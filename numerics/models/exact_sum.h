@@ -24,69 +24,111 @@ namespace fp8ref {
 __extension__ typedef __int128 i128;
 __extension__ typedef unsigned __int128 u128;
 
-// An FP8 code as value = sig * 2^(exp - man_bits): `exp` is the unbiased exponent of the
+// The GEMM operand formats: FP8 e4m3 / e5m2, and the OCP MX FP6 e2m3 / e3m2 and FP4 e2m1 codes
+// that Blackwell's kind::f8f6f4 takes (held one per byte in the low bits).
+constexpr bool is_f8f6f4_operand(Format f) {
+  return f == Format::e4m3 || f == Format::e5m2 || f == Format::e3m2 || f == Format::e2m3 ||
+         f == Format::e2m1;
+}
+
+// An operand code as value = sig * 2^(exp - man_bits): `exp` is the unbiased exponent of the
 // encoding with subnormals (and zero) at emin, `sig` the signed integer significand including the
 // hidden bit (|sig| < 2^(man_bits+1)). This is the "raw" decomposition the tensor core uses.
 struct Fp8Parts {
   int sig;
   int exp;
   int man_bits;
-  bool finite;  // false for NaN / Inf
+  bool finite;  // false for NaN / Inf (FP6 / FP4 have neither)
 };
 
-constexpr Fp8Parts fp8_parts(Format f, std::uint8_t code) {
-  const bool e4 = f == Format::e4m3;
-  const int p = e4 ? E4m3Traits::kManBits : E5m2Traits::kManBits;
-  const int bias = e4 ? E4m3Traits::kBias : E5m2Traits::kBias;
-  const int field = (code & 0x7F) >> p;
-  const int man = code & ((1 << p) - 1);
-  const bool finite = e4 ? (code & 0x7F) != 0x7F : field != 31;
-  const int mag = field ? (1 << p) + man : man;
-  return {(code & 0x80) ? -mag : mag, (field ? field : 1) - bias, p, finite};
+// Field widths, bias and sign bit of an operand format (format.h's traits).
+struct OperandLayout {
+  int exp_bits, man_bits, bias;
+  std::uint8_t sign;
+};
+template <class T>
+constexpr OperandLayout operand_layout() {
+  return {T::kExpBits, T::kManBits, T::kBias, T::kSignMask};
+}
+constexpr OperandLayout operand_layout(Format f) {
+  switch (f) {
+    case Format::e4m3: return operand_layout<E4m3Traits>();
+    case Format::e2m1: return operand_layout<E2m1Traits>();
+    case Format::e2m3: return operand_layout<E2m3Traits>();
+    case Format::e3m2: return operand_layout<E3m2Traits>();
+    default: return operand_layout<E5m2Traits>();
+  }
 }
 
-// fp8_parts of all 256 codes of e4m3 / e5m2 (the models' inner loops look codes up).
+// Bits above the sign bit of an FP6 / FP4 code are ignored, as decode_f64 ignores them.
+constexpr Fp8Parts fp8_parts(Format f, std::uint8_t code) {
+  const OperandLayout l = operand_layout(f);
+  const int p = l.man_bits;
+  const int bits = code & ((1 << (l.exp_bits + p)) - 1);
+  const int field = bits >> p;
+  const int man = bits & ((1 << p) - 1);
+  const bool finite = f == Format::e4m3 ? bits != 0x7F : f == Format::e5m2 ? field != 31 : true;
+  const int mag = field ? (1 << p) + man : man;
+  return {(code & l.sign) ? -mag : mag, (field ? field : 1) - l.bias, p, finite};
+}
+
+// fp8_parts of all 256 codes of an operand format (the models' inner loops look codes up).
 inline const Fp8Parts* fp8_parts_table(Format f) {
   static const auto make = [](Format g) {
     std::array<Fp8Parts, 256> t{};
     for (int c = 0; c < 256; ++c) t[std::size_t(c)] = fp8_parts(g, std::uint8_t(c));
     return t;
   };
-  static const std::array<Fp8Parts, 256> e4m3 = make(Format::e4m3), e5m2 = make(Format::e5m2);
-  return f == Format::e4m3 ? e4m3.data() : e5m2.data();
+  static const std::array<Fp8Parts, 256> e4m3 = make(Format::e4m3), e5m2 = make(Format::e5m2),
+                                         e2m1 = make(Format::e2m1), e2m3 = make(Format::e2m3),
+                                         e3m2 = make(Format::e3m2);
+  switch (f) {
+    case Format::e4m3: return e4m3.data();
+    case Format::e2m1: return e2m1.data();
+    case Format::e2m3: return e2m3.data();
+    case Format::e3m2: return e3m2.data();
+    default: return e5m2.data();
+  }
 }
 
 // 2^e as an f64 for normal exponents (-1022 <= e <= 1023), without a libm call.
 constexpr double exp2i(int e) { return std::bit_cast<double>(std::uint64_t(e + 1023) << 52); }
 
-constexpr int fp8_emin(Format f) {
-  return f == Format::e4m3 ? E4m3Traits::kMinNormalExp : E5m2Traits::kMinNormalExp;
-}
-constexpr int fp8_man_bits(Format f) {
-  return f == Format::e4m3 ? E4m3Traits::kManBits : E5m2Traits::kManBits;
-}
+constexpr int fp8_emin(Format f) { return 1 - operand_layout(f).bias; }
+constexpr int fp8_man_bits(Format f) { return operand_layout(f).man_bits; }
 
+// The Hopper models' operands: FP8 only.
 inline void require_operand_format(Format f) {
   if (f != Format::e4m3 && f != Format::e5m2)
     throw std::invalid_argument("fp8ref: GEMM operands must be e4m3 or e5m2, got " +
                                 std::string(to_string(f)));
 }
 
+// `exact`'s operands: FP8, FP6 or FP4 (docs/models.md "`exact`").
+inline void require_exact_operand_format(Format f) {
+  if (!is_f8f6f4_operand(f))
+    throw std::invalid_argument(
+        "fp8ref: exact takes e4m3, e5m2, e3m2, e2m3 or e2m1 operands, got " +
+        std::string(to_string(f)));
+}
+
 // Every product of an fa code and an fb code is an integer multiple of 2^product_unit_exp:
-// e4m3 x e4m3 2^-18, e4m3 x e5m2 2^-25, e5m2 x e5m2 2^-32.
+// e4m3 x e4m3 2^-18, e4m3 x e5m2 2^-25, e5m2 x e5m2 2^-32; the FP6 / FP4 units are coarser
+// (e3m2 2^-4, e2m3 2^-3, e2m1 2^-1 per operand: e2m1 x e2m1 2^-2).
 constexpr int product_unit_exp(Format fa, Format fb) {
   return fp8_emin(fa) - fp8_man_bits(fa) + fp8_emin(fb) - fp8_man_bits(fb);
 }
 
 // Exact sum of a[k]*b[k], k < n, in units of 2^product_unit_exp(fa, fb). Each product is below
-// 2^64 units (e5m2: 7*7 * 2^58), so n < 2^63 terms fit in int128; for e4m3 x e4m3 each product
-// is below 2^22 units and the sum of < 2^41 terms is exact in int64, which the loop uses.
+// 2^64 units (e5m2: 7*7 * 2^58), so n < 2^63 terms fit in int128. Without e5m2 each product is
+// below 2^36 units (e4m3: 14*14 * 2^28; e3m2 at most 7*7 * 2^12 units of its own, FP6 / FP4
+// fewer) and the sum of < 2^27 terms is exact in int64, which the loop uses.
 // Precondition: all codes finite (see dot_has_nonfinite).
 inline i128 exact_dot_units(const std::uint8_t* a, const std::uint8_t* b, std::int64_t n, Format fa,
                             Format fb) {
   const int emin_a = fp8_emin(fa), emin_b = fp8_emin(fb);
   const Fp8Parts *ta = fp8_parts_table(fa), *tb = fp8_parts_table(fb);
-  if (fa == Format::e4m3 && fb == Format::e4m3) {
+  if (fa != Format::e5m2 && fb != Format::e5m2 && n < (std::int64_t{1} << 27)) {
     std::int64_t s = 0;
     for (std::int64_t k = 0; k < n; ++k) {
       const Fp8Parts x = ta[a[k]], y = tb[b[k]];
@@ -168,9 +210,14 @@ inline double round_to(i128 sig, int exp, OutDtype d) {
 
 // A two's-complement fixed-point accumulator (Kulisch-style) of 14 limbs with bit 0 = 2^-384:
 // adds i128 * 2^e terms exactly, then rounds once. Accepts -384 <= e < 256 (else
-// std::range_error): every FP8 partial sum times an f32 scale product has e in [-330, 236]
-// (unit 2^-32..2^-18, scale exponents -149..104 each). 128 bits of headroom for carries, so any
-// sum of fewer than 2^100 terms is exact. No heap allocation.
+// std::range_error). Every term `exact` forms lies there (docs/models.md "`exact`", the exactness
+// fact of design.md §9): a block partial in product units 2^-32 (e5m2 x e5m2) .. 2^-2 (e2m1 x
+// e2m1) times a scale product whose odd significands carry the exponents. An f32 scale's odd
+// exponent is -149..127 (E8M0 0x00 = 2^-127 and 0xFE = 2^127 included), so e lies in
+// [-32 - 298, -2 + 254] = [-330, 252]. NVFP4 adds the f32 tensor scale to each side's ue4m3 block
+// scale (odd exponents -9..6, tensor -149..104): e in [-2 - 316, -2 + 220] for e2m1 x e2m1.
+// 128 bits of headroom for carries, so any sum of fewer than 2^100 terms is exact. No heap
+// allocation.
 class ExactAccumulator {
  public:
   static constexpr int kLimbs = 14;

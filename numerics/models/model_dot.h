@@ -22,12 +22,36 @@ namespace fp8ref {
 
 // ---- exact ----------------------------------------------------------------------------------
 
-// The exact value rounded once (RNE) to `out`; returned as an f64 holding that value. Non-finite
-// codes or scales give the IEEE result of the f64 evaluation (NaN or ±Inf).
+namespace detail {
+
+// The block partial p times its scale significand q (the block's pair, times the tensor pair
+// under nvfp4) at 2^e, as terms t, te whose sum is exact: one term when |p·q| < 2^126 (always
+// without tensor scales: |p| < 2^71, |q| < 2^48), else q split at bit 48 into two. Returns the
+// number of terms written.
+inline int block_terms(i128 p, i128 q, int e, i128* t, int* te) {
+  const u128 pm = p < 0 ? u128(-p) : u128(p), qm = q < 0 ? u128(-q) : u128(q);
+  if (bit_length(pm) + bit_length(qm) <= 126) {
+    t[0] = p * q, te[0] = e;
+    return 1;
+  }
+  const i128 lo = i128(qm & ((u128(1) << 48) - 1)), hi = i128(qm >> 48);
+  t[0] = p * (q < 0 ? -lo : lo), te[0] = e;
+  t[1] = p * (q < 0 ? -hi : hi), te[1] = e + 48;
+  return 2;
+}
+
+}  // namespace detail
+
+// The exact value rounded once (RNE) to `out`; returned as an f64 holding that value. Operands
+// are FP8, FP6 or FP4 codes (is_f8f6f4_operand); the per-tensor scales sc.tensor_a·tensor_b
+// (nvfp4) multiply every block. Non-finite codes or scales give the IEEE result of the f64
+// evaluation (NaN or ±Inf).
 inline double exact_dot(const std::uint8_t* a, const std::uint8_t* b, std::int64_t K, Format fa,
                         Format fb, ElementScales sc, OutDtype out) {
   const std::int64_t w = sc.promotion_k(), nb = ceil_div(K, w);
-  bool finite = !dot_has_nonfinite(a, b, K, fa, fb);
+  const bool tensor = sc.tensor_a != 1.0f || sc.tensor_b != 1.0f;
+  bool finite = !dot_has_nonfinite(a, b, K, fa, fb) &&
+                (!tensor || (std::isfinite(sc.tensor_a) && std::isfinite(sc.tensor_b)));
   for (std::int64_t kb = 0; kb < nb && finite; ++kb)
     finite = std::isfinite(sc.a(kb)) && std::isfinite(sc.b(kb));
   if (!finite) {
@@ -36,24 +60,27 @@ inline double exact_dot(const std::uint8_t* a, const std::uint8_t* b, std::int64
       // A NaN sum stays that NaN (two NaNs in one add would give compiler-dependent bits).
       if (!std::isnan(s))
         s += double(sc.a(k / w)) * sc.b(k / w) * decode_f64(fa, a[k]) * decode_f64(fb, b[k]);
-    return s;
+    return tensor ? s * (double(sc.tensor_a) * double(sc.tensor_b)) : s;
   }
-  const int unit = product_unit_exp(fa, fb);
-  constexpr std::int64_t kChunk = 64;  // terms per round_terms batch on the stack
-  i128 t[kChunk];
-  int e[kChunk];
+  const F32Parts ta = tensor ? f32_parts_odd(sc.tensor_a) : F32Parts{1, 0};
+  const F32Parts tb = tensor ? f32_parts_odd(sc.tensor_b) : F32Parts{1, 0};
+  const int unit = product_unit_exp(fa, fb) + ta.exp + tb.exp;
+  constexpr std::int64_t kChunk = 64;  // blocks per round_terms batch on the stack
+  i128 t[2 * kChunk];
+  int e[2 * kChunk];
   ExactAccumulator acc;
   for (std::int64_t kb0 = 0; kb0 < nb; kb0 += kChunk) {
     const std::int64_t n = std::min(kChunk, nb - kb0);
+    int terms = 0;
     for (std::int64_t j = 0; j < n; ++j) {
       const std::int64_t k0 = (kb0 + j) * w, len = std::min(w, K - k0);
       const i128 p = exact_dot_units(a + k0, b + k0, len, fa, fb);  // |p| < 2^71
       const F32Parts x = f32_parts_odd(sc.a(kb0 + j)), y = f32_parts_odd(sc.b(kb0 + j));
-      t[j] = p * i128(x.sig * y.sig);  // |.| < 2^119
-      e[j] = unit + x.exp + y.exp;
+      const i128 q = i128(x.sig * y.sig) * (i128(ta.sig) * tb.sig);  // |q| < 2^96
+      terms += detail::block_terms(p, q, unit + x.exp + y.exp, t + terms, e + terms);
     }
-    if (nb <= kChunk) return round_terms(t, e, n, out);
-    for (std::int64_t j = 0; j < n; ++j) acc.add(t[j], e[j]);
+    if (nb <= kChunk) return round_terms(t, e, terms, out);
+    for (int j = 0; j < terms; ++j) acc.add(t[j], e[j]);
   }
   return acc.round_to(out);
 }
