@@ -5,7 +5,9 @@ F32 tensor scales.
 Operands and scales are chosen so that no step truncates (every term within 25 / 35 fraction bits
 of the largest, every sum within 24 bits): the oracle's output must then equal the exact sum
 computed here in float64 (independent of the models), and `verify` on it must PASS; one element
-nudged by one ulp must fail (exit 1); mismatched model / scaling / operand dtype exit 2.
+nudged by one ulp must fail (exit 1); `--model exact` on the same case must give that exact sum
+too, and `verify --within-bound` must PASS the model's output; mismatched model / scaling /
+operand dtype and an E8M0 0xFF (NaN) scale exit 2.
 Usage: test_cli_blackwell_gemm.py --fp8-check EXE --work DIR"""
 import argparse
 import json
@@ -136,7 +138,16 @@ def case(rng, work, exe, model, scaling, fp4, K):
     nudged = os.path.join(work, f"{model}_{scaling}_bad.safetensors")
     write_safetensors(nudged, {"out": ("F32", bad.shape, bad.astype(np.float32).tobytes())})
     run(exe, ["verify", "grouped-gemm"] + common + ["--got", "out", "--got-file", nudged], 1)
-    return path, common
+    # `exact` takes the same operands and scales: the exact sum rounded once, and the model's
+    # output lies within the model's bound of it
+    exact = os.path.join(work, f"{model}_{scaling}_{fp4}_exact.safetensors")
+    exact_args = [x if x != model else "exact" for x in common]
+    run(exe, ["oracle", "grouped-gemm"] + exact_args + ["--out", exact], 0)
+    if not np.array_equal(read_f32(exact, "out"), want.astype(np.float32)):
+        sys.exit(f"exact {scaling} {fp4}: oracle output {read_f32(exact, 'out')} != exact {want}")
+    run(exe, ["verify", "grouped-gemm"] + common + ["--got", "out", "--got-file", out,
+                                                    "--within-bound"], 0)
+    return path, common, want
 
 
 def main():
@@ -161,8 +172,9 @@ def main():
         ("rtx_blackwell_mxf4nvf4", "mx16", True, 80),
         ("blackwell_mxf4nvf4", "mx16", True, 96),
     ]:
-        path, common = case(rng, o.work, exe, model, scaling, fp4, K)
-        print(f"{model} --scaling {scaling}: oracle == exact, verify PASS, nudge DIFFERS")
+        path, common, _ = case(rng, o.work, exe, model, scaling, fp4, K)
+        print(f"{model} --scaling {scaling}: oracle == exact, verify PASS, nudge DIFFERS; "
+              f"--model exact == exact, verify --within-bound PASS")
     # refusals: one line, exit 2
     bad_model = [x if x != "blackwell_mxf4nvf4" else "blackwell_mxf4" for x in common]
     run(exe, ["oracle", "grouped-gemm"] + bad_model + ["--out", os.path.join(o.work, "x.st")], 2)
@@ -172,7 +184,34 @@ def main():
     mx16 = case(rng, o.work, exe, "blackwell_mxf4nvf4", "mx16", True, 32)[1]
     run(exe, ["oracle", "grouped-gemm"] + [x if x != "blackwell_mxf4nvf4" else "blackwell_mxf4"
                                            for x in mx16] + ["--out", os.path.join(o.work, "x.st")], 2)
+    check_nan_scale(o.work, exe)
     print("refusals: exit 2, one line")
+
+
+def check_nan_scale(work, exe):
+    """An E8M0 0xFF (NaN) scale read by a valid row: exact refuses it as the Blackwell models do;
+    FP6 operands under nvfp4 scaling: refused by exact (e2m1 only, as kind::mxf4nvf4)."""
+    a = np.full((1, 32), 1.5); b = np.full((1, 1, 32), 3.0)
+    path = os.path.join(work, "nan_scale.safetensors")
+    write_safetensors(path, {
+        "a": ("F4", a.shape, pack_f4(a)), "b": ("F4", b.shape, pack_f4(b)),
+        "a6": ("F6_E2M3", a.shape, pack_f6(a, ml_dtypes.float6_e2m3fn)),
+        "sa": ("F8_E8M0", (1, 1), bytes([0xFF])), "sb": ("F8_E8M0", (1, 1, 1), bytes([127])),
+        "s16": ("F8_E4M3", (1, 2), bytes([0x38, 0x38])),
+        "s16b": ("F8_E4M3", (1, 1, 2), bytes([0x38, 0x38]))})
+    for model in ("exact", "blackwell_mxf8f6f4", "blackwell_mxf4"):
+        run(exe, ["oracle", "grouped-gemm", "--in", path, "--a", "a", "--b", "b", "--model", model,
+                  "--scaling", "mx", "--scale-a", "sa", "--scale-b", "sb",
+                  "--out", os.path.join(work, "x.st")], 2)
+    for model, want in (("exact", 0), ("blackwell_mxf4nvf4", 0)):
+        r = run(exe, ["oracle", "grouped-gemm", "--in", path, "--a", "a", "--b", "b", "--model",
+                      model, "--scaling", "nvfp4", "--scale-a", "s16", "--scale-b", "s16b",
+                      "--out", os.path.join(work, "y.safetensors")], want)
+        if read_f32(os.path.join(work, "y.safetensors"), "out")[0, 0] != 144.0:
+            sys.exit(f"{model} nvfp4: {read_f32(os.path.join(work, 'y.st'), 'out')} != 144")
+    run(exe, ["oracle", "grouped-gemm", "--in", path, "--a", "a6", "--b", "b", "--model", "exact",
+              "--scaling", "nvfp4", "--scale-a", "s16", "--scale-b", "s16b",
+              "--out", os.path.join(work, "x.st")], 2)
 
 
 if __name__ == "__main__":

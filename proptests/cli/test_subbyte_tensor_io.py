@@ -3,12 +3,13 @@
 each, LSB first) and ml_dtypes' one-code-per-byte npy read with --as, through `inspect` (every
 code's count and value against ml_dtypes), `diff` (equal; one changed code found at its index with
 both codes), `golden accept` (the stored regression file holds the same codes), `explain
-grouped-gemm` with F6 / F4 operands (the story told, the exact column null; without a Blackwell
-model a one-line refusal naming them), `quantize --f6-codes packed` to .safetensors / .npz
-(the same codes) and to .pt (refused: torch has no float6 dtype; nothing written), and an .npz of
-ml_dtypes float6 codes and float8_e8m0fnu scales (both opaque '|V1') read with one --as NAME=DTYPE
-per tensor (inspect's values against ml_dtypes; diff against the safetensors; unknown names and a
-second plain --as refused with exit 2).
+grouped-gemm` with F6 / F4 operands (the story told, the exact column the exact sum; without a
+model ranked against `exact`, the one configuration of its list that takes them), `quantize
+--f6-codes packed` to .safetensors / .npz (the same codes) and to .pt (refused: torch has no
+float6 dtype; nothing written), and an .npz of ml_dtypes float6 codes and float8_e8m0fnu scales
+(both opaque '|V1') read with one --as NAME=DTYPE per tensor (inspect's values against
+ml_dtypes; diff against the safetensors; unknown names and a second plain --as refused with
+exit 2).
 Usage: test_subbyte_tensor_io.py --fp8-check EXE --work DIR"""
 import argparse
 import json
@@ -93,7 +94,7 @@ def check_file_paths(exe, work, rng, dtype):
 
 def check_explain(exe, work, rng):
     for fp in ("f6", "f4"):
-        path, common = bw.case(rng, work, exe, "blackwell_f8f6f4", "none", fp, 64)
+        path, common, want = bw.case(rng, work, exe, "blackwell_f8f6f4", "none", fp, 64)
         out = path.replace(".safetensors", "_out.safetensors")
         z = bw.read_f32(out, "out")
         z[1, 1] = np.nextafter(z[1, 1], np.float32(np.inf))
@@ -102,14 +103,18 @@ def check_explain(exe, work, rng):
         args = ["explain", "grouped-gemm"] + common + ["--got", "out", "--got-file", nudged]
         j = json.loads(run(exe, args + ["--json"], 1).stdout)
         first = j["first"]
-        if [first["row"], first["col"]] != [1, 1] or first["chain"][0]["exact"] is not None:
+        # K = 64: the one chunk's exact partial sum is the element's exact value
+        if [first["row"], first["col"]] != [1, 1] or \
+                first["chain"][0]["exact"] != float(np.float32(want[1, 1])):
             sys.exit(f"explain {fp}: first failing element {first['row']}, {first['col']}, chain "
-                     f"{first['chain']}")
+                     f"{first['chain']}, exact {want[1, 1]}")
+        # without a model: ranked against `exact` (the one configuration taking FP6 / FP4)
         no_model = [a for a in args if a != "blackwell_f8f6f4" and a != "--model"]
-        r = run(exe, no_model, 2)
-        if "Blackwell model" not in r.stderr or len(r.stderr.strip().splitlines()) != 1:
-            sys.exit(f"explain {fp} without a model: {r.stderr!r}")
-    print("explain grouped-gemm: F6 and F4 operands explained; without a Blackwell model refused")
+        j = json.loads(run(exe, no_model + ["--json"], 1).stdout)
+        if [r["configuration"].split()[0] for r in j["ranking"]] != ["exact"]:
+            sys.exit(f"explain {fp} without a model: {j['ranking']}")
+    print("explain grouped-gemm: F6 and F4 operands explained, the exact column the exact sum; "
+          "without a model ranked against exact")
 
 
 def check_quantize(exe, work, rng):

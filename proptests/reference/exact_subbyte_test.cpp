@@ -205,6 +205,19 @@ cpp_rational oracle(const Case& c, std::int64_t m, std::int64_t n, std::int64_t 
   return s;
 }
 
+// Element (m, n) of group g by exact_dot itself (the per-element path the fast path falls back
+// to), with the case's scales as ElementScales.
+double exact_dot_of(const Case& c, std::int64_t m, std::int64_t n, std::int64_t g, OutDtype d) {
+  static const float kOne = 1.0f;
+  const std::int64_t nb = ceil_div(c.K, c.blk()), col = g * c.N + n;
+  ElementScales sc{&kOne, &kOne, false};
+  if (c.blocks()) sc = {c.sa.data() + m * nb, c.sb.data() + col * nb, true, c.blk()};
+  if (c.scaling == Scaling::tensorwise) sc = {c.sa.data(), c.sb.data() + g, false};
+  if (c.scaling == Scaling::rowwise) sc = {c.sa.data() + m, c.sb.data() + col, false};
+  if (!c.ta.empty()) sc.tensor_a = c.ta[0], sc.tensor_b = c.tb[std::size_t(g)];
+  return exact_dot(c.a.data() + m * c.K, c.b.data() + col * c.K, c.K, c.fa, c.fb, sc, d);
+}
+
 std::string describe(const Case& c) {
   return std::string(to_string(c.fa)) + " x " + std::string(to_string(c.fb)) + " " +
          ref::to_string(c.scaling) + (c.ta.empty() ? "" : " +tensor") +
@@ -233,6 +246,9 @@ TEST(ExactSubbyte, EveryElementIsTheRationalSumRoundedOnce) {
         ASSERT_TRUE(got == want && std::signbit(got) == std::signbit(want))
             << describe(c) << " " << to_string(d) << " element (" << m << ", " << n << "): got "
             << got << " want " << want << " (replay: case " << i << ")";
+        const double dot = exact_dot_of(c, m, n, g, d);
+        ASSERT_TRUE(dot == want && std::signbit(dot) == std::signbit(want))
+            << describe(c) << " exact_dot: got " << dot << " want " << want;
       }
     }
   }

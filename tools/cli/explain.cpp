@@ -118,12 +118,8 @@ std::optional<ChunkFault> chunk_fault(const GemmCase& e, const ref::ModelChoice&
   return std::nullopt;
 }
 
-// The exact partial sum of a prefix case in f32; NaN for FP6 / FP4 operands (the exact model,
-// numerics/models/exact_sum.h, sums FP8 products only; the Blackwell models' stories keep their
-// other columns).
+// The exact partial sum of a prefix case in f32 (FP8, FP6 and FP4 operands alike).
 double exact_prefix(const GemmCase& p) {
-  const auto fp8 = [](Format f) { return f == Format::e4m3 || f == Format::e5m2; };
-  if (!fp8(p.fa) || !fp8(p.fb)) return NAN;
   return double(std::bit_cast<float>(eval1(p, {AccumulationModel::exact, 1}, OutDtype::f32)));
 }
 
