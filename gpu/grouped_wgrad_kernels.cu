@@ -46,9 +46,10 @@ __device__ __forceinline__ WgradTile wgrad_tile(const WgradKernelArgs& p, std::i
   return t;
 }
 
-// The producer warp: per token block, lane 0 loads both tiles by TMA (tokens past M read zeros;
-// tokens of the next group are zeroed by the consumers); blockwise, the lanes copy the block's
-// 128 dY scales and 128 X scales.
+// The producer warp: at a tile's start the lanes prefetch its 128 rows of C into L2 (the epilogue
+// reads them); per token block, lane 0 loads both tiles by TMA (tokens past M read zeros; tokens
+// of the next group are zeroed by the consumers); blockwise, the lanes copy the block's 128 dY
+// scales and 128 X scales.
 __device__ void produce(const WgradTmaParams& p, const Ring& s, std::int64_t total) {
   const WgradKernelArgs& a = p.args;
   const int lane = int(threadIdx.x % 32);
@@ -56,6 +57,9 @@ __device__ void produce(const WgradTmaParams& p, const Ring& s, std::int64_t tot
   std::uint32_t it = 0;
   for (std::int64_t tile = blockIdx.x; tile < total; tile += gridDim.x) {
     const WgradTile t = wgrad_tile(a, tile);
+#pragma unroll
+    for (int i = 0; i < 4; ++i)  // 128 f32 = 512 contiguous bytes per row
+      prefetch_l2(a.c + (std::int64_t(t.g) * a.N + t.n0 + lane + 32 * i) * a.K + t.k0, 512);
     for (int kb = 0; kb < t.nkb; ++kb, ++it) {
       const int st = s.stage(it);
       const std::int32_t tok = t.tok0 + kb * 128;
@@ -98,31 +102,41 @@ __device__ __forceinline__ void promote_blockwise(const float* s, const float (&
                                                   float (&acc)[64], int local_row) {
   const int lane = threadIdx.x % 32;
   const float r0 = s[local_row], r1 = s[local_row + 8];
+  const float2* sx2 = reinterpret_cast<const float2*>(s + 128 + (lane % 4) * 2);
 #pragma unroll
-  for (int j = 0; j < 16; ++j)
+  for (int j = 0; j < 16; ++j) {
+    const float2 x = sx2[j * 4];  // columns j·8 + (lane % 4)·2 + {0, 1}
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      const float sx = s[128 + j * 8 + (lane % 4) * 2 + e];
+      const float sx = e ? x.y : x.x;
       acc[j * 4 + e] = __fmaf_rn(__fmul_rn(r0, sx), t[j * 4 + e], acc[j * 4 + e]);
       acc[j * 4 + 2 + e] = __fmaf_rn(__fmul_rn(r1, sx), t[j * 4 + 2 + e], acc[j * 4 + 2 + e]);
     }
+  }
 }
 
 // dW = RN_out(RN(C + acc')), acc' = acc (blockwise) or RN(acc·RN(sdy·sx)); C itself for an
-// empty group (f32: every bit of C, -0 and NaN payloads included).
+// empty group (f32: every bit of C, -0 and NaN payloads included). The thread's 64 values of C are
+// loaded before the first store, so that the loads are in flight together (a load after a store
+// to dW, which might alias, would wait for it).
 __device__ __forceinline__ void store_wgrad(const WgradKernelArgs& p, const WgradTile& t,
                                             const float (&acc)[64], int local_row) {
   const int lane = threadIdx.x % 32;
   const float ts = p.blockwise ? 1.0f : __fmul_rn(p.scale_dy[0], p.scale_x[0]);
-  const std::int64_t base = std::int64_t(t.g) * p.N * p.K;
+  const std::int64_t base =
+      std::int64_t(t.g) * p.N * p.K + (t.n0 + local_row) * p.K + t.k0 + (lane % 4) * 2;
+  float2 c[2][16];
+#pragma unroll
+  for (int half = 0; half < 2; ++half)
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+      c[half][j] = *reinterpret_cast<const float2*>(p.c + base + 8 * half * p.K + j * 8);
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
-    const std::int64_t row = t.n0 + local_row + 8 * half;
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
-      const std::int64_t idx = base + row * p.K + t.k0 + j * 8 + (lane % 4) * 2;
-      const float2 c = *reinterpret_cast<const float2*>(p.c + idx);
-      float v[2] = {c.x, c.y};
+      const std::int64_t idx = base + 8 * half * p.K + j * 8;
+      float v[2] = {c[half][j].x, c[half][j].y};
       if (t.nkb > 0)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
