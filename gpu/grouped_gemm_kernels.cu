@@ -155,31 +155,16 @@ __device__ __forceinline__ BlockScalesB block_scales_b(const GemmKernelArgs& a, 
   return r;
 }
 
-// acc = fmaf(RN(sa·sb), T, acc) elementwise (rows local_row, local_row + 8: D layout of wgmma);
-// the columns n0 + 8j with j >= Split take the next 128-column block's scale.
-template <int BN, int Split>
-__device__ __forceinline__ void promote_split(float sa0, float sa1, const BlockScalesB& b,
-                                              const float (&t)[BN / 2], float (&acc)[BN / 2]) {
-  const float s0 = __fmul_rn(sa0, b.lo), s1 = __fmul_rn(sa1, b.lo);
-  const float h0 = Split < BN / 8 ? __fmul_rn(sa0, b.hi) : s0;
-  const float h1 = Split < BN / 8 ? __fmul_rn(sa1, b.hi) : s1;
-#pragma unroll
-  for (int i = 0; i < BN / 2; ++i)
-    acc[i] =
-        __fmaf_rn((i & 2) ? (i / 4 >= Split ? h1 : s1) : (i / 4 >= Split ? h0 : s0), t[i], acc[i]);
-}
-// A 192-wide tile starts at n0 = 192·t, so it straddles two 128-column blocks at column 128
-// (n0 % 128 == 0, split 16) or 64 (split 8): one branch per tile, uniform over the CTA, and no
-// per-element choice of the scale inside the unrolled promotion.
+// acc = fmaf(RN(sa·sb), T, acc) elementwise (rows local_row, local_row + 8: D layout of wgmma).
 template <int BN>
 __device__ __forceinline__ void promote_blockwise(float sa0, float sa1, const BlockScalesB& b,
                                                   const float (&t)[BN / 2], float (&acc)[BN / 2]) {
-  if constexpr (BN == 128) {
-    promote_split<128, 16>(sa0, sa1, b, t, acc);
-  } else if (b.split == 16) {
-    promote_split<192, 16>(sa0, sa1, b, t, acc);
-  } else {
-    promote_split<192, 8>(sa0, sa1, b, t, acc);
+  const float s0 = __fmul_rn(sa0, b.lo), s1 = __fmul_rn(sa1, b.lo);
+  const float h0 = BN > 128 ? __fmul_rn(sa0, b.hi) : s0, h1 = BN > 128 ? __fmul_rn(sa1, b.hi) : s1;
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) {
+    const bool hi = BN > 128 && i / 4 >= b.split;
+    acc[i] = __fmaf_rn((i & 2) ? (hi ? h1 : s1) : (hi ? h0 : s0), t[i], acc[i]);
   }
 }
 

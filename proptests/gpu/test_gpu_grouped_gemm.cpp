@@ -82,10 +82,10 @@ TEST(GpuGroupedGemm, EveryOpScalingFormatAndOutputEqualTheModel) {
           }
 }
 
-// Forward / dgrad tiles are 192 columns wide for N >= 2048 (docs/gpu_gemm.md §2): the last tile's
-// columns past N come from the next group's rows of B (or zeros) and are never stored, the first
-// tile's rows past a group's end from the next group's rows of A; blockwise, the tiles straddle two
-// 128-column scale blocks at column 128 or 64 of the tile, over three K blocks.
+// Rowwise / tensorwise forward and dgrad tiles are 192 columns wide for N >= 2048 or N % 192 == 0
+// (docs/gpu_gemm.md §2): the last tile's columns past N come from the next group's rows of B (or
+// zeros) and are never stored, the first tile's rows past a group's end from the next group's rows
+// of A; blockwise (128-wide tiles) at the same shapes, over three K blocks.
 TEST(GpuGroupedGemm, WideTilesPastNEqualTheModel) {
   FP8REF_REQUIRE_DEVICE();
   const gen::GroupSizes gs = sizes({0, 130, 1, 0, 64});
@@ -98,7 +98,7 @@ TEST(GpuGroupedGemm, WideTilesPastNEqualTheModel) {
       EXPECT_EQ(fuzz::first_gemm_mismatch(c, fuzz::kernel_gemm_bits(c), want), "");
     }
   // wgrad: 128 × 192 tiles of dW for K = 384 (two whole tiles) and K = 2176 (the last tile has 64
-  // columns: the others read zeros past K and are not stored), f32 and bf16 dW.
+  // columns in dW; its columns past K read zeros and are not stored), f32 and bf16 dW.
   for (std::int64_t K : {384, 2176})
     for (Scaling s : {Scaling::blockwise, Scaling::tensorwise})
       for (OutDtype out : {OutDtype::f32, OutDtype::bf16}) {
