@@ -1,7 +1,8 @@
 // The K-grouped wgrad kernel on Hopper tensor cores (sm_90a): dW[g] = C[g] + dY_gᵀ·X_g with the
 // tokens of group g as the reduction, read by TMA from token-contiguous dYᵀ and Xᵀ (the K-major
 // operands FP8 wgmma takes) through the warp-specialised pipeline of gpu/tma_pipeline_sm90.cuh.
-// Persistent CTAs walk the 128×128 tiles of every dW[g], the groups with most tokens first;
+// Persistent CTAs walk the 128 × BK tiles of every dW[g] (BK = 128 or 192 columns of K,
+// docs/gpu_gemm.md §2), the groups with most tokens first;
 // 128-token blocks from the group's start, the 16-token chunks of the last one past the group's
 // end zeroed in shared memory before the tensor cores read them; per block T = four chained wgmma
 // k32 steps from +0, promoted as hopper_promoted_blockwise (acc = fmaf(RN(sdy·sx), T, acc), a
