@@ -19,6 +19,16 @@ __device__ __forceinline__ uint4 load_stream16(const void* p) {
   return u;
 }
 
+// A 16-byte chunk by a plain global load (no cache hints): the 1xW and row kernels measured it
+// faster than load_stream16 on the H200 (docs/benchmarks.md "GPU data path").
+__device__ __forceinline__ uint4 load16(const void* p) {
+  uint4 u;
+  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w)
+               : "l"(p));
+  return u;
+}
+
 // Max of |x| over bf16 patterns, two 16-bit lanes a word (max.u16x2, sm_90): the pattern order of
 // non-negative bf16 is their value order, NaN patterns above +Inf (0x7F80).
 __device__ __forceinline__ std::uint32_t max_u16x2(std::uint32_t a, std::uint32_t b) {
