@@ -7,6 +7,7 @@
 // and the codes cast from the same registers. docs/recipes.md "GPU kernels" lists which calls
 // take these kernels.
 #include <cstdint>
+#include <type_traits>
 
 #include "gpu/device.h"
 #include "gpu/quantize_device.cuh"
@@ -85,15 +86,23 @@ __global__ void __launch_bounds__(kRowThreads) row_blocks_bf16_kernel(QuantizeLa
       const std::int64_t b0 = round0(b / BPR) + (b % BPR) * W;
       if (b < NB && b0 < n) store_flat_scale(q.scales, b0 / W, d);
     }
-    const bool any_ovf = K == ScaleKind::deepgemm && __any_sync(0xFFFFFFFFu, ovf != 0);
+    // The casts, with the non-saturating fix compiled in only on the path where some block of
+    // the batch may need it (deepgemm, warp-uniform): the common path is the te kernel's.
+    const auto cast_all = [&](auto fix) {
 #pragma unroll
-    for (int rd = 0; rd < R; ++rd) {
-      const int s = rd * BPR / 32, owner = rd * BPR % 32 + lane / G;
-      DevScale d{0.0f, __shfl_sync(0xFFFFFFFFu, fac[s], owner), false, 0, false};
-      if (any_ovf) d.may_overflow = (__shfl_sync(0xFFFFFFFFu, ovf, owner) >> s & 1) != 0;
-      const std::int64_t e = round0(rd) + lane * 8;
-      if (e < n) store_codes(q.codes, e, v[rd], q.recipe, d);
-    }
+      for (int rd = 0; rd < R; ++rd) {
+        const int s = rd * BPR / 32, owner = rd * BPR % 32 + lane / G;
+        DevScale d{0.0f, __shfl_sync(0xFFFFFFFFu, fac[s], owner), false, 0, false};
+        if constexpr (decltype(fix)::value)
+          d.may_overflow = (__shfl_sync(0xFFFFFFFFu, ovf, owner) >> s & 1) != 0;
+        const std::int64_t e = round0(rd) + lane * 8;
+        if (e < n) store_codes(q.codes, e, v[rd], q.recipe, d);
+      }
+    };
+    if (K == ScaleKind::deepgemm && __any_sync(0xFFFFFFFFu, ovf != 0))
+      cast_all(std::true_type{});
+    else
+      cast_all(std::false_type{});
   }
 }
 
@@ -138,45 +147,26 @@ __device__ __forceinline__ void block_offsets(const QuantizeLaunch& q, const Blo
   }
 }
 
-// Block blk's chunks of this thread into its own slots of `stage` (slot k at k * kThreads +
-// thread; a chunk past the block fills zeros): the copying thread is the reading one, so a
-// wait_group orders them.
-__device__ __forceinline__ void copy_block(const QuantizeLaunch& q, std::int64_t nbc,
-                                           std::int64_t blk, uint4* stage) {
-  const BlockSpan b = block_span(q, nbc, blk);
-  std::int64_t i[kTileChunks];
-  block_offsets(q, b, i);
-  const auto* x = static_cast<const std::uint16_t*>(q.x);
-#pragma unroll
-  for (int k = 0; k < kTileChunks; ++k) {
-    const bool live = int(threadIdx.x) + k * kThreads < b.items;
-    copy_chunk(stage + k * kThreads + threadIdx.x, x + (live ? i[k] : 0), live);
-  }
-}
-
-// Persistent CTAs, one block a step (128x128, per-group row blocks, any block of at most
-// kThreads * kTileChunks chunks), two blocks in shared memory (cp.async): the next block loads
-// while this one is reduced (one barrier) and cast from registers.
+// One block a CTA step (128x128, per-group row blocks, rows wider than the row-warp kernel takes,
+// any block of at most kThreads * kTileChunks chunks): the block's chunks of this thread loaded
+// straight into registers (plain 16-byte loads, all issued before any is used), the amax reduced
+// across the CTA (one barrier), the codes cast from the registers. Three CTAs an SM; measured
+// faster on the H200 than persistent CTAs staging the next block in shared memory by cp.async
+// (docs/benchmarks.md "GPU data path").
 template <ScaleKind K>
-__global__ void __launch_bounds__(kThreads, 2) tile_blocks_bf16_kernel(QuantizeLaunch q) {
-  extern __shared__ uint4 stages[];  // 2 x kTileChunks x kThreads chunks
+__global__ void __launch_bounds__(kThreads, 3) tile_blocks_bf16_kernel(QuantizeLaunch q) {
   __shared__ std::uint32_t red[2][kThreads / 32];
   const std::int64_t nbc = (q.cols + q.block_w - 1) / q.block_w, nblocks = q.block_rows * nbc;
-  if (blockIdx.x < nblocks) copy_block(q, nbc, blockIdx.x, stages);
-  commit_copies();
+  const auto* x = static_cast<const std::uint16_t*>(q.x);
   int parity = 0;
   for (std::int64_t blk = blockIdx.x; blk < nblocks; blk += gridDim.x, parity ^= 1) {
-    if (blk + gridDim.x < nblocks)
-      copy_block(q, nbc, blk + gridDim.x, stages + (parity ^ 1) * kTileChunks * kThreads);
-    commit_copies();                                        // an empty group keeps the count
-    asm volatile("cp.async.wait_group 1;\n" ::: "memory");  // block blk has landed
     const BlockSpan b = block_span(q, nbc, blk);
     std::int64_t i[kTileChunks];
     block_offsets(q, b, i);
     uint4 v[kTileChunks];
 #pragma unroll
     for (int k = 0; k < kTileChunks; ++k)
-      v[k] = stages[(parity * kTileChunks + k) * kThreads + threadIdx.x];
+      v[k] = int(threadIdx.x) + k * kThreads < b.items ? load16(x + i[k]) : make_uint4(0, 0, 0, 0);
     const std::uint32_t m = cta_max16(chunks_max16(v, q.recipe.ignore_nan), red[parity]);
     const DevScale d = block_scale_of<K>(q.recipe, std::int32_t(m << 16));
     if (threadIdx.x == 0) store_scale(q.scales, b.br, b.bc, d);
@@ -272,11 +262,8 @@ bool launch_tile_blocks_bf16(const QuantizeLaunch& q) {
       launch_row_warps<decltype(kind)::value>(q);
       return;
     }
-    const auto kernel = tile_blocks_bf16_kernel<decltype(kind)::value>;
-    constexpr int smem = 2 * kTileChunks * kThreads * 16;
-    FP8REF_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    kernel<<<resident_grid(kernel, smem, nblocks, q.max_blocks), kThreads, smem, q.stream>>>(q);
+    tile_blocks_bf16_kernel<decltype(kind)::value>
+        <<<grid_of(nblocks, q.max_blocks), kThreads, 0, q.stream>>>(q);
   });
   FP8REF_CUDA_CHECK(cudaGetLastError());
   return true;
