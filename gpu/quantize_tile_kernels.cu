@@ -147,26 +147,45 @@ __device__ __forceinline__ void block_offsets(const QuantizeLaunch& q, const Blo
   }
 }
 
-// One block a CTA step (128x128, per-group row blocks, rows wider than the row-warp kernel takes,
-// any block of at most kThreads * kTileChunks chunks): the block's chunks of this thread loaded
-// straight into registers (plain 16-byte loads, all issued before any is used), the amax reduced
-// across the CTA (one barrier), the codes cast from the registers. Three CTAs an SM; measured
-// faster on the H200 than persistent CTAs staging the next block in shared memory by cp.async
-// (docs/benchmarks.md "GPU data path").
+// Block blk's chunks of this thread into its own slots of `stage` (slot k at k * kThreads +
+// thread; a chunk past the block fills zeros): the copying thread is the reading one, so a
+// wait_group orders them.
+__device__ __forceinline__ void copy_block(const QuantizeLaunch& q, std::int64_t nbc,
+                                           std::int64_t blk, uint4* stage) {
+  const BlockSpan b = block_span(q, nbc, blk);
+  std::int64_t i[kTileChunks];
+  block_offsets(q, b, i);
+  const auto* x = static_cast<const std::uint16_t*>(q.x);
+#pragma unroll
+  for (int k = 0; k < kTileChunks; ++k) {
+    const bool live = int(threadIdx.x) + k * kThreads < b.items;
+    copy_chunk(stage + k * kThreads + threadIdx.x, x + (live ? i[k] : 0), live);
+  }
+}
+
+// Persistent CTAs, one block a step (128x128, per-group row blocks, any block of at most
+// kThreads * kTileChunks chunks), two blocks in shared memory (cp.async): the next block loads
+// while this one is reduced (one barrier) and cast from registers.
 template <ScaleKind K>
-__global__ void __launch_bounds__(kThreads, 3) tile_blocks_bf16_kernel(QuantizeLaunch q) {
+__global__ void __launch_bounds__(kThreads, 2) tile_blocks_bf16_kernel(QuantizeLaunch q) {
+  extern __shared__ uint4 stages[];  // 2 x kTileChunks x kThreads chunks
   __shared__ std::uint32_t red[2][kThreads / 32];
   const std::int64_t nbc = (q.cols + q.block_w - 1) / q.block_w, nblocks = q.block_rows * nbc;
-  const auto* x = static_cast<const std::uint16_t*>(q.x);
+  if (blockIdx.x < nblocks) copy_block(q, nbc, blockIdx.x, stages);
+  commit_copies();
   int parity = 0;
   for (std::int64_t blk = blockIdx.x; blk < nblocks; blk += gridDim.x, parity ^= 1) {
+    if (blk + gridDim.x < nblocks)
+      copy_block(q, nbc, blk + gridDim.x, stages + (parity ^ 1) * kTileChunks * kThreads);
+    commit_copies();                                        // an empty group keeps the count
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory");  // block blk has landed
     const BlockSpan b = block_span(q, nbc, blk);
     std::int64_t i[kTileChunks];
     block_offsets(q, b, i);
     uint4 v[kTileChunks];
 #pragma unroll
     for (int k = 0; k < kTileChunks; ++k)
-      v[k] = int(threadIdx.x) + k * kThreads < b.items ? load16(x + i[k]) : make_uint4(0, 0, 0, 0);
+      v[k] = stages[(parity * kTileChunks + k) * kThreads + threadIdx.x];
     const std::uint32_t m = cta_max16(chunks_max16(v, q.recipe.ignore_nan), red[parity]);
     const DevScale d = block_scale_of<K>(q.recipe, std::int32_t(m << 16));
     if (threadIdx.x == 0) store_scale(q.scales, b.br, b.bc, d);
@@ -262,8 +281,11 @@ bool launch_tile_blocks_bf16(const QuantizeLaunch& q) {
       launch_row_warps<decltype(kind)::value>(q);
       return;
     }
-    tile_blocks_bf16_kernel<decltype(kind)::value>
-        <<<grid_of(nblocks, q.max_blocks), kThreads, 0, q.stream>>>(q);
+    const auto kernel = tile_blocks_bf16_kernel<decltype(kind)::value>;
+    constexpr int smem = 2 * kTileChunks * kThreads * 16;
+    FP8REF_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    kernel<<<resident_grid(kernel, smem, nblocks, q.max_blocks), kThreads, smem, q.stream>>>(q);
   });
   FP8REF_CUDA_CHECK(cudaGetLastError());
   return true;
