@@ -5,15 +5,16 @@
 //                  block code = e4m3_satfinite(block_amax · (S_enc · RN(1/6)));
 //                  element factor = fminf(1 / (float(block) · RN(1 / S_enc)), FLT_MAX);
 //                  element = cvt.rn.satfinite.e2m1(x · factor). Blocks 1×16, or 16×16 (weights).
-//   nvfp4_torchao  torchao prototype/mx_formats/nvfp4_tensor.py _nvfp4_quantize with a per-tensor
-//                  scale: pts = amax / (448·6); s = max_abs / 6; scaled = clamp(s / pts, 2^-6,
-//                  448); block code = e4m3(scaled); total = pts · float(block); element =
-//                  e2m1_rne(clamp(x / total, ±6)). Without a per-tensor scale (pts = 1 form):
+//   nvfp4_torchao  (alias nvfp4_torchao_0.16) torchao 0.13.0-0.16.0 prototype/mx_formats/
+//                  nvfp4_tensor.py nvfp4_quantize with a per-tensor scale: pts = amax / (448·6);
+//                  s = max_abs / 6; scaled = clamp(s / pts, 2^-6, 448); block code = e4m3(scaled);
+//                  total = pts · float(block); element = e2m1_rne(clamp(x / total, ±6)).
+//   nvfp4_torchao_single_level  the same without a per-tensor scale (torchao 0.12.0-0.17.0):
 //                  block code = e4m3(clamp(s, 2^-6, 448)), element = e2m1_rne(clamp(x /
 //                  float(block), ±6)).
-//   nvfp4_torchao_rcp  torchao 0.18.0 (PyPI) nvfp4_quantize: the same block codes, elements
-//                  multiplied by the reciprocal of the combined scale as its MSLK Triton kernel
-//                  does: e2m1_rne(clamp(x · ((1 / pts) / float(block)), ±6)).
+//   nvfp4_torchao_rcp  (alias nvfp4_torchao_0.18) torchao 0.17.0-0.18.0 nvfp4_quantize: the same
+//                  block codes, elements multiplied by the reciprocal of the combined scale as its
+//                  MSLK Triton kernel does: e2m1_rne(clamp(x · ((1 / pts) / float(block)), ±6)).
 // "tensor / python scalar" is a division on torch_cpu and a·RN_f32(1/b) on torch_cuda (see
 // Runtime in scale_recipe.h); tensor / tensor is a division on both.
 #pragma once
@@ -22,8 +23,10 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "numerics/codec.h"
@@ -42,6 +45,17 @@ constexpr const char* to_string(Nvfp4Recipe r) {
     case Nvfp4Recipe::torchao_rcp: return "nvfp4_torchao_rcp";
   }
   return "?";
+}
+
+// The recipe a name denotes: to_string's names, and the torchao forms under the torchao release
+// they reproduce (docs/recipes.md "NVFP4": nvfp4_torchao keeps its meaning, the division form).
+inline std::optional<Nvfp4Recipe> nvfp4_recipe_from_name(std::string_view name) {
+  for (const Nvfp4Recipe r : {Nvfp4Recipe::te, Nvfp4Recipe::torchao,
+                              Nvfp4Recipe::torchao_single_level, Nvfp4Recipe::torchao_rcp})
+    if (name == to_string(r)) return r;
+  if (name == "nvfp4_torchao_0.16") return Nvfp4Recipe::torchao;
+  if (name == "nvfp4_torchao_0.18") return Nvfp4Recipe::torchao_rcp;
+  return std::nullopt;
 }
 
 // The result of quantizing a (rows, cols) f32 matrix: e2m1 codes one per byte (rows, cols),

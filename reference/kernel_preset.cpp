@@ -85,11 +85,12 @@ constexpr const char* kDeepGemmUnmeasured =
     "NOT MEASURED: sm_90 DeepGEMM as its source reads (docs/models.md), never run on hardware here";
 
 constexpr KernelPreset kPresets[] = {
-    {"torch_2_11_sm90._scaled_mm", "torch._scaled_mm", "H100 (sm_90), torch 2.11, CUDA 13", "kn",
-     PresetGrouping::m, kScaledMmRows},
+    {"torch_2_11_sm90._scaled_mm", "torch._scaled_mm", "H100 and H200 (sm_90), torch 2.11, CUDA 13",
+     "kn", PresetGrouping::m, kScaledMmRows},
     {"torch_2_11_sm90._scaled_grouped_mm", "torch._scaled_grouped_mm",
-     "H100 (sm_90), torch 2.11, CUDA 13", "kn", PresetGrouping::m_or_k, kScaledGroupedMmRows},
-    // Not measured: DeepGEMM did not run on the survey's H100 (docs/presets.md "Presets").
+     "H100 and H200 (sm_90), torch 2.11, CUDA 13", "kn", PresetGrouping::m_or_k,
+     kScaledGroupedMmRows},
+    // Not measured: DeepGEMM did not run on the survey's H100 / H200 (docs/presets.md "Presets").
     {"deep_gemm_sm90.fp8_gemm_nt", "deep_gemm.fp8_gemm_nt", kDeepGemmUnmeasured, "nk",
      PresetGrouping::m, kDeepGemmRows},
     {"deep_gemm_sm90.m_grouped_fp8_gemm_nt_contiguous",

@@ -149,6 +149,44 @@ FP8REF_ALWAYS_INLINE void finish_rne_f16_lanes(const typename BwLanes<V>::D& sum
   std::memcpy(out, &h16, sizeof h16);
 }
 
+// sum (Add: sum +) the f64 of lanes [h·V, h·V + V) of x, V = W / 2 (an f64 vector of V lanes is
+// one register): int32 or f32 lanes, exact in f64.
+template <bool Add, int W, class X>
+FP8REF_ALWAYS_INLINE void add_half_f64(const X& x, int h, typename BwLanes<W / 2>::D& sum) {
+  using Half = std::conditional_t<std::is_same_v<X, typename BwLanes<W>::F>,
+                                  typename BwLanes<W / 2>::F, typename BwLanes<W / 2>::I>;
+  static_assert(sizeof(Half) * 2 == sizeof(X));
+  Half x_h;
+  half_of(x, h, x_h);
+  if constexpr (Add)
+    sum += __builtin_convertvector(x_h, typename BwLanes<W / 2>::D);
+  else
+    sum = __builtin_convertvector(x_h, typename BwLanes<W / 2>::D);
+}
+
+// Step 4's scaling exponent q = E - F of W lanes, clamped to [-200, 250] (scale_f64_lanes' range:
+// every non-zero sum, an integer below 2^50, rounds to zero below it and overflows above it).
+template <class I>
+FP8REF_ALWAYS_INLINE void step4_exponent_lanes(const I& e_max, int fraction_bits, I& q) {
+  q = e_max - fraction_bits;
+  q = q < -200 ? I{} - 200 : q;
+  q = q > 250 ? I{} + 250 : q;
+}
+
+// Step 4 on half h of a row of W lanes: the exact integer sum of the half times 2^q, rounded
+// (CT float: RZ-FP32; CT uint16_t: RNE-FP16) into d[h·V, h·V + V).
+template <int W, class CT>
+FP8REF_ALWAYS_INLINE void finish_half_lanes(const typename BwLanes<W / 2>::D& sum,
+                                            const typename BwLanes<W>::I& q, int h, CT* d) {
+  constexpr int V = W / 2;
+  typename BwLanes<V>::I q_h;
+  half_of(q, h, q_h);
+  if constexpr (std::is_same_v<CT, std::uint16_t>)
+    finish_rne_f16_lanes<V>(sum, q_h, d + h * V);
+  else
+    finish_rz_f32_lanes<V>(sum, q_h, d + h * V);
+}
+
 // Step 3's truncation of a term sig·2^sh (sig an integer below 2^24 in magnitude, as an f32):
 // trunc(sig·2^min(sh, 0)) through an f32 (exact: at most 24 bits), times 2^max(sh, 0) (exact:
 // below 2^53 here, 24 significant bits).

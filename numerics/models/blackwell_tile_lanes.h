@@ -193,23 +193,16 @@ FP8REF_ALWAYS_INLINE void lanes32(const BwRows32<R>& rows, const BwColumns& t, i
     for (int r = 0; r < R; ++r)
       acc1[r] += __builtin_convertvector(rows.op[r]->val[k] * y * unit[r], I);
   }
-  // Step 4 on half vectors (V lanes of f64 are one register): the sum is exact in f64.
-  constexpr int V = W / 2;
-  using H = BwLanes<V>;
+  // Step 4: the sum is exact in f64.
   for (int r = 0; r < R; ++r) {
-    I q = e_max[r] - kF;
-    q = q < -200 ? I{} - 200 : q;
-    q = q > 250 ? I{} + 250 : q;
+    I q;
+    step4_exponent_lanes(e_max[r], kF, q);
     for (int h = 0; h < 2; ++h) {
-      typename H::I c_h, a0, a1, q_h;
-      half_of(cs[r], h, c_h), half_of(acc0[r], h, a0), half_of(acc1[r], h, a1), half_of(q, h, q_h);
-      const typename H::D sum = __builtin_convertvector(c_h, typename H::D) +
-                                __builtin_convertvector(a0, typename H::D) +
-                                __builtin_convertvector(a1, typename H::D);
-      if constexpr (Mode == 1)
-        finish_rne_f16_lanes<V>(sum, q_h, d + r * stride + h * V);
-      else
-        finish_rz_f32_lanes<V>(sum, q_h, d + r * stride + h * V);
+      typename BwLanes<W / 2>::D sum;
+      add_half_f64<false, W>(cs[r], h, sum);
+      add_half_f64<true, W>(acc0[r], h, sum);
+      add_half_f64<true, W>(acc1[r], h, sum);
+      finish_half_lanes<W>(sum, q, h, d + r * stride);
     }
   }
 }
@@ -264,28 +257,20 @@ struct BwRowsE2m1 {
   const BwRowE2m1* pre[R];
 };
 
-// Outputs (i .. i + R, j0 .. j0 + W) of kind::mxf4 / mxf4nvf4 (rows with finite scales).
+// Step 2 of kind::mxf4 / mxf4nvf4 on the block of columns at j0: per group g and row r, the
+// group sum (exact in f32: integers below 2^12) times the scale significands (below 2^20) in
+// sig[g][r], at the scales' exponent sum, or e_zero, in exp[g][r]; e_max[r] takes their maximum.
 template <int W, int R>
-FP8REF_ALWAYS_INLINE void lanes_e2m1(const BwRowsE2m1<R>& rows, const BwColumns& t, int j0,
-                                     const float* c, float* d, std::size_t stride,
-                                     std::uint32_t (&redo)[R]) {
+FP8REF_ALWAYS_INLINE void e2m1_group_terms(
+    const BwRowsE2m1<R>& rows, const BwColumns& t, int j0,
+    typename BwLanes<W>::F (&sig)[kBlackwellMxf4StepK / kBlackwellMxf4GroupK][R],
+    typename BwLanes<W>::I (&exp)[kBlackwellMxf4StepK / kBlackwellMxf4GroupK][R],
+    typename BwLanes<W>::I (&e_max)[R]) {
   using I = typename BwLanes<W>::I;
   using F = typename BwLanes<W>::F;
   constexpr int K = kBlackwellMxf4StepK, GK = kBlackwellMxf4GroupK, G = K / GK;
-  constexpr int kF = kBlackwellMxf4FractionBits;
   const float* vb = t.val.data() + std::size_t(j0 / W) * K * W;
   const std::size_t sblk = std::size_t(j0 / W) * G * W;
-  I cmag[R], cexp[R], cneg[R], cspecial[R], e_max[R], col_special, c_nonzero;
-  std::memcpy(&col_special, t.special.data() + j0, sizeof col_special);
-  for (int r = 0; r < R; ++r) {
-    c_lanes<W, false>(c + r * stride, cmag[r], cexp[r], cneg[r], cspecial[r]);
-    mask_nonzero(c_nonzero, cmag[r]);
-    select(e_max[r], c_nonzero, cexp[r], I{} + kZeroTermExpMxf4);
-  }
-  // Step 2: group sums (exact in f32: integers below 2^12) times the scale significands (below
-  // 2^20), at the scales' exponent sum, or e_zero.
-  F sig[G][R];
-  I exp[G][R];
 #pragma GCC unroll 4
   for (int g = 0; g < G; ++g) {
     // four partial sums per row (short add chains; every partial sum is exact)
@@ -312,33 +297,43 @@ FP8REF_ALWAYS_INLINE void lanes_e2m1(const BwRowsE2m1<R>& rows, const BwColumns&
       e_max[r] = e_max[r] > exp[g][r] ? e_max[r] : exp[g][r];
     }
   }
-  // Step 3: each term truncated to 35 fraction bits below E (an f32 below 2^53), summed exactly
-  // in f64 (below 2^50) on half vectors.
-  constexpr int V = W / 2;
-  using H = BwLanes<V>;
+}
+
+// Outputs (i .. i + R, j0 .. j0 + W) of kind::mxf4 / mxf4nvf4 (rows with finite scales).
+template <int W, int R>
+FP8REF_ALWAYS_INLINE void lanes_e2m1(const BwRowsE2m1<R>& rows, const BwColumns& t, int j0,
+                                     const float* c, float* d, std::size_t stride,
+                                     std::uint32_t (&redo)[R]) {
+  using I = typename BwLanes<W>::I;
+  using F = typename BwLanes<W>::F;
+  constexpr int G = kBlackwellMxf4StepK / kBlackwellMxf4GroupK;
+  constexpr int kF = kBlackwellMxf4FractionBits;
+  I cmag[R], cexp[R], cneg[R], cspecial[R], e_max[R], col_special, c_nonzero;
+  std::memcpy(&col_special, t.special.data() + j0, sizeof col_special);
   for (int r = 0; r < R; ++r) {
-    I cs;
+    c_lanes<W, false>(c + r * stride, cmag[r], cexp[r], cneg[r], cspecial[r]);
+    mask_nonzero(c_nonzero, cmag[r]);
+    select(e_max[r], c_nonzero, cexp[r], I{} + kZeroTermExpMxf4);
+  }
+  F sig[G][R];
+  I exp[G][R];
+  e2m1_group_terms<W, R>(rows, t, j0, sig, exp, e_max);
+  // Step 3: each term truncated to 35 fraction bits below E (an f32 below 2^53), summed exactly
+  // in f64 (below 2^50); step 4.
+  for (int r = 0; r < R; ++r) {
+    I cs, q;
     select(cs, cneg[r], I(-cmag[r]), cmag[r]);
-    I q = e_max[r] - kF;
-    q = q < -200 ? I{} - 200 : q;
-    q = q > 250 ? I{} + 250 : q;
+    step4_exponent_lanes(e_max[r], kF, q);
     F term;
-    typename H::F x;
-    typename H::D sum[2];
+    typename BwLanes<W / 2>::D sum[2];
     shifted_term_lanes(F(__builtin_convertvector(cs, F)), I(cexp[r] + (kF - 23) - e_max[r]), term);
-    for (int h = 0; h < 2; ++h)
-      half_of(term, h, x), sum[h] = __builtin_convertvector(x, typename H::D);
+    for (int h = 0; h < 2; ++h) add_half_f64<false, W>(term, h, sum[h]);
     for (int g = 0; g < G; ++g) {
       const int sh = kF - 2 - rows.op[r]->scale[g].man - t.s_man;
       shifted_term_lanes(sig[g][r], I(exp[g][r] + sh - e_max[r]), term);
-      for (int h = 0; h < 2; ++h)
-        half_of(term, h, x), sum[h] += __builtin_convertvector(x, typename H::D);
+      for (int h = 0; h < 2; ++h) add_half_f64<true, W>(term, h, sum[h]);
     }
-    for (int h = 0; h < 2; ++h) {
-      typename H::I q_h;
-      half_of(q, h, q_h);
-      finish_rz_f32_lanes<V>(sum[h], q_h, d + r * stride + h * V);
-    }
+    for (int h = 0; h < 2; ++h) finish_half_lanes<W>(sum[h], q, h, d + r * stride);
     redo[r] = lane_bits(I(col_special | cspecial[r]));
   }
 }

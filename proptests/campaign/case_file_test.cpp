@@ -57,13 +57,8 @@ WgradCase epilogue_case(std::uint64_t seed) {
 }
 
 std::vector<std::uint32_t> dw_bits(const WgradCase& w) {
-  std::vector<std::int64_t> offs;
-  std::int64_t end = 0;
-  for (auto s : w.gs.sizes) offs.push_back(end += s);
   std::vector<float> dw(w.c.size());
-  ref::grouped_gemm_wgrad(
-      {w.M, w.N, w.K, w.G, w.fdy, w.fx, w.dy, w.x, w.scaling, w.s_dy, w.s_x, w.c}, offs, w.model,
-      dw, {});
+  ref::grouped_gemm_wgrad(w.operands(), w.gs.ends(), w.model, dw, {});
   std::vector<std::uint32_t> bits(dw.size());
   if (!dw.empty()) std::memcpy(bits.data(), dw.data(), dw.size() * 4);
   return bits;

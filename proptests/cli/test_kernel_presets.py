@@ -3,8 +3,9 @@
 `fp8-check oracle` under one explicit configuration: each preset must name exactly the planted
 member (text and --json) with no model flag, and must reject an output planted by a configuration
 outside the preset (another epilogue order, another split-K family, another model). Then
-`oracle --kernel`, explicit overrides, `--strength` (other matching configurations, vacuous data)
-and bad input (one line, exit 2). Exit 0 iff every check holds.
+`oracle --kernel`, explicit overrides, `--strength` (other matching configurations, vacuous data),
+the screen (`--screen 64`, 4096 and 0 give the same result, also for a member that passes the
+screen and differs outside it) and bad input (one line, exit 2). Exit 0 iff every check holds.
 Usage: test_kernel_presets.py --fp8-check PATH --workdir DIR
 """
 import argparse
@@ -14,7 +15,8 @@ import sys
 
 import numpy as np
 
-from kernel_cases import OPERANDS, block_codes, load_tensor_bytes, plant, run, save_safetensors, scales
+from kernel_cases import (OPERANDS, block_codes, load_tensor_bytes, plant, rewrite_got, run,
+                          save_safetensors, scales)
 
 M, N = 32, 40
 
@@ -151,6 +153,46 @@ def main():
                      "--got-file", got, "--kernel", "torch._scaled_mm", "--strength", "--json")
     j = json.loads(so) if rc == 0 else {}
     check(rc == 0 and j.get("strength", {}).get("warnings") == [], f"--strength strong data: {so}{se}")
+
+    # The screen (docs/cli.md "The screen"): the same result with and without it, on an output
+    # large enough to be screened (21760 elements; --screen 64: an 8 x 8 grid and 10 whole rows),
+    # also when the planted member differs from got on one element outside both stages.
+    m2, n2, k2 = 160, 136, 2048
+    big = os.path.join(wd, "screen.safetensors")
+    save_safetensors(big, {"a": ("F8_E4M3", block_codes(rng, m2, k2)),
+                           "b": ("F8_E4M3", block_codes(rng, n2, k2).T.copy()),
+                           "sa": ("F32", scales(rng, 1).reshape(())), "sb": ("F32", scales(rng, 1).reshape(()))})
+    big_got = os.path.join(wd, "screen_got.safetensors")
+    plant(exe, big, big_got, "hopper_promoted_tensorwise", 3, 0, "scale_product",
+          ["--scaling", "tensorwise", "--b-layout", "kn"])
+    base = ["verify", "grouped-gemm", "--in", big, *OPERANDS, "--got", "got", "--got-file", big_got,
+            "--kernel", "torch._scaled_mm", "--json"]
+    planted = describe(("hopper_promoted_tensorwise", 3, 0, "scale_product"))
+
+    def screened(extra):
+        rc, so, se = run(exe, *base, *extra)
+        return rc, (json.loads(so) if rc in (0, 1) else {"error": se})
+
+    def full_counts(j):
+        return {m["configuration"]: m["mismatches"] for m in j.get("members", []) if not m["screened_out"]}
+
+    for flip in (False, True):
+        if flip:  # element (1, 1): row 1 and column 1 are in neither stage of --screen 64
+            rewrite_got(big_got, lambda bits: bits.__setitem__((1, 1), bits[1, 1] ^ 1))
+        want = 1 if flip else 0
+        runs = {s: screened(["--screen", s]) for s in ("64", "4096", "0")}
+        for s, (rc, j) in runs.items():
+            check(rc == want and j.get("matched") == (None if flip else planted),
+                  f"--screen {s} (flip {flip}): exit {rc}: {j}")
+        j0, j64 = runs["0"][1], runs["64"][1]
+        check(j64.get("screen") == {"elements": 64, "rows": 10} and j0.get("screen") == {"elements": 0, "rows": 0},
+              f"--screen sizes: {j64.get('screen')} {j0.get('screen')}")
+        check(all(j0.get(key) == j64.get(key) for key in ("result", "failures", "configuration", "groups")),
+              f"--screen 64 vs 0 (flip {flip}): {j64} {j0}")
+        counts0 = full_counts(j0)
+        check(all(counts0.get(c) == n for c, n in full_counts(j64).items()) and
+              full_counts(j64).get(planted) == (1 if flip else 0),
+              f"--screen 64: members compared in full differ from --screen 0 (flip {flip}): {j64}")
 
     # Bad input: one line on stderr, exit 2.
     base = ["verify", "grouped-gemm", "--in", case, *OPERANDS, "--got", "got", "--got-file", got]

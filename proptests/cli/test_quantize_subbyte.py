@@ -1,4 +1,4 @@
-"""`fp8-check quantize --recipe nvfp4_te|nvfp4_torchao[_rcp]|mxfp4|mxfp6` (mxfp6 codes as U8 and, with
+"""`fp8-check quantize --recipe nvfp4_te|nvfp4_torchao[_rcp|_0.16|_0.18]|mxfp4|mxfp6` (mxfp6 codes as U8 and, with
 --f6-codes packed, as F6_E2M3 / F6_E3M2) bitwise against independent
 numpy implementations (docs/recipes.md "NVFP4", "MXFP4 / MXFP6"): f32 arithmetic in numpy
 float32, element and scale casts by ml_dtypes 0.6 (float4_e2m1fn, float6_e2m3fn, float6_e3m2fn,
@@ -160,6 +160,9 @@ def main():
              ("nvfp4_torchao", "1x16", "torch_cpu", None), ("nvfp4_torchao", "1x16", "torch_cuda", None),
              ("nvfp4_torchao_rcp", "1x16", "torch_cpu", None),
              ("nvfp4_torchao_rcp", "1x16", "torch_cuda", None),
+             # the versioned names (docs/recipes.md "NVFP4"): 0.16 divides, 0.18 multiplies
+             ("nvfp4_torchao_0.16", "1x16", "torch_cpu", None),
+             ("nvfp4_torchao_0.18", "1x16", "torch_cuda", None),
              ("mxfp4", "1x32", None, "e2m1"), ("mxfp6", "1x32", None, "e2m3"),
              ("mxfp6", "1x32", None, "e3m2"), ("mxfp4_ceil", "1x32", "torch_cpu", "e2m1"),
              ("mxfp4_even", "1x32", "torch_cuda", "e2m1"), ("mxfp4_rceil", "1x32", "torch_cpu", "e2m1"),
@@ -184,8 +187,8 @@ def main():
             for g, p in enumerate(planes):
                 if recipe == "nvfp4_te":
                     want = nvfp4_te(p, 16 if block == "16x16" else 1)
-                elif recipe in ("nvfp4_torchao", "nvfp4_torchao_rcp"):
-                    want = nvfp4_torchao(p, rt, rcp=recipe.endswith("_rcp"))
+                elif recipe.startswith("nvfp4_torchao"):
+                    want = nvfp4_torchao(p, rt, rcp=recipe.endswith(("_rcp", "_0.18")))
                 elif recipe in ("mxfp4", "mxfp6"):
                     want = mx_floor(p, fmt)
                 else:  # mxfp4_<mode> / mxfp6_<mode>: runtime torch_cuda unless given
@@ -237,6 +240,7 @@ def main():
                 ["--recipe", "deepgemm", "--block", "1x128", "--layout", "row_major",
                  "--f6-codes", "packed"],["--recipe", "mxfp4", "--block", "1x16", "--layout", "e8m0_row_major"],
                 ["--recipe", "nvfp4_torchao", "--block", "16x16", "--layout", "ue4m3_row_major"],
+                ["--recipe", "nvfp4_torchao_0.17", "--block", "1x16", "--layout", "ue4m3_row_major"],
                 ["--recipe", "nvfp4_te", "--block", "1x16", "--layout", "e8m0_row_major"],
                 ["--recipe", "mxfp6", "--block", "1x32", "--layout", "e8m0_row_major", "--format", "e5m2"]]:
         r = subprocess.run([o.fp8_check, "quantize", "--in", inp, "--out", out] + bad,

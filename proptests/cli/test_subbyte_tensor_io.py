@@ -4,8 +4,11 @@ each, LSB first) and ml_dtypes' one-code-per-byte npy read with --as, through `i
 code's count and value against ml_dtypes), `diff` (equal; one changed code found at its index with
 both codes), `golden accept` (the stored regression file holds the same codes), `explain
 grouped-gemm` with F6 / F4 operands (the story told, the exact column null; without a Blackwell
-model a one-line refusal naming them), and `quantize --f6-codes packed` to .safetensors / .npz
-(the same codes) and to .pt (refused: torch has no float6 dtype; nothing written).
+model a one-line refusal naming them), `quantize --f6-codes packed` to .safetensors / .npz
+(the same codes) and to .pt (refused: torch has no float6 dtype; nothing written), and an .npz of
+ml_dtypes float6 codes and float8_e8m0fnu scales (both opaque '|V1') read with one --as NAME=DTYPE
+per tensor (inspect's values against ml_dtypes; diff against the safetensors; unknown names and a
+second plain --as refused with exit 2).
 Usage: test_subbyte_tensor_io.py --fp8-check EXE --work DIR"""
 import argparse
 import json
@@ -119,6 +122,8 @@ def check_quantize(exe, work, rng):
         st, npz, pt = (os.path.join(work, f"q_{fmt}.{e}") for e in ("safetensors", "npz", "pt"))
         run(exe, q + [st], 0)
         run(exe, q + [npz], 0)
+        # the .npz's codes and scales are both '|V1': one --as per tensor reads them back
+        run(exe, ["diff", st, npz, "--as", f"codes={fmt}", "--as", "scales=e8m0"], 0)
         codes_npz = np.load(npz)["codes"].view(np.uint8)
         if codes_npz.shape != x.shape or codes_npz.max() > 63:
             sys.exit(f"{npz}: codes {codes_npz.shape}, max {codes_npz.max()}")
@@ -127,6 +132,40 @@ def check_quantize(exe, work, rng):
         if os.path.exists(pt) or len(r.stderr.strip().splitlines()) != 1:
             sys.exit(f"{pt}: F6 to torch.save: {r.stderr!r}, written {os.path.exists(pt)}")
     print("quantize --f6-codes packed: .safetensors and .npz hold the same codes; .pt refused")
+
+
+def check_per_tensor_as(exe, work, rng):
+    """np.savez of float6_e2m3fn codes and float8_e8m0fnu scales, read with --as NAME=DTYPE."""
+    codes = rng.integers(0, 64, (4, 64)).astype(np.uint8)
+    scales = rng.integers(100, 160, (4, 2)).astype(np.uint8)
+    scales[0, 0] = 0xFF  # E8M0 NaN
+    npz = os.path.join(work, "mixed.npz")
+    np.savez(npz, codes=codes.view(ml_dtypes.float6_e2m3fn), scales=scales.view(ml_dtypes.float8_e8m0fnu))
+    as_args = ["--as", "codes=e2m3", "--as", "scales=e8m0"]
+    j = json.loads(run(exe, ["inspect", npz, "--json", "--top", "64"] + as_args, 0).stdout)
+    by_name = {t["name"]: t for t in j["tensors"]}
+    for name, arr, dt, dtype in (("codes", codes, ml_dtypes.float6_e2m3fn, "F6_E2M3"),
+                                 ("scales", scales, ml_dtypes.float8_e8m0fnu, "F8_E8M0")):
+        t = by_name[name]
+        vals = arr.view(dt).astype(np.float64)
+        fin = vals[np.isfinite(vals)]
+        if t["dtype"] != dtype or t["numel"] != arr.size or t["nan"] != int(np.isnan(vals).sum()) or \
+                t["min"] != fin.min() or t["max"] != fin.max():
+            sys.exit(f"{npz}:{name}: inspect {t['dtype']} numel {t['numel']} nan {t['nan']} "
+                     f"[{t['min']}, {t['max']}], ml_dtypes {dtype} [{fin.min()}, {fin.max()}]")
+    st = os.path.join(work, "mixed.safetensors")
+    bw.write_safetensors(st, {"codes": ("F6_E2M3", codes.shape, packed(codes, "F6_E2M3")),
+                              "scales": ("F8_E8M0", scales.shape, scales.tobytes())})
+    run(exe, ["diff", npz, st] + as_args, 0)
+    for bad in (["--as", "codes=e2m3"],  # scales stay opaque
+                as_args + ["--as", "nosuch=e8m0"], ["--as", "e2m3", "--as", "e8m0"],
+                ["--as", "=e8m0"], ["--as", "codes=e2m3", "--as", "codes=e3m2"]):
+        r = run(exe, ["inspect", npz] + bad, 2)
+        names_it = bad != ["--as", "codes=e2m3"] or "--as scales=" in r.stderr  # the opaque one
+        if len(r.stderr.strip().splitlines()) != 1 or not names_it:
+            sys.exit(f"inspect {bad}: {r.stderr!r}")
+    print("npz of float6 codes and e8m0 scales: --as NAME=DTYPE per tensor (inspect, diff); "
+          "bad --as refused")
 
 
 def main():
@@ -141,6 +180,7 @@ def main():
         check_file_paths(o.fp8_check, o.work, rng, dtype)
     check_explain(o.fp8_check, o.work, rng)
     check_quantize(o.fp8_check, o.work, rng)
+    check_per_tensor_as(o.fp8_check, o.work, rng)
 
 
 if __name__ == "__main__":

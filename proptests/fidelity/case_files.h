@@ -41,8 +41,7 @@ inline GemmCase read_case(const std::string& path) {
     GemmCase c = cases::load_gemm(tensor_io::read_safetensors(path, {}));
     if (c.desc != cases::Desc::offs || c.b_layout != ref::BLayout::nk)
       throw std::invalid_argument("not an offs-described case with B stored nk");
-    std::int64_t end = 0;
-    for (const std::int64_t s : c.gs.sizes) c.offs.push_back(end += s);
+    c.offs = c.gs.ends();
     return c;
   } catch (const std::exception& e) {
     throw std::runtime_error(path + ": " + e.what());

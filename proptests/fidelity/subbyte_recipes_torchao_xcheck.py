@@ -3,13 +3,17 @@
 quantizers, bitwise: codes, block-scale codes and the NVFP4 per-tensor scale.
 
   subbyte_recipes_torchao_xcheck.py --fp8-check BUILD/tools/fp8-check [--repeat N] [--seed S]
-      [--golden-out FILE]
+      [--golden-out FILE] [--release-source RECIPE=FILE ...]
 
 torchao (prototype/mx_formats, pure torch, run on CPU tensors: fp8ref runtime torch_cpu):
   nvfp4_torchao_rcp  per_tensor_amax_to_scale(amax(|x|)) then nvfp4_quantize(x, 16, pts)
-                     (torchao 0.18.0 multiplies x by (1 / pts) / s)
-  nvfp4_torchao      the same torchao call against fp8ref's x / (pts·s) form (another torchao
-                     commit): reported, not counted in the result (it differs on purpose)
+                     (torchao 0.17.0-0.18.0 multiply x by (1 / pts) / s)
+  nvfp4_torchao      the same torchao call against fp8ref's x / (pts·s) form (torchao
+                     0.13.0-0.16.0): reported, not counted in the result (it differs on purpose)
+  --release-source RECIPE=FILE  RECIPE (an NVFP4 recipe name) against per_tensor_amax_to_scale and
+                     nvfp4_quantize as FILE (nvfp4_tensor.py of another torchao release, e.g.
+                     `git show v0.16.0:torchao/prototype/mx_formats/nvfp4_tensor.py`) defines them,
+                     run with the installed torchao's FP4 packing helpers; counted
   mxfp4_<mode>       to_mx(x, torch.float4_e2m1fn_x2, 32, mode), mode FLOOR / CEIL / EVEN / RCEIL
   mxfp6_<mode>       to_mx(x, "fp6_e2m3" / "fp6_e3m2", 32, mode) (fp8ref --format e2m3 / e3m2)
   mx_<mode> e4m3/e5m2 to_mx(x, torch.float8_e4m3fn / float8_e5m2, 32, mode) (MXFP8)
@@ -117,14 +121,39 @@ def nvfp4_input(rng, rows, cols):
     return x
 
 
-def torchao_nvfp4(x):
+def torchao_nvfp4(x, fns=None):
     import torch
-    from torchao.prototype.mx_formats.nvfp4_tensor import nvfp4_quantize, per_tensor_amax_to_scale
+    if fns is None:
+        from torchao.prototype.mx_formats.nvfp4_tensor import nvfp4_quantize, per_tensor_amax_to_scale
+    else:
+        nvfp4_quantize = fns["nvfp4_quantize"]
+        per_tensor_amax_to_scale = fns["per_tensor_amax_to_scale"]
     t = torch.from_numpy(x)
     pts = per_tensor_amax_to_scale(torch.amax(torch.abs(t)))
     scales, data = nvfp4_quantize(t, 16, pts)
     return (unpack_f4(data.view(torch.uint8).numpy()), scales.view(torch.uint8).numpy(),
             np.float32(pts.item()))
+
+
+def release_nvfp4(path):
+    """per_tensor_amax_to_scale and nvfp4_quantize (with the _nvfp4_quantize / _Float8Round it
+    calls) as another torchao release's nvfp4_tensor.py defines them: that file's own source, its
+    module imports replaced by the installed torchao's constants and FP4 packing helpers."""
+    import ast
+    from typing import Optional
+
+    import torch
+    from torchao.prototype.mx_formats.constants import F4_E2M1_MAX, F8E4M3_MAX
+    from torchao.prototype.mx_formats.kernels import f32_to_f4_unpacked, pack_uint4
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    names = ("per_tensor_amax_to_scale", "nvfp4_quantize", "_nvfp4_quantize", "_Float8Round")
+    body = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name in names]
+    ns = {"torch": torch, "Optional": Optional, "F4_E2M1_MAX": F4_E2M1_MAX, "F8E4M3_MAX": F8E4M3_MAX,
+          "E4M3_EPS": torch.finfo(torch.float8_e4m3fn).tiny, "f32_to_f4_unpacked": f32_to_f4_unpacked,
+          "pack_uint4": pack_uint4}
+    exec(compile(ast.Module(body=body, type_ignores=[]), path, "exec"), ns)
+    return ns
 
 
 def torchao_mx(x, elem, mode):
@@ -142,7 +171,7 @@ EMAX = {"e2m1": 6.0, "e2m3": 7.5, "e3m2": 28.0, "e4m3": 448.0, "e5m2": 57344.0}
 FINITE = ["ordinary"] * 4 + ["zero", "subnormal", "tiny", "huge", "pow2", "ties", "at_max"]
 
 
-def configurations():
+def configurations(release_sources=()):
     """(name, block, element, classes, torchao function, fp8-check arguments)."""
     for recipe in ("nvfp4_torchao_rcp", "nvfp4_torchao"):
         yield (recipe, 16, "e2m1", FINITE, torchao_nvfp4,
@@ -155,6 +184,12 @@ def configurations():
                    lambda x, e=elem, m=mode: torchao_mx(x, e, m),
                    ["--recipe", recipe, "--block", "1x32", "--layout", "e8m0_row_major"] +
                    ([] if elem == "e2m1" else ["--format", elem]))
+    for spec in release_sources:  # last: the draws of the configurations above stay the same
+        recipe, path = spec.split("=", 1)
+        fns = release_nvfp4(path)
+        yield (f"{recipe} @{os.path.basename(path)}", 16, "e2m1", FINITE,
+               lambda x, fns=fns: torchao_nvfp4(x, fns),
+               ["--recipe", recipe, "--block", "1x16", "--layout", "ue4m3_row_major"])
 
 
 SHAPES = ((4, 64), (16, 96), (33, 128), (7, 320))
@@ -181,6 +216,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=6, help="input draws per configuration and shape")
     ap.add_argument("--seed", type=int, default=20261128)
     ap.add_argument("--golden-out", default=None, help="write torchao's outputs for CI (small)")
+    ap.add_argument("--release-source", action="append", default=[], metavar="RECIPE=FILE",
+                    help="also compare RECIPE with another torchao release's nvfp4_tensor.py")
     args = ap.parse_args()
     try:
         import torch
@@ -196,7 +233,7 @@ def main():
           f"{'scale mism.':>12}{'pts mism.':>10}")
     total_bad, golden = 0, {}
     with tempfile.TemporaryDirectory(prefix="fp8ref_ao_") as wd:
-        for name, block, elem, classes, ref_fn, cli_args in configurations():
+        for name, block, elem, classes, ref_fn, cli_args in configurations(args.release_source):
             row = np.zeros(6, np.int64)
             for rep in range(args.repeat):
                 for rows, cols in SHAPES:
@@ -207,7 +244,8 @@ def main():
                     bad_c, bad_s, bad_g, n_codes = compare(name, block, elem, ref, got)
                     row += (1, n_codes, ref[1].size, bad_c, bad_s, bad_g)
 
-                    if rep == 0 and (rows, cols) in SHAPES[:2] and name != "nvfp4_torchao":
+                    golden_case = name != "nvfp4_torchao" and "@" not in name  # torchao 0.18 only
+                    if rep == 0 and (rows, cols) in SHAPES[:2] and golden_case:
                         key = f"{name.replace(' ', ':')}/{rows}x{cols}"
                         golden[key + "/x"] = x
                         golden[key + "/codes"], golden[key + "/scales"] = ref[0], ref[1]
@@ -215,7 +253,8 @@ def main():
                             golden[key + "/global_scale"] = np.float32(ref[2])
             informational = name == "nvfp4_torchao"
             print(f"{name:<22}{row[0]:>8}{row[1]:>10}{row[2]:>8}{row[3]:>11}{row[4]:>12}{row[5]:>10}"
-                  + ("  (x / (pts·s): not torchao 0.18's form; not counted)" if informational else ""))
+                  + ("  (x / (pts·s): torchao 0.13-0.16's form, not 0.18's; not counted)"
+                     if informational else ""))
             total_bad += 0 if informational else int(row[3] + row[4] + row[5])
     if args.golden_out:  # provenance first (meta/...), then per case x, codes, scales[, pts]
         meta = {"meta/generator": np.array(" ".join(["subbyte_recipes_torchao_xcheck.py"] + sys.argv[1:])),

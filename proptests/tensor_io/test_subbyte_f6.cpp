@@ -1,7 +1,8 @@
 // F6_E2M3 / F6_E3M2 in tools/tensor_io (safetensors' names for MXFP6's elements, packed 6 bits each
 // as one little-endian bit stream, tensor.h): every code packs, reads back and decodes to the value
 // numerics/codec.h gives it (a separate implementation, exhaustively checked against ml_dtypes);
-// safetensors and npy round trips; torch.save refuses a dtype torch lacks.
+// safetensors and npy round trips; an npz of opaque codes and scales read with one dtype per
+// tensor (ReadOptions::as_by_name); torch.save refuses a dtype torch lacks.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,7 +13,9 @@
 #include "tensor_io/element_values.h"
 #include "tensor_io/npy.h"
 #include "tensor_io/safetensors.h"
+#include "tensor_io/tensor_file.h"
 #include "tensor_io/torch_save_writer.h"
+#include "tensor_io/zip_archive.h"
 
 namespace fp8ref::tensor_io {
 namespace {
@@ -65,6 +68,49 @@ TEST(SubbyteF6, SafetensorsAndNpyRoundTripBitwise) {
     const Tensor again = parse_npy(npy, "mem", as);
     EXPECT_EQ(again.data, tf.tensors[0].tensor.data) << dtype_name(t);
   }
+}
+
+// An .npy member as ml_dtypes writes a 1-byte float type: descr '|V1', one code per byte.
+std::vector<std::uint8_t> opaque_npy(const std::vector<std::uint8_t>& codes) {
+  std::string dict = "{'descr': '|V1', 'fortran_order': False, 'shape': (" +
+                     std::to_string(codes.size()) + ",), }";
+  dict.append(63 - (10 + dict.size()) % 64, ' ');
+  dict += '\n';
+  std::vector<std::uint8_t> v = {0x93,
+                                 'N',
+                                 'U',
+                                 'M',
+                                 'P',
+                                 'Y',
+                                 1,
+                                 0,
+                                 std::uint8_t(dict.size()),
+                                 std::uint8_t(dict.size() >> 8)};
+  v.insert(v.end(), dict.begin(), dict.end());
+  v.insert(v.end(), codes.begin(), codes.end());
+  return v;
+}
+
+TEST(SubbyteF6, NpzOfOpaqueCodesAndScalesReadsWithOneDtypePerTensor) {
+  const std::vector<std::uint8_t> codes = {0x01, 0x3f, 0x20}, scales = {0x7f, 0xff};
+  const std::vector<std::uint8_t> npz = serialize_zip_stored(
+      {{"codes.npy", opaque_npy(codes)}, {"scales.npy", opaque_npy(scales)}}, "mem");
+  EXPECT_THROW(parse_npz(npz, "mem", {}), Error);  // both opaque
+  ReadOptions opts;
+  opts.as_by_name = {{"codes", DType::F6_E2M3}};
+  EXPECT_THROW(parse_npz(npz, "mem", opts), Error);  // scales still opaque
+  opts.as_by_name.emplace("scales", DType::F8_E8M0);
+  const TensorFile tf = parse_npz(npz, "mem", opts);
+  const Tensor& c = *tf.find("codes");
+  ASSERT_EQ(c.dtype, DType::F6_E2M3);
+  for (std::size_t i = 0; i < codes.size(); ++i) EXPECT_EQ(raw_bits(c, i), codes[i]) << i;
+  EXPECT_EQ(tf.find("scales")->dtype, DType::F8_E8M0);
+  EXPECT_EQ(tf.find("scales")->data, scales);
+  opts.as_by_name = {{"codes", DType::F6_E2M3}};  // a plain dtype for the other tensors
+  opts.as_dtype = DType::F8_E8M0;
+  EXPECT_EQ(parse_npz(npz, "mem", opts).find("scales")->dtype, DType::F8_E8M0);
+  opts.as_by_name.emplace("nosuch", DType::F8_E8M0);  // a name the file lacks fails the read
+  EXPECT_THROW(parse_tensor_bytes(npz, "mem", opts), Error);
 }
 
 TEST(SubbyteF6, TorchSaveRefusesADtypeTorchLacks) {

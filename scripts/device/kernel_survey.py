@@ -5,8 +5,10 @@ names, dumps each call as safetensors and asks `fp8-check verify grouped-gemm --
 (no other model flag) which member of the preset reproduces every output bit.
 
   kernel_survey.py --fp8-check PATH --out DIR [--budget-s 110] [--device cuda|cpu|auto]
-                   [--new-first] [--skip-matched PREV/survey.json] [--jobs 3] [--keep-cases 4]
-                   [--search]
+                   [--new-first] [--priority CELLS.txt] [--skip-matched PREV/survey.json]
+                   [--merge PREV/survey.json --call 2] [--no-md] [--jobs 3] [--keep-cases 4]
+                   [--search] [--time-old OTHER-fp8-check --time-cell label@M,N,K]
+  kernel_survey.py --render survey.json     (the table of docs/survey.md; no GPU, no torch)
 
 Operands are e4m3 (or e5m2) codes whose exponents depend on the 128-K block (so partial sums of
 different blocks differ in magnitude and split-K slicing changes the f32 result), with general
@@ -16,6 +18,9 @@ grid no earlier survey ran (NEW_SHAPES, NEW_PATHS) before the others. Verificati
 `fp8-check explain` ranking and (--search) a scan of other split families; up to --keep-cases
 such cases under 15 MiB are kept in DIR for `explain` off the machine. Writes DIR/survey.json and
 DIR/survey.md (the table); exit 0 iff every call that ran was matched by its preset.
+--skip-matched and --merge continue an earlier call: the cells it matched are not run again, and
+DIR/survey.json then holds its rows with this call's in their place (each row names its `call`).
+Each row records the verify's seconds, the screen's size and how many members it compared in full.
 """
 import argparse
 import concurrent.futures
@@ -26,7 +31,10 @@ import struct
 import subprocess
 import time
 
-import torch
+try:  # --render needs no torch
+    import torch
+except ImportError:
+    torch = None
 
 OLD_SHAPES = [(1, 4096, 8192), (33, 144, 6144), (64, 128, 8192), (96, 256, 12288),
               (128, 256, 16384), (256, 512, 14336), (1024, 1024, 7168), (2048, 4096, 4096),
@@ -56,10 +64,11 @@ NEW_PATHS = [("tw", "tensorwise", False, "f16", "e4m3", "e4m3"),
 PATHS = OLD_PATHS + NEW_PATHS
 # Operands are drawn on the GPU: the large cells' 10^8 codes cost milliseconds there (cpu: a dry run).
 DEV = os.environ.get("KERNEL_SURVEY_DEVICE", "cuda")
-DT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
-FP8 = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
-ST = {torch.float8_e4m3fn: "F8_E4M3", torch.float8_e5m2: "F8_E5M2", torch.float32: "F32",
-      torch.bfloat16: "BF16", torch.float16: "F16", torch.int32: "I32"}
+if torch is not None:
+    DT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+    FP8 = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
+    ST = {torch.float8_e4m3fn: "F8_E4M3", torch.float8_e5m2: "F8_E5M2", torch.float32: "F32",
+          torch.bfloat16: "BF16", torch.float16: "F16", torch.int32: "I32"}
 
 
 def save_safetensors(path, tensors):
@@ -191,8 +200,12 @@ def search_overrides(scaling, k):
 
 def diagnose(o, row, path, kernel, fast, scaling, k, extra):
     """explain's ranking and first-element story, then (--search) other split families."""
-    r = fp8_check(o.fp8_check, "explain", path, kernel, fast, o.device, extra + ["--top", "8"])
-    row["explain"] = (r.stdout + r.stderr)[-2500:]
+    m, n, kk = row["shape"]
+    if m * n * kk <= 1 << 33:  # explain scores every candidate on every element, on the CPU
+        r = fp8_check(o.fp8_check, "explain", path, kernel, fast, o.device, extra + ["--top", "8"])
+        row["explain"] = (r.stdout + r.stderr)[-2500:]
+    else:
+        row["explain"] = "skipped: explain runs on the CPU, too slow at this size"
     if not o.search:
         return
     t0 = time.time()
@@ -230,7 +243,15 @@ def check_cell(o, i, row, path, kernel, fast, scaling, k, extra):
     rc, js = verify(o.fp8_check, path, kernel, fast, o.device, extra)
     members = js.get("members", [])
     row.update({"rc": rc, "matched": js.get("matched"), "members": len(members) or 1,
-                "mismatches_best": min([x["mismatches"] for x in members if x["mismatches"] is not None] or [0])})
+                "mismatches_best": min([x["mismatches"] for x in members if x["mismatches"] is not None] or [0]),
+                "screen": js.get("screen", {}).get("elements", 0),
+                "compared_in_full": sum(1 for x in members if x["mismatches"] is not None
+                                        and not x.get("screened_out"))})
+    row["verify_s"] = round(time.time() - t1, 2)
+    if o.time_old and (row["path"], tuple(row["shape"])) == o.time_cell:
+        t2 = time.time()  # the same dump through the other fp8-check (e.g. the build before the screen)
+        rc2, js2 = verify(o.time_old, path, kernel, fast, o.device, extra)
+        row["old_verify"] = {"s": round(time.time() - t2, 2), "rc": rc2, "matched": js2.get("matched")}
     if "error" in js:
         row["error"] = js["error"]
     if rc != 0:
@@ -240,7 +261,6 @@ def check_cell(o, i, row, path, kernel, fast, scaling, k, extra):
             row["case"] = f"unmatched_{i}.safetensors"
             shutil.copy(path, os.path.join(o.out, row["case"]))
     os.remove(path)
-    row["verify_s"] = round(time.time() - t1, 2)
     print(json.dumps({x: row[x] for x in row if x != "explain"}), flush=True)
     return row
 
@@ -269,11 +289,35 @@ def run_cell(o, g, cell, work, i):
     return row, path, extra
 
 
+def cell_key(r):
+    return r["path"], tuple(r["shape"])
+
+
+def merged(prev_path, rows, call):
+    """The rows of an earlier survey.json with this call's rows in place of theirs (each row keeps
+    the call that produced it), in the grid's plan order."""
+    with open(prev_path) as f:
+        prev = json.load(f)
+    for r in rows:
+        r["call"] = call
+    mine = {cell_key(r): r for r in rows}
+    out = [mine.pop(cell_key(r), None) or dict(r, call=r.get("call", call - 1)) for r in prev["rows"]]
+    out += list(mine.values())
+    order = {(c[1], c[2]): i for i, c in enumerate(plan(False))}
+    out.sort(key=lambda r: order.get(cell_key(r), len(order)))
+    return out
+
+
 def write_outputs(o, head, rows, t0):
     ran = [r for r in rows if "rc" in r]
     ok = [r for r in ran if r["rc"] == 0 and r["matched"]]
+    if o.merge:
+        rows = merged(o.merge, rows, o.call)
     with open(os.path.join(o.out, "survey.json"), "w") as f:
         json.dump({"platform": head, "rows": rows}, f, indent=1)
+    if o.no_md:
+        print(f"{len(ok)}/{len(ran)} matched in {time.time() - t0:.1f} s", flush=True)
+        return 0 if len(ok) == len(ran) else 1
     with open(os.path.join(o.out, "survey.md"), "w") as f:
         f.write(f"{head}: {len(ok)}/{len(ran)} calls matched by their preset, "
                 f"{len(rows) - len(ran)} not run or refused\n\n")
@@ -289,10 +333,42 @@ def write_outputs(o, head, rows, t0):
     return 0 if len(ok) == len(ran) else 1
 
 
+def parse_cell(c):
+    label, mnk = c.split("@")
+    return label, tuple(map(int, mnk.split(",")))
+
+
+def render(path):
+    """The table of docs/survey.md from a (merged) survey.json."""
+    with open(path) as f:
+        rows = json.load(f)["rows"]
+    print("| # | kernel | path | A×B | M×N×K | call | result: matched member (`verify --kernel`, no "
+          "other model flag) | members | compared in full | verify s | kernel that ran (profiler) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for i, r in enumerate(rows, 1):
+        if r.get("matched"):
+            res = r["matched"]
+        elif "rc" in r:
+            res = f"**NOT REPRODUCED** (best {r.get('mismatches_best')} mismatches; {r.get('search', '')})"
+        elif r.get("status", "").startswith("torch refused"):
+            res = "torch refused (cuBLASLt `CUBLAS_STATUS_NOT_SUPPORTED` for M = 1)"
+        else:
+            res = "**not run** (" + r.get("status", "") + ")"
+        ks = [k for k in r.get("kernels", []) if not k.startswith("Memset")]
+        red = [k for k in ks if "splitKreduce" in k]
+        ks = [k for k in ks if "splitKreduce" not in k]
+        kern = " ; ".join(f"`{k}`" for k in ks) + (" + splitKreduce" if red else "")
+        full = r.get("compared_in_full", "") if r.get("screen") else ("all" if "rc" in r else "")
+        print(f"| {i} | `{r['kernel']}` | {r['path']} | {r.get('a', 'e4m3')}×{r.get('b', 'e4m3')} | "
+              f"{'×'.join(map(str, r['shape']))} | {r.get('call', '')} | {res} | "
+              f"{r.get('members', '') if 'rc' in r else ''} | {full} | {r.get('verify_s', '')} | {kern} |")
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--fp8-check", required=True)
-    p.add_argument("--out", required=True)
+    p.add_argument("--fp8-check", default="", help="the fp8-check to verify with (required to run)")
+    p.add_argument("--out", default="", help="output folder (required to run)")
     p.add_argument("--budget-s", type=float, default=110)
     p.add_argument("--device", default="cuda")
     p.add_argument("--only", default="", help="comma-separated path labels to run (default all)")
@@ -307,7 +383,21 @@ def main():
     p.add_argument("--search-s", type=float, default=20, help="time per cell for --search")
     p.add_argument("--deadline-s", type=float, default=0,
                    help="write what has been verified by then and stop (0: wait for every cell)")
+    p.add_argument("--priority", default="", help="file of cells (label@M,N,K a line) run first")
+    p.add_argument("--merge", default="", help="survey.json of earlier calls: DIR/survey.json "
+                   "holds its rows with this call's in place of theirs")
+    p.add_argument("--call", type=int, default=2, help="--merge: this call's number")
+    p.add_argument("--no-md", action="store_true", help="write survey.json only")
+    p.add_argument("--time-old", default="", help="another fp8-check timed on --time-cell's dump")
+    p.add_argument("--time-cell", default="", help="label@M,N,K")
+    p.add_argument("--render", default="", help="print the table of a survey.json (docs/survey.md)"
+                   " and exit; needs no GPU")
     o = p.parse_args()
+    if o.render:
+        return render(o.render)
+    if not o.fp8_check or not o.out:
+        p.error("--fp8-check and --out are required (or --render)")
+    o.time_cell = parse_cell(o.time_cell) if o.time_cell else None
     os.makedirs(o.out, exist_ok=True)
     work = "/tmp/kernel_survey"
     os.makedirs(work, exist_ok=True)
@@ -318,8 +408,11 @@ def main():
     rows, futures = [], []
     only = set(filter(None, o.only.split(",")))
     skip = {tuple(map(int, x.split(","))) for x in filter(None, o.skip_shapes.split(";"))}
-    cells = {(c.split("@")[0], tuple(map(int, c.split("@")[1].split(","))))
-             for c in filter(None, o.cells.split(";"))}
+    cells = {parse_cell(c) for c in filter(None, o.cells.split(";"))}
+    prio = set()
+    if o.priority:
+        with open(o.priority) as f:
+            prio = {parse_cell(c) for c in f.read().split() if c.strip()}
     if o.skip_matched:
         with open(o.skip_matched) as f:
             skip_cells = {(r["path"], tuple(r["shape"])) for r in json.load(f)["rows"] if r.get("matched")}
@@ -328,7 +421,10 @@ def main():
     else:
         skip_cells = set()
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=o.jobs)
-    for i, cell in enumerate(plan(o.new_first)):
+    items = list(enumerate(plan(o.new_first)))  # i: the cell's seed, whatever the order
+    items = [x for x in items if (x[1][1], x[1][2]) in prio] + \
+        [x for x in items if (x[1][1], x[1][2]) not in prio]
+    for i, cell in items:
         kernel, label, mnk, scaling, fast = cell[:5]
         if ((only and label not in only) or mnk in skip or (cells and (label, mnk) not in cells)
                 or (label, mnk) in skip_cells):

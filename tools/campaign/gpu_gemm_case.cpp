@@ -28,30 +28,27 @@ std::vector<float> spread_scales(std::int64_t n, std::mt19937_64& rng) {
 
 // Row -> group map and the descriptors (offs or masked_m) of c.gs; sets M and m_max.
 void set_rows(GpuGemmCase& c) {
-  std::vector<std::int64_t> sizes = c.gs.sizes;
-  std::int64_t tail = c.gs.tail;
+  cases::GroupSizes gs = c.gs;
   if (c.op == GemmOp::wgrad) {
-    for (auto& m : sizes) m = m / 16 * 16;
-    tail = tail / 16 * 16;
+    for (auto& m : gs.sizes) m = m / 16 * 16;
+    gs.tail = gs.tail / 16 * 16;
   }
-  c.G = std::int64_t(sizes.size());
+  c.G = gs.groups();
   if (c.op == GemmOp::masked) {
-    const std::int64_t biggest = *std::max_element(sizes.begin(), sizes.end());
-    c.m_max = biggest + tail;
+    const std::int64_t biggest = *std::max_element(gs.sizes.begin(), gs.sizes.end());
+    c.m_max = biggest + gs.tail;
     c.M = c.G * c.m_max;
     c.group_of.assign(std::size_t(c.M), -1);
     for (std::int64_t g = 0; g < c.G; ++g) {
-      c.masked_m.push_back(sizes[std::size_t(g)]);
-      std::fill_n(c.group_of.begin() + g * c.m_max, sizes[std::size_t(g)], std::int32_t(g));
+      c.masked_m.push_back(gs.sizes[std::size_t(g)]);
+      std::fill_n(c.group_of.begin() + g * c.m_max, gs.sizes[std::size_t(g)], std::int32_t(g));
     }
     return;
   }
-  std::int64_t end = 0;
-  for (std::int64_t g = 0; g < c.G; ++g) {
-    c.group_of.insert(c.group_of.end(), std::size_t(sizes[std::size_t(g)]), std::int32_t(g));
-    c.offs.push_back(end += sizes[std::size_t(g)]);
-  }
-  c.M = end + tail;
+  for (std::int64_t g = 0; g < c.G; ++g)
+    c.group_of.insert(c.group_of.end(), std::size_t(gs.sizes[std::size_t(g)]), std::int32_t(g));
+  c.offs = gs.ends();
+  c.M = gs.total() + gs.tail;
   c.group_of.resize(std::size_t(c.M), -1);
 }
 

@@ -196,9 +196,7 @@ bool same(const ref::Quantized& a, std::int64_t a_row0, std::int64_t a_brow0,
 void check_quant(const QuantCase& q, Fingerprint& fp) {
   const std::int64_t M = q.gs.total(), C = q.cols, br = block_rows(q.geometry);
   const ref::SourceView2d x{q.x.data(), Source::f32, M, C, C, 1};
-  std::vector<std::int64_t> ends;
-  std::int64_t e = 0;
-  for (auto s : q.gs.sizes) ends.push_back(e += s);
+  const std::vector<std::int64_t> ends = q.gs.ends();
   ref::Quantized grouped, grouped2;
   {
     ThreadCount t(1);

@@ -47,13 +47,7 @@ Result run_forward(Fingerprint& fp, const GemmCase& c, ref::RowPolicy pol, bool 
                                     c.a, c.b, c.b_layout, c.scaling, c.sa, c.sb};
   const ref::GemmOutput y{c.out, r.f32, r.u16, r.bound};
   switch (c.desc) {
-    case Desc::offs: {
-      std::vector<std::int64_t> offs;
-      std::int64_t end = 0;
-      for (auto s : c.gs.sizes) offs.push_back(end += s);
-      ref::grouped_gemm_forward_offs(op, offs, c.model, pol, y);
-      break;
-    }
+    case Desc::offs: ref::grouped_gemm_forward_offs(op, c.gs.ends(), c.model, pol, y); break;
     case Desc::aligned: {
       const ref::AlignedLayout lay = ref::aligned_layout_from_sizes(c.gs.sizes, c.gs.align);
       ref::grouped_gemm_forward(op, ref::row_map_from_aligned(lay, c.M), c.model, pol, y);

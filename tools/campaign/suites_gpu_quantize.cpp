@@ -65,11 +65,7 @@ GpuQuantCase draw_gpu_quant() {
 }
 
 [[maybe_unused]] std::vector<std::int64_t> group_ends(const GpuQuantCase& c) {
-  std::vector<std::int64_t> ends;
-  if (!c.grouped) return ends;
-  std::int64_t e = 0;
-  for (auto s : c.gs.sizes) ends.push_back(e += s);
-  return ends;
+  return c.grouped ? c.gs.ends() : std::vector<std::int64_t>{};
 }
 
 std::vector<std::string> gpu_quant_tags(const GpuQuantCase& c) {

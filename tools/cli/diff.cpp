@@ -38,7 +38,8 @@ constexpr std::uint64_t kProgressChunk = std::uint64_t{1}
                                          << 16;  // elements between progress updates
 
 struct DiffOptions {
-  std::string a, b, as, metric = "bitwise", groups, html;
+  std::string a, b, metric = "bitwise", groups, html;
+  std::vector<std::string> as;
   std::size_t max_report = 10;
   bool json = false;
   bool no_progress = false;
@@ -118,17 +119,17 @@ bool compare_element(const Tensor& a, const Tensor& b, std::uint64_t i, const Me
                      Mismatch& e, TensorDiff& d, Accum& acc) {
   e.a_bits = raw_bits(a, i), e.b_bits = raw_bits(b, i);
   e.a = decode_bits(a.dtype, e.a_bits), e.b = decode_bits(b.dtype, e.b_bits);
-  const ValueClass ca = classify_bits(a.dtype, e.a_bits), cb = classify_bits(b.dtype, e.b_bits);
+  const FpClass ca = classify_bits(a.dtype, e.a_bits), cb = classify_bits(b.dtype, e.b_bits);
   if (m.kind == Metric::Kind::Bound) e.bound = bound_at(m, i);
   if (ca != cb) {
     e.ulp = -1;
     ++d.class_mismatches;
     return false;
   }
-  e.ulp = ca == ValueClass::Finite
+  e.ulp = ca == FpClass::Finite
               ? static_cast<std::int64_t>(ulp_distance(a.dtype, e.a_bits, e.b_bits))
               : 0;
-  if (ca == ValueClass::Finite) {
+  if (ca == FpClass::Finite) {
     const double err = std::fabs(e.a - e.b);
     d.max_abs = std::max(d.max_abs, err);
     if (e.b != 0) d.max_rel = std::max(d.max_rel, err / std::fabs(e.b));
@@ -140,8 +141,8 @@ bool compare_element(const Tensor& a, const Tensor& b, std::uint64_t i, const Me
     case Metric::Kind::Bitwise: return e.a_bits == e.b_bits;
     case Metric::Kind::Ulp: return static_cast<std::uint64_t>(e.ulp) <= m.ulp;
     case Metric::Kind::Tol:
-      return ca != ValueClass::Finite || std::fabs(e.a - e.b) <= m.atol + m.rtol * std::fabs(e.b);
-    case Metric::Kind::Bound: return ca != ValueClass::Finite || within_bound(e, d);
+      return ca != FpClass::Finite || std::fabs(e.a - e.b) <= m.atol + m.rtol * std::fabs(e.b);
+    case Metric::Kind::Bound: return ca != FpClass::Finite || within_bound(e, d);
   }
   return false;
 }
@@ -409,7 +410,7 @@ std::vector<TensorDiff> pair_and_diff(const DiffOptions& o, const Metric& metric
                                       const std::vector<std::int64_t>* offs) {
   ReadOptions ro;
   ro.map = true;  // safetensors / npy tensors view the mapped files
-  if (!o.as.empty()) ro.as_dtype = parse_dtype_option(o.as);
+  apply_as_options(o.as, ro);
   const auto [pa, na] = split_spec(o.a);
   const auto [pb, nb] = split_spec(o.b);
   const TensorFile fa = load(pa, ro), fb = load(pb, ro);
@@ -510,7 +511,10 @@ void add_diff_command(CLI::App& app) {
       "diff", "Compare tensors bitwise / in format ULPs (exit 0 same, 1 differs, 2 bad input)");
   sub->add_option("a", o->a, "A[:name] (whole-file mode pairs tensors by name)")->required();
   sub->add_option("b", o->b, "B[:name]")->required();
-  sub->add_option("--as", o->as, "Reinterpret both files' tensors as DTYPE");
+  sub->add_option("--as", o->as,
+                  "Reinterpret both files' tensors as DTYPE; NAME=DTYPE: tensor NAME only "
+                  "(repeatable)")
+      ->allow_extra_args(false);
   sub->add_option("--metric", o->metric,
                   "bitwise | ulp:N | tol:ATOL,RTOL | bound:FILE[:NAME] (per-element |a-b| bound)")
       ->capture_default_str();

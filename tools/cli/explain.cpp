@@ -1,6 +1,7 @@
 // fp8-check explain grouped-gemm (explain.h). The story of one element is told on a 1x1 case cut
-// from the operands (the element's row of A, its group's column of B and their scales), so every
-// configuration and every K prefix is evaluated by the same reference forward that verify uses.
+// from the operands (kernel_screen.h: the element's row of A, its group's column of B and their
+// scales), so every configuration and every K prefix is evaluated by the same reference forward
+// that verify uses.
 #include "cli/explain.h"
 
 #include <algorithm>
@@ -13,8 +14,8 @@
 #include <stdexcept>
 
 #include "cli/errors.h"
+#include "cli/kernel_screen.h"
 #include "cli/oracle_gemm.h"
-#include "reference/group_desc.h"
 #include "tensor_io/element_values.h"
 
 namespace fp8ref::cli {
@@ -32,32 +33,6 @@ std::int64_t scale_block_k(Scaling s) {
     case Scaling::mx16: return kNvfp4BlockK;
     default: return 0;
   }
-}
-
-// Output (row, col) of the M-grouped case `c` as a 1x1 case with B of group g.
-GemmCase element_case(const GemmCase& c, std::int64_t row, std::int64_t col, std::int64_t g) {
-  GemmCase e;
-  e.M = 1, e.N = 1, e.K = c.K, e.G = 1, e.fa = c.fa, e.fb = c.fb, e.scaling = c.scaling;
-  e.b_layout = ref::BLayout::nk, e.offs = {1};
-  e.a.assign(c.a.begin() + row * c.K, c.a.begin() + (row + 1) * c.K);
-  for (std::int64_t k = 0; k < c.K; ++k)
-    e.b.push_back(c.b_layout == ref::BLayout::nk ? c.b[std::size_t((g * c.N + col) * c.K + k)]
-                                                 : c.b[std::size_t((g * c.K + k) * c.N + col)]);
-  const std::int64_t bk = scale_block_k(c.scaling);
-  if (c.scaling == Scaling::tensorwise) e.sa = c.sa, e.sb = {c.sb[std::size_t(g)]};
-  if (c.scaling == Scaling::rowwise)
-    e.sa = {c.sa[std::size_t(row)]}, e.sb = {c.sb[std::size_t(g * c.N + col)]};
-  if (bk > 0) {
-    const std::int64_t nk = (c.K + bk - 1) / bk;
-    e.sa.assign(c.sa.begin() + row * nk, c.sa.begin() + (row + 1) * nk);
-    const std::int64_t b_row =
-        c.scaling == Scaling::blockwise
-            ? g * ((c.N + kScaleBlockK - 1) / kScaleBlockK) + col / kScaleBlockK
-            : g * c.N + col;
-    e.sb.assign(c.sb.begin() + b_row * nk, c.sb.begin() + (b_row + 1) * nk);
-  }
-  if (!c.ta.empty()) e.ta = c.ta, e.tb = {c.tb[std::size_t(g)]};
-  return e;
 }
 
 // The first kp elements of K of a 1x1 case.
@@ -98,51 +73,6 @@ std::string difference(const ref::ModelChoice& a, const ref::ModelChoice& b) {
   if (acc(a.model) != acc(b.model)) return "model";
   if (a.epilogue != b.epilogue && a.split().str() == b.split().str()) return "epilogue";
   return a.epilogue == b.epilogue ? "split_k" : "model";
-}
-
-// Output (row, col) of K-grouped group g in the wgrad form (gemm_case.h KGroupedCase: A^T as dy
-// (K, M), B as x (K, N), 1x128 / 1x32 scales along K restarting at each group start, transposed
-// to (R, M) / (R, N)) as a 1x1 forward case over the group's K columns with its scale blocks.
-GemmCase kgroup_block_element(const KGroupedCase& k, std::int64_t g, std::int64_t row,
-                              std::int64_t col) {
-  const std::int64_t blk = k.block_scaling == Scaling::blockwise ? kScaleBlockK : kMxBlockK;
-  std::int64_t s = 0, rb = 0;
-  for (std::int64_t h = 0; h < g; ++h) {
-    rb += (k.offs[std::size_t(h)] - s + blk - 1) / blk;
-    s = k.offs[std::size_t(h)];
-  }
-  GemmCase e;
-  e.M = 1, e.N = 1, e.K = k.offs[std::size_t(g)] - s, e.G = 1, e.fa = k.fa, e.fb = k.fb;
-  e.scaling = k.block_scaling, e.b_layout = ref::BLayout::nk, e.offs = {1};
-  for (std::int64_t kk = s; kk < s + e.K; ++kk) {
-    e.a.push_back(k.dy[std::size_t(kk * k.M + row)]);
-    e.b.push_back(k.x[std::size_t(kk * k.N + col)]);
-  }
-  for (std::int64_t j = 0; j < (e.K + blk - 1) / blk; ++j) {
-    e.sa.push_back(k.sdy[std::size_t((rb + j) * k.M + row)]);
-    e.sb.push_back(k.sx[std::size_t((rb + j) * k.N + col)]);
-  }
-  return e;
-}
-
-// A one-group view of output element i: the 1x1 case, its row, column and group.
-struct Located {
-  GemmCase e;
-  std::int64_t row, col, group;
-  const GemmCase* source;
-};
-Located locate(const LoadedCase& lc, std::size_t i) {
-  const std::int64_t row = std::int64_t(i) / lc.c.N, col = std::int64_t(i) % lc.c.N;
-  if (lc.k) {
-    const std::int64_t g = row / lc.k->M;
-    const GemmCase& gc = lc.k->groups[std::size_t(g)];
-    if (lc.k->block_scaling != Scaling::none)
-      return {kgroup_block_element(*lc.k, g, row % lc.k->M, col), row % lc.k->M, col, g, &gc};
-    return {element_case(gc, row % lc.k->M, col, 0), row % lc.k->M, col, g, &gc};
-  }
-  const auto map = ref::row_map_from_offsets(lc.c.offs, lc.c.M);
-  const std::int64_t g = map[std::size_t(row)];
-  return {element_case(lc.c, row, col, g), row, col, g, &lc.c};
 }
 
 // A fault local to one 128-K chunk under the best configuration that gives got's bits: the
@@ -307,7 +237,7 @@ ExplainReport explain(const LoadedCase& lc, const Tensor& got,
                       OutDtype d) {
   ExplainReport r;
   std::vector<MemberScore> preset;
-  const auto scores = score_members(lc, got, candidates, d, false, false);
+  const auto scores = score_members(lc, got, candidates, d, false, 0);
   for (std::size_t i = 0; i < scores.size(); ++i) {
     if (scores[i].error) continue;
     r.ranked.push_back(scores[i]);

@@ -19,6 +19,10 @@
 
 namespace fp8ref::cli {
 
+// verify's screen: elements sampled (a grid of 64 rows x 64 columns) on which each configuration is
+// evaluated before it is evaluated in full (kernel_screen.h); 0 turns the screen off.
+inline constexpr std::size_t kDefaultScreen = 4096;
+
 struct GemmOptions {
   std::string in, a, b, scale_a, scale_b, offs, b_layout = "nk", scaling = "none", model;
   std::string grouping = "m";  // m: groups of rows of A; k: groups of K (wgrad-style)
@@ -32,6 +36,7 @@ struct GemmOptions {
   std::size_t max_report = 10;
   std::string kernel;  // a kernel preset (reference/kernel_preset.h), with fast_accum
   bool fast_accum = false, strength = false, json = false;
+  std::size_t screen = kDefaultScreen;
 };
 
 // The case as the reference op takes it (owning storage): tools/cases/gemm_case.h.

@@ -24,7 +24,7 @@ using namespace fp8ref::tensor_io;
 
 struct InspectOptions {
   std::string file;
-  std::string as;
+  std::vector<std::string> as;
   bool json = false;
   bool no_progress = false;
   std::size_t top = 8;
@@ -87,7 +87,7 @@ void print_text(const NamedTensor& nt, const TensorStats& s) {
 void run_inspect(const InspectOptions& o) {
   ReadOptions ro;
   ro.map = true;  // safetensors / npy tensors view the mapped file (docs/security.md)
-  if (!o.as.empty()) ro.as_dtype = parse_dtype_option(o.as);
+  apply_as_options(o.as, ro);
   FileFormat format{};
   TensorFile tf;
   try {
@@ -136,6 +136,22 @@ tensor_io::DType parse_dtype_option(const std::string& s) {
   return *t;
 }
 
+void apply_as_options(const std::vector<std::string>& values, tensor_io::ReadOptions& ro) {
+  for (const std::string& v : values) {
+    const std::size_t eq = v.rfind('=');
+    if (eq == std::string::npos) {
+      if (ro.as_dtype)
+        throw UsageError("--as: one DTYPE for every tensor, not two; NAME=DTYPE for one");
+      ro.as_dtype = parse_dtype_option(v);
+    } else if (eq == 0) {
+      throw UsageError("--as: '" + v + "' has no tensor name before '='");
+    } else if (!ro.as_by_name.emplace(v.substr(0, eq), parse_dtype_option(v.substr(eq + 1)))
+                    .second) {
+      throw UsageError("--as: tensor '" + v.substr(0, eq) + "' given twice");
+    }
+  }
+}
+
 TensorStats compute_stats(const tensor_io::Tensor& t, std::size_t top_n, Progress* progress) {
   TensorStats s;
   s.numel = t.numel();
@@ -151,10 +167,10 @@ TensorStats compute_stats(const tensor_io::Tensor& t, std::size_t top_n, Progres
     const std::uint64_t bits = raw_bits(t, i);
     if (codes) ++hist[bits & 0xff];
     switch (classify_bits(t.dtype, bits)) {
-      case ValueClass::NaN: ++s.nan; continue;
-      case ValueClass::PosInf: ++s.pos_inf; continue;
-      case ValueClass::NegInf: ++s.neg_inf; continue;
-      case ValueClass::Finite: break;
+      case FpClass::NaN: ++s.nan; continue;
+      case FpClass::PosInf: ++s.pos_inf; continue;
+      case FpClass::NegInf: ++s.neg_inf; continue;
+      case FpClass::Finite: break;
     }
     const double v = decode_bits(t.dtype, bits);
     s.min = s.finite == 0 ? v : std::min(s.min, v);
@@ -180,7 +196,9 @@ void add_inspect_command(CLI::App& app) {
   sub->add_option("file", o->file, "Tensor file")->required();
   sub->add_option("--as", o->as,
                   "Reinterpret every tensor's bytes as DTYPE (ml_dtypes '<V1'/'<V2' dumps, "
-                  ".view(uint8); '<f1' reads as F8_E5M2)");
+                  ".view(uint8); '<f1' reads as F8_E5M2); NAME=DTYPE: tensor NAME only "
+                  "(repeatable, e.g. an .npz of FP6 codes and E8M0 scales)")
+      ->allow_extra_args(false);
   sub->add_flag("--json", o->json, "Machine-readable output (schema fp8ref.inspect/1)");
   sub->add_option("--top", o->top, "Number of most frequent FP8/FP4 codes to list")
       ->check(count_in(0, 256))

@@ -1,5 +1,6 @@
-// `fp8-check inspect FILE [--as DTYPE] [--json]`: per tensor dtype, shape, decoded min/max/mean,
-// NaN/Inf counts and the FP8/FP4 code histogram (docs/cli.md). JSON schema "fp8ref.inspect/1".
+// `fp8-check inspect FILE [--as [NAME=]DTYPE ...] [--json]`: per tensor dtype, shape, decoded
+// min/max/mean, NaN/Inf counts and the FP8/FP4 code histogram (docs/cli.md). JSON schema
+// "fp8ref.inspect/1".
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -32,6 +33,9 @@ TensorStats compute_stats(const tensor_io::Tensor& t, std::size_t top_n,
 
 // Parses a --as value; throws UsageError naming the accepted spellings.
 tensor_io::DType parse_dtype_option(const std::string& s);
+// The --as values into `ro`: DTYPE (at most one) for every tensor, NAME=DTYPE for tensor NAME
+// (in place of DTYPE; repeatable). Throws UsageError.
+void apply_as_options(const std::vector<std::string>& values, tensor_io::ReadOptions& ro);
 
 void add_inspect_command(CLI::App& app);
 

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "cli/errors.h"
+#include "cli/kernel_screen.h"
 #include "reference/group_desc.h"
 #include "tensor_io/element_values.h"
 
@@ -177,30 +178,63 @@ std::vector<bool> compared_rows(const LoadedCase& lc) {
   return rows;
 }
 
+namespace {
+
+// Mismatches of `bits` (the elements `index`, or every element when index is null) against got
+// over the compared rows.
+std::int64_t count_mismatches(const std::vector<std::uint32_t>& bits, const Tensor& got,
+                              const std::vector<bool>& rows, std::size_t n,
+                              const std::vector<std::size_t>* index, std::int64_t& compared) {
+  std::int64_t miss = 0;
+  compared = 0;
+  for (std::size_t j = 0; j < bits.size(); ++j) {
+    const std::size_t i = index ? (*index)[j] : j;
+    if (!rows[i / n]) continue;
+    ++compared;
+    if (bits[j] != std::uint32_t(raw_bits(got, i))) ++miss;
+  }
+  return miss;
+}
+
+// The screen's elements in run_screen's order.
+std::vector<std::size_t> screen_order(const ScreenCase& sc) {
+  std::vector<std::size_t> order;
+  for (const auto& part : sc.index) order.insert(order.end(), part.begin(), part.end());
+  return order;
+}
+
+}  // namespace
+
 std::vector<MemberScore> score_members(const LoadedCase& lc, const Tensor& got,
                                        const std::vector<ref::ModelChoice>& members, OutDtype d,
-                                       bool on_gpu, bool filter) {
+                                       bool on_gpu, std::size_t screen,
+                                       std::optional<OracleRun>* keep) {
   const std::vector<bool> rows = compared_rows(lc);
   const auto n = std::size_t(lc.c.N);
-  const std::int64_t per_group_rows = lc.k ? lc.k->M : lc.c.M;
-  constexpr std::int64_t kHeadRows = 64;
+  const ScreenCase stages[] = {screen_case(lc, screen_elements(lc, screen)),
+                               row_screen_case(lc, screen)};
+  const std::vector<std::size_t> orders[] = {screen_order(stages[0]), screen_order(stages[1])};
+  std::optional<std::int64_t> kept;  // mismatches of the run in *keep
   std::vector<MemberScore> out;
   for (const ref::ModelChoice& m : members) {
     MemberScore s;
     s.m = m;
     try {
-      if (filter && per_group_rows > 2 * kHeadRows) {
-        std::vector<std::size_t> index;
-        const OracleRun h = run_loaded_head(lc, m, d, on_gpu, kHeadRows, index);
-        for (std::size_t j = 0; j < index.size(); ++j)
-          if (rows[index[j] / n] && h.bits[j] != std::uint32_t(raw_bits(got, index[j])))
-            ++s.mismatches;
-        s.head_only = s.mismatches > 0;
+      for (int st = 0; st < 2 && !s.screened_out; ++st) {
+        if (orders[st].empty()) continue;
+        std::vector<std::uint32_t> bits;
+        try {
+          bits = run_screen(stages[st], m, d, on_gpu);
+        } catch (const std::invalid_argument&) {
+          break;  // a refusal is the full run's to report, with the full case's message
+        }
+        s.mismatches = count_mismatches(bits, got, rows, n, &orders[st], s.compared);
+        s.screened_out = s.mismatches > 0;
       }
-      if (!s.head_only) {
-        const OracleRun r = run_loaded(lc, m, d, on_gpu);
-        for (std::size_t i = 0; i < r.bits.size(); ++i)
-          if (rows[i / n] && r.bits[i] != std::uint32_t(raw_bits(got, i))) ++s.mismatches;
+      if (!s.screened_out) {
+        OracleRun r = run_loaded(lc, m, d, on_gpu);
+        s.mismatches = count_mismatches(r.bits, got, rows, n, nullptr, s.compared);
+        if (keep && (!kept || s.mismatches < *kept)) *keep = std::move(r), kept = s.mismatches;
       }
     } catch (const std::invalid_argument& e) {
       s.error = true, s.why = e.what();
@@ -248,33 +282,39 @@ std::vector<std::string> vacuity_warnings(const LoadedCase& lc, const Tensor& go
 
 Selection select_configuration(const LoadedCase& lc, const Tensor& got,
                                const std::vector<ref::ModelChoice>& members, OutDtype d,
-                               bool on_gpu, bool strength, bool preset) {
+                               bool on_gpu, bool strength, bool preset, std::size_t screen) {
   Selection s;
   s.chosen = members.front();
   s.strength = strength;
+  s.screened = screen_elements(lc, screen).size();
+  s.screened_rows = row_screen_rows(lc, screen).size();
+  std::optional<OracleRun> run;
   if (members.size() > 1 || strength || preset)
-    s.scores = score_members(lc, got, members, d, on_gpu, true);
+    s.scores = score_members(lc, got, members, d, on_gpu, screen, &run);
   const MemberScore* best = nullptr;
   for (const MemberScore& m : s.scores) {
     if (m.error) continue;
-    if (!m.head_only && m.mismatches == 0) {
+    if (!m.screened_out && m.mismatches == 0) {
       best = &m;
       break;
     }
-    const bool better = best == nullptr || (best->head_only && !m.head_only) ||
-                        (best->head_only == m.head_only && m.mismatches < best->mismatches);
+    const bool better = best == nullptr || (best->screened_out && !m.screened_out) ||
+                        (best->screened_out == m.screened_out && m.mismatches < best->mismatches);
     if (better) best = &m;
   }
-  if (best != nullptr) s.chosen = best->m, s.matched = !best->head_only && best->mismatches == 0;
+  if (best != nullptr) {
+    s.chosen = best->m, s.matched = !best->screened_out && best->mismatches == 0;
+    if (!best->screened_out) s.run = std::move(run);  // the first full run with best's count
+  }
   if (!strength) return s;
   std::vector<ref::ModelChoice> wide = wide_candidates(lc, d);
-  const auto wide_scores = score_members(lc, got, wide, d, on_gpu, true);
+  const auto wide_scores = score_members(lc, got, wide, d, on_gpu, screen);
   const std::string chosen = ref::describe_member(s.chosen);
   const std::vector<MemberScore>* lists[] = {&s.scores, &wide_scores};
   for (const std::vector<MemberScore>* list : lists)
     for (const MemberScore& m : *list) {
       const std::string name = ref::describe_member(m.m);
-      if (m.error || m.head_only || m.mismatches != 0 || name == chosen) continue;
+      if (m.error || m.screened_out || m.mismatches != 0 || name == chosen) continue;
       if (std::find(s.also.begin(), s.also.end(), name) == s.also.end()) s.also.push_back(name);
     }
   s.warnings = vacuity_warnings(lc, got, wide_scores);

@@ -5,7 +5,9 @@
 // The same scoring ranks the wide candidate set of `--strength` and `explain`.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,22 +45,30 @@ std::vector<ref::ModelChoice> wide_candidates(const LoadedCase& lc, OutDtype d);
 struct MemberScore {
   ref::ModelChoice m{AccumulationModel::exact, 1};
   std::int64_t mismatches = 0;  // over the compared elements (valid rows)
-  bool head_only = false;       // eliminated on the first rows: mismatches counts those only
+  std::int64_t compared = 0;    // elements compared: every one, or the screen's when screened out
+  bool screened_out = false;    // differs on the screen: mismatches counts the screen's only
   bool error = false;           // the reference refused this configuration for the case
   std::string why;              // its message
 };
 
-// Scores each member; with `filter`, a member that already differs on the first 64 rows of each
-// group is not evaluated in full. Order kept.
+// Scores each member in order (docs/cli.md "The screen"). With `screen` > 0, each member is first
+// evaluated on a grid of `screen` elements, then (large M) on a sixteenth of the rows
+// (kernel_screen.h), and in full only if it reproduces all of them, so every member reported with
+// 0 mismatches was compared on every element. `keep`, when given, receives the full run of the
+// first member with the fewest mismatches among those evaluated in full (verify's chosen
+// configuration; untouched when none was).
 std::vector<MemberScore> score_members(const LoadedCase& lc, const tensor_io::Tensor& got,
                                        const std::vector<ref::ModelChoice>& members, OutDtype d,
-                                       bool on_gpu, bool filter);
+                                       bool on_gpu, std::size_t screen,
+                                       std::optional<OracleRun>* keep = nullptr);
 
 // The configuration verify compares with: the first member that reproduces every compared
-// element, else the one with the fewest mismatches (members are scored when there are several,
-// with `preset`, or with `strength`). With --strength, every member and every wide
-// candidate is scored, and `also` lists the other configurations that reproduce the data;
+// element, else the one with the fewest mismatches, preferring members evaluated in full
+// (members are scored when there are several, with `preset`, or with `strength`). With
+// --strength, every member and every wide candidate is scored (with the same screen), and `also`
+// lists the other configurations that reproduce every element (each evaluated in full);
 // `warnings` names vacuous data (all-zero operands or outputs, outputs the exact model gets).
+// `run` holds the chosen configuration's full output when scoring computed it.
 struct Selection {
   ref::ModelChoice chosen{AccumulationModel::exact, 1};
   bool matched = false;
@@ -66,10 +76,14 @@ struct Selection {
   std::vector<std::string> also;    // --strength: other configurations that reproduce it
   std::vector<std::string> warnings;
   bool strength = false;
+  std::size_t screened = 0;       // elements of the screen's grid (0: no screen)
+  std::size_t screened_rows = 0;  // rows of its second stage (kernel_screen.h; 0: none)
+  std::optional<OracleRun> run;
 };
 Selection select_configuration(const LoadedCase& lc, const tensor_io::Tensor& got,
                                const std::vector<ref::ModelChoice>& members, OutDtype d,
-                               bool on_gpu, bool strength, bool preset);
+                               bool on_gpu, bool strength, bool preset,
+                               std::size_t screen = kDefaultScreen);
 
 // Elements of the output that verify compares (rows inside a group), as a mask.
 std::vector<bool> compared_rows(const LoadedCase& lc);

@@ -78,6 +78,23 @@ OracleRun run_wgrad_form(const KGroupedCase& k, ref::ModelChoice m, OutDtype d, 
   return r;
 }
 
+// B as (G, N, K): a `kn` B is transposed once when the case is loaded, in 64x64 tiles, rather
+// than by the oracle in every run (the reference and the GPU oracle take `nk` without a copy);
+// the layout is addressing only, so every configuration gives the same bits either way.
+void b_to_nk(GemmCase& c) {
+  if (c.b_layout == ref::BLayout::nk) return;
+  constexpr std::int64_t kTile = 64;
+  std::vector<std::uint8_t> t(c.b.size());
+  for (std::int64_t g = 0; g < c.G; ++g)
+    for (std::int64_t k0 = 0; k0 < c.K; k0 += kTile)
+      for (std::int64_t n0 = 0; n0 < c.N; n0 += kTile)
+        for (std::int64_t k = k0; k < std::min(c.K, k0 + kTile); ++k)
+          for (std::int64_t n = n0; n < std::min(c.N, n0 + kTile); ++n)
+            t[std::size_t((g * c.N + n) * c.K + k)] = c.b[std::size_t((g * c.K + k) * c.N + n)];
+  c.b = std::move(t);
+  c.b_layout = ref::BLayout::nk;
+}
+
 }  // namespace
 
 bool use_gpu(const GemmOptions& o) {
@@ -104,6 +121,7 @@ LoadedCase load_for_run(const GemmOptions& o) { return load_for_run(load_file(o.
 LoadedCase load_for_run(const tensor_io::TensorFile& tf, const GemmOptions& o) {
   if (o.grouping == "m") {
     GemmCase c = load_case(tf, o);
+    b_to_nk(c);
     std::vector<std::int64_t> shape{c.M, c.N};
     return {std::move(c), std::nullopt, std::move(shape), ""};
   }

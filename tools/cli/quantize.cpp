@@ -479,7 +479,9 @@ void add_quantize_command(CLI::App& app) {
       "quantize", "Quantize a tensor under a named scale recipe, block geometry and scale layout");
   sub->add_option("--recipe", o->recipe,
                   "deepgemm, torchao, te, mx_floor, mx_rceil, mx_ceil, mx_even; FP4 / FP6: "
-                  "nvfp4_te, nvfp4_torchao, nvfp4_torchao_rcp, mxfp4, mxfp6 (mxfp4_ceil / _even / "
+                  "nvfp4_te, nvfp4_torchao_0.18 (= nvfp4_torchao_rcp: torchao 0.17-0.18), "
+                  "nvfp4_torchao_0.16 (= nvfp4_torchao: torchao 0.13-0.16), mxfp4, mxfp6 "
+                  "(mxfp4_ceil / _even / "
                   "_rceil, mxfp6_...: "
                   "the scale mode; FLOOR by default)")
       ->required();

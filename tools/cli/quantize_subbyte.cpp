@@ -4,6 +4,7 @@
 #include "cli/quantize_subbyte.h"
 
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "cli/errors.h"
@@ -60,9 +61,9 @@ SubbyteChoice parse_choice(const QuantizeOptions& o) {
   if (o.pow2 || o.epsilon != 0.0f)
     throw UsageError("recipe " + o.recipe + " takes no --pow2 / --epsilon");
   if (c.nvfp4) {
-    c.nv = o.recipe == "nvfp4_te"            ? Nvfp4Recipe::te
-           : o.recipe == "nvfp4_torchao_rcp" ? Nvfp4Recipe::torchao_rcp
-                                             : Nvfp4Recipe::torchao;
+    const std::optional<Nvfp4Recipe> nv = nvfp4_recipe_from_name(o.recipe);
+    if (!nv) throw UsageError("unknown recipe " + o.recipe);
+    c.nv = *nv;
     c.rt = parse_runtime(o.runtime,
                          c.nv == Nvfp4Recipe::te ? Runtime::cuda_kernel : Runtime::torch_cuda);
     c.elem = Format::e2m1;
@@ -138,7 +139,9 @@ SubbytePlanes quantize_groups(const SubbyteChoice& c, const std::vector<float>& 
 }  // namespace
 
 bool is_subbyte_recipe(const std::string& r) {
-  if (r == "nvfp4_te" || r == "nvfp4_torchao" || r == "nvfp4_torchao_rcp") return true;
+  // NVFP4: the names of numerics/nvfp4_recipe.h but nvfp4_torchao_single_level (library only: the
+  // CLI's torchao recipes take the per-tensor scale).
+  if (const auto nv = nvfp4_recipe_from_name(r)) return *nv != Nvfp4Recipe::torchao_single_level;
   for (const char* fam : {"mxfp4", "mxfp6"})
     for (const char* mode : {"", "_floor", "_ceil", "_even", "_rceil"})
       if (r == std::string(fam) + mode) return true;

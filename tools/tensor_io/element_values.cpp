@@ -39,7 +39,7 @@ bool is_minifloat(DType t) {
          t == DType::F6_E2M3 || t == DType::F6_E3M2;
 }
 
-ValueClass classify_minifloat(const MiniFloat& f, std::uint64_t bits) {
+FpClass classify_minifloat(const MiniFloat& f, std::uint64_t bits) {
   const std::uint64_t sign = bits >> (f.exp_bits + f.man_bits);
   const std::uint64_t mag = bits & ((std::uint64_t{1} << (f.exp_bits + f.man_bits)) - 1);
   const std::uint64_t exp_all = (std::uint64_t{1} << f.exp_bits) - 1;
@@ -47,25 +47,25 @@ ValueClass classify_minifloat(const MiniFloat& f, std::uint64_t bits) {
   const std::uint64_t m = mag & ((std::uint64_t{1} << f.man_bits) - 1);
   switch (f.special) {
     case Special::Ieee:
-      if (e != exp_all) return ValueClass::Finite;
-      if (m != 0) return ValueClass::NaN;
-      return sign ? ValueClass::NegInf : ValueClass::PosInf;
+      if (e != exp_all) return FpClass::Finite;
+      if (m != 0) return FpClass::NaN;
+      return sign ? FpClass::NegInf : FpClass::PosInf;
     case Special::FnAllOnes:
       return mag == ((exp_all << f.man_bits) | ((std::uint64_t{1} << f.man_bits) - 1))
-                 ? ValueClass::NaN
-                 : ValueClass::Finite;
-    case Special::Fnuz: return (sign && mag == 0) ? ValueClass::NaN : ValueClass::Finite;
-    case Special::FiniteOnly: return ValueClass::Finite;
+                 ? FpClass::NaN
+                 : FpClass::Finite;
+    case Special::Fnuz: return (sign && mag == 0) ? FpClass::NaN : FpClass::Finite;
+    case Special::FiniteOnly: return FpClass::Finite;
   }
-  return ValueClass::Finite;
+  return FpClass::Finite;
 }
 
 double decode_minifloat(const MiniFloat& f, std::uint64_t bits) {
   switch (classify_minifloat(f, bits)) {
-    case ValueClass::NaN: return std::numeric_limits<double>::quiet_NaN();
-    case ValueClass::PosInf: return std::numeric_limits<double>::infinity();
-    case ValueClass::NegInf: return -std::numeric_limits<double>::infinity();
-    case ValueClass::Finite: break;
+    case FpClass::NaN: return std::numeric_limits<double>::quiet_NaN();
+    case FpClass::PosInf: return std::numeric_limits<double>::infinity();
+    case FpClass::NegInf: return -std::numeric_limits<double>::infinity();
+    case FpClass::Finite: break;
   }
   const bool neg = (bits >> (f.exp_bits + f.man_bits)) & 1;
   const auto e = static_cast<int>((bits >> f.man_bits) & ((1u << f.exp_bits) - 1));
@@ -105,7 +105,7 @@ std::uint64_t raw_bits(const Tensor& t, std::uint64_t i) {
   return v;
 }
 
-ValueClass classify_bits(DType t, std::uint64_t bits) {
+FpClass classify_bits(DType t, std::uint64_t bits) {
   if (is_minifloat(t)) return classify_minifloat(layout(t), bits);
   double v = 0;
   if (t == DType::F32)
@@ -113,12 +113,12 @@ ValueClass classify_bits(DType t, std::uint64_t bits) {
   else if (t == DType::F64)
     v = load<double>(bits);
   else if (t == DType::F8_E8M0)
-    return bits == 0xff ? ValueClass::NaN : ValueClass::Finite;
+    return bits == 0xff ? FpClass::NaN : FpClass::Finite;
   else
-    return ValueClass::Finite;
-  if (std::isnan(v)) return ValueClass::NaN;
-  if (std::isinf(v)) return v > 0 ? ValueClass::PosInf : ValueClass::NegInf;
-  return ValueClass::Finite;
+    return FpClass::Finite;
+  if (std::isnan(v)) return FpClass::NaN;
+  if (std::isinf(v)) return v > 0 ? FpClass::PosInf : FpClass::NegInf;
+  return FpClass::Finite;
 }
 
 double decode_bits(DType t, std::uint64_t bits) {

@@ -10,11 +10,14 @@
 
 namespace fp8ref::tensor_io {
 
-enum class ValueClass : std::uint8_t { Finite, NaN, PosInf, NegInf };
+// The class of one decoded code, as C's fpclassify splits it (finite, NaN, infinite) with the
+// infinity's sign; not the generators' input classes (cases::ValueClass,
+// tools/cases/value_class.h).
+enum class FpClass : std::uint8_t { Finite, NaN, PosInf, NegInf };
 
 std::uint64_t raw_bits(const Tensor& t, std::uint64_t i);  // F4: the 4-bit code
 double decode_bits(DType t, std::uint64_t bits);  // NaN for NaN codes; integers exact up to 2^53
-ValueClass classify_bits(DType t, std::uint64_t bits);
+FpClass classify_bits(DType t, std::uint64_t bits);
 
 // Ordinal on the format's number line: adjacent representable values differ by 1, +0 and -0 both
 // map to 0, ±Inf sit one step beyond ±max. Integer types: the integer itself. Meaningless for NaN.

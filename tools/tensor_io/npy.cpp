@@ -212,8 +212,9 @@ std::string opaque_message(const std::string& descr, int itemsize) {
          " bytes wide and opaque; pass --as DTYPE to reinterpret its bytes";
 }
 
+// `member`: the tensor's name in an .npz ("" for an .npy file), named in the opaque refusal.
 Tensor finish_tensor(std::vector<std::uint8_t> raw, Header& h, const Descr& d,
-                     std::string_view file, const ReadOptions& opts) {
+                     std::string_view file, std::optional<DType> as, std::string_view member = {}) {
   const auto w = static_cast<std::size_t>(d.itemsize);
   if (h.fortran && h.shape.size() > 1) raw = fortran_to_c(raw, h.shape, w);
   if (d.big_endian && d.dtype) {
@@ -221,12 +222,16 @@ Tensor finish_tensor(std::vector<std::uint8_t> raw, Header& h, const Descr& d,
       std::reverse(raw.begin() + static_cast<std::ptrdiff_t>(i),
                    raw.begin() + static_cast<std::ptrdiff_t>(i + w));
   }
-  if (opts.as_dtype) {
-    if (!d.dtype && w == 1 && dtype_bits(*opts.as_dtype) < 8)
-      return pack_unpacked_subbyte(raw, std::move(h.shape), *opts.as_dtype, file);
-    return reinterpret_as(std::move(raw), std::move(h.shape), d.itemsize * 8, *opts.as_dtype, file);
+  if (as) {
+    if (!d.dtype && w == 1 && dtype_bits(*as) < 8)
+      return pack_unpacked_subbyte(raw, std::move(h.shape), *as, file);
+    return reinterpret_as(std::move(raw), std::move(h.shape), d.itemsize * 8, *as, file);
   }
-  if (!d.dtype) fail(file, opaque_message(h.descr, d.itemsize));
+  if (!d.dtype)
+    fail(file,
+         opaque_message(h.descr, d.itemsize) +
+             (member.empty() ? ""
+                             : "; for this tensor only: --as " + std::string(member) + "=DTYPE"));
   return Tensor{*d.dtype, std::move(h.shape), std::move(raw)};
 }
 
@@ -274,11 +279,12 @@ Tensor parse_npy(Bytes bytes, std::string_view file, const ReadOptions& opts_in)
   const Bytes data = bytes.subspan(l.data_offset);
   const bool as_stored = !(l.header.fortran && l.header.shape.size() > 1) &&
                          !(l.descr.big_endian && l.descr.itemsize > 1);
-  if (opts.map && opts.mapping && !opts.as_dtype && l.descr.dtype && as_stored)
+  const std::optional<DType> as = opts.as_for(kNpyTensorName);
+  if (opts.map && opts.mapping && !as && l.descr.dtype && as_stored)
     return Tensor{*l.descr.dtype, std::move(l.header.shape), {}, data, opts.mapping};
   charge_npy(l, data.size(), opts);
   return finish_tensor(std::vector<std::uint8_t>(data.begin(), data.end()), l.header, l.descr, file,
-                       opts);
+                       as);
 }
 
 namespace {
@@ -286,12 +292,12 @@ namespace {
 // An npz member is parsed in place: its header is cut off the extracted buffer instead of the
 // data being copied out of it, so a member costs its own size once (not twice).
 Tensor parse_npy_member(std::vector<std::uint8_t> member, std::string_view file,
-                        const ReadOptions& opts) {
+                        const ReadOptions& opts, std::string_view name) {
   NpyLayout l = read_layout(member, file, opts);
   const bool transposed = l.header.fortran && l.header.shape.size() > 1;
   if (transposed) opts.budget->charge(member.size() - l.data_offset, "the npy array (transposed)");
   member.erase(member.begin(), member.begin() + static_cast<std::ptrdiff_t>(l.data_offset));
-  return finish_tensor(std::move(member), l.header, l.descr, file, opts);
+  return finish_tensor(std::move(member), l.header, l.descr, file, opts.as_for(name), name);
 }
 
 }  // namespace
@@ -338,8 +344,9 @@ TensorFile parse_npz(Bytes bytes, std::string_view file, const ReadOptions& opts
       fail(file, "npz member '" + e.name + "' is not a .npy file");
     }
     const std::string where = std::string(file) + ":" + e.name;
-    tf.tensors.push_back(
-        {e.name.substr(0, e.name.size() - 4), parse_npy_member(zip.extract(e), where, opts)});
+    std::string name = e.name.substr(0, e.name.size() - 4);
+    Tensor t = parse_npy_member(zip.extract(e), where, opts, name);
+    tf.tensors.push_back({std::move(name), std::move(t)});
   }
   return tf;
 }

@@ -137,16 +137,17 @@ TensorFile parse_safetensors(Bytes bytes, std::string_view file, const ReadOptio
   for (Entry& e : entries) {
     const Bytes span =
         data.subspan(static_cast<std::size_t>(e.begin), static_cast<std::size_t>(e.end - e.begin));
-    if (opts.map && opts.mapping && !opts.as_dtype) {  // a view of the mapping: no copy
+    const std::optional<DType> as = opts.as_for(e.name);
+    if (opts.map && opts.mapping && !as) {  // a view of the mapping: no copy
       Tensor t{e.dtype, std::move(e.shape), {}, span, opts.mapping};
       tf.tensors.push_back({e.name, std::move(t)});
       continue;
     }
     opts.budget->charge(span.size(), "tensor '" + e.name + "'");
     std::vector<std::uint8_t> raw(span.begin(), span.end());
-    Tensor t = opts.as_dtype ? reinterpret_as(std::move(raw), std::move(e.shape),
-                                              dtype_bits(e.dtype), *opts.as_dtype, file)
-                             : Tensor{e.dtype, std::move(e.shape), std::move(raw)};
+    Tensor t =
+        as ? reinterpret_as(std::move(raw), std::move(e.shape), dtype_bits(e.dtype), *as, file)
+           : Tensor{e.dtype, std::move(e.shape), std::move(raw)};
     tf.tensors.push_back({e.name, std::move(t)});
   }
   return tf;

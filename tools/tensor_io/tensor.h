@@ -92,6 +92,14 @@ struct ReadOptions {
   // Reinterpret every tensor's bytes as this dtype (required for opaque npy descr such as
   // ml_dtypes' '<V1', '<V2', '<f1'). See reinterpret_as() for the shape rule.
   std::optional<DType> as_dtype;
+  // Per tensor name, in place of as_dtype for that tensor: an .npz mixing ml_dtypes' float6 codes
+  // and float8_e8m0fnu scales (both '|V1'). A name the file does not hold fails the read.
+  std::map<std::string, DType, std::less<>> as_by_name;
+  // The dtype tensor `name` is reinterpreted as: as_by_name's, else as_dtype.
+  std::optional<DType> as_for(std::string_view name) const {
+    const auto it = as_by_name.find(name);
+    return it != as_by_name.end() ? std::optional<DType>(it->second) : as_dtype;
+  }
   // Largest tensor or zip entry accepted, in bytes (zip bombs, hostile headers).
   std::uint64_t max_bytes = std::uint64_t{1} << 36;
   // Total bytes one read may decompress and materialise (docs/security.md "Limits"); 0: the
@@ -101,7 +109,7 @@ struct ReadOptions {
   // Shared by the parsers of one read; set by the readers' entry points (callers leave it null).
   ReadBudget* budget = nullptr;
   // Tensors view the memory-mapped file instead of copying it where the format allows
-  // (safetensors; npy in little-endian C order; not with as_dtype): reading costs no memory
+  // (safetensors; npy in little-endian C order; not with as_for): reading costs no memory
   // beyond the pages touched. Honoured by read_tensor_file, which sets `mapping`.
   bool map = false;
   std::shared_ptr<const void> mapping{};

@@ -31,7 +31,7 @@ TensorFile parse_tensor_bytes(Bytes bytes, std::string_view file, const ReadOpti
   TensorFile tf;
   if (looks_like_npy(bytes)) {
     f = FileFormat::Npy;
-    tf.tensors.push_back({"tensor", parse_npy(bytes, file, opts)});
+    tf.tensors.push_back({std::string(kNpyTensorName), parse_npy(bytes, file, opts)});
   } else if (looks_like_zip(bytes)) {
     const ZipReader zip(bytes, std::string(file), opts);
     f = zip_is_torch(zip) ? FileFormat::TorchZip : FileFormat::Npz;
@@ -50,6 +50,10 @@ TensorFile parse_tensor_bytes(Bytes bytes, std::string_view file, const ReadOpti
   } else {
     fail(file, "unrecognised file format (expected safetensors, npy, npz or a torch.save zip)");
   }
+  for (const auto& [name, dtype] : opts.as_by_name)
+    if (tf.find(name) == nullptr)
+      fail(file, "--as " + name + "=" + std::string(dtype_name(dtype)) +
+                     ": the file holds no tensor '" + name + "'");
   if (format != nullptr) *format = f;
   return tf;
 }

@@ -114,9 +114,8 @@ class Walker {
       if (shape.empty()) fail(file, "tensor '" + name + "': 0-d float4_e2m1fn_x2 tensor");
       t = reinterpret_as(std::move(t.data), std::move(shape), 8, DType::F4, file);
     }
-    if (opts_.as_dtype)
-      t = reinterpret_as(std::move(t.data), std::move(t.shape), dtype_bits(t.dtype),
-                         *opts_.as_dtype, file);
+    if (const std::optional<DType> as = opts_.as_for(name))
+      t = reinterpret_as(std::move(t.data), std::move(t.shape), dtype_bits(t.dtype), *as, file);
     if (!names_.insert(name).second) fail(file, "two tensors are named '" + name + "'");
     out_.tensors.push_back({name, std::move(t)});
   }

@@ -53,24 +53,13 @@ inline fuzz::WgradCase draw_wgrad_case() {
   return w;
 }
 
-inline std::vector<std::int64_t> offs_of(const fuzz::WgradCase& w) {
-  std::vector<std::int64_t> offs;
-  std::int64_t end = 0;
-  for (auto s : w.gs.sizes) offs.push_back(end += s);
-  return offs;
-}
-
-inline ref::WgradOperands wgrad_operands(const fuzz::WgradCase& w) {
-  return {w.M, w.N, w.K, w.G, w.fdy, w.fx, w.dy, w.x, w.scaling, w.s_dy, w.s_x, w.c};
-}
-
 // dW's bits from `run(operands, offs, model, output)`: the CPU or a GPU oracle.
 template <class Run>
 std::vector<std::uint32_t> wgrad_bits(const fuzz::WgradCase& w, Run run) {
   const std::size_t n = w.c.size();
   std::vector<float> f(w.out == OutDtype::f32 ? n : 0);
   std::vector<std::uint16_t> h(w.out == OutDtype::f32 ? 0 : n);
-  run(wgrad_operands(w), offs_of(w), w.model, GemmOutput{w.out, f, h, {}});
+  run(w.operands(), w.gs.ends(), w.model, GemmOutput{w.out, f, h, {}});
   std::vector<std::uint32_t> bits(n);
   for (std::size_t i = 0; i < n; ++i)
     bits[i] = w.out == OutDtype::f32 ? std::bit_cast<std::uint32_t>(f[i]) : h[i];

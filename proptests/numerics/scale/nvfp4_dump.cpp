@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,12 +18,9 @@ int main(int argc, char** argv) {
   try {
     if (argc != 8) throw std::invalid_argument("usage: RECIPE RUNTIME BLOCK_ROWS ROWS COLS IN OUT");
     const std::string rn = argv[1], rtn = argv[2];
-    const Nvfp4Recipe r = rn == "nvfp4_te"            ? Nvfp4Recipe::te
-                          : rn == "nvfp4_torchao"     ? Nvfp4Recipe::torchao
-                          : rn == "nvfp4_torchao_rcp" ? Nvfp4Recipe::torchao_rcp
-                          : rn == "nvfp4_torchao_single_level"
-                              ? Nvfp4Recipe::torchao_single_level
-                              : throw std::invalid_argument("unknown recipe " + rn);
+    const std::optional<Nvfp4Recipe> recipe = nvfp4_recipe_from_name(rn);
+    if (!recipe) throw std::invalid_argument("unknown recipe " + rn);
+    const Nvfp4Recipe r = *recipe;
     const Runtime rt = rtn == "torch_cpu"    ? Runtime::torch_cpu
                        : rtn == "torch_cuda" ? Runtime::torch_cuda
                        : rtn == "cuda_kernel"

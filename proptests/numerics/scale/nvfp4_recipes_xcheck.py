@@ -8,7 +8,8 @@ Each case is a matrix whose 16-element blocks are drawn from classes: ordinary, 
 amax, tiny, powers of two, e2m1 values times a power of two (exact ties of the element cast),
 amax near 448·6·2^k, huge, one +-Inf (nvfp4_te only: torchao's per-tensor scale turns an Inf amax
 into NaN everywhere). Recipes: nvfp4_te (cuda_kernel; 1x16 and 16x16 blocks), nvfp4_torchao and
-nvfp4_torchao_single_level (torch_cpu, torch_cuda). Exit 0 iff 0 mismatches, 2 on a setup error.
+nvfp4_torchao_single_level (torch_cpu, torch_cuda), and nvfp4_torchao under its versioned name
+nvfp4_torchao_0.16 (torch_cpu). Exit 0 iff 0 mismatches, 2 on a setup error.
 """
 import argparse
 import os
@@ -141,7 +142,8 @@ def main():
     rng = np.random.default_rng(args.seed)
     configs = [("nvfp4_te", "cuda_kernel", 1), ("nvfp4_te", "cuda_kernel", 16),
                ("nvfp4_torchao", "torch_cpu", 1), ("nvfp4_torchao", "torch_cuda", 1),
-               ("nvfp4_torchao_single_level", "torch_cpu", 1), ("nvfp4_torchao_single_level", "torch_cuda", 1)]
+               ("nvfp4_torchao_single_level", "torch_cpu", 1), ("nvfp4_torchao_single_level", "torch_cuda", 1),
+               ("nvfp4_torchao_0.16", "torch_cpu", 1)]  # last: nvfp4_torchao's versioned name
     bad = 0
     with tempfile.TemporaryDirectory(prefix="fp8ref_nvfp4_") as wd:
         for recipe, runtime, block_rows in configs:
@@ -150,7 +152,8 @@ def main():
                 rows = 16 * int(rng.integers(1, 5))
                 cols = 16 * int(rng.integers(1, 9))
                 x, counts = make_case(rng, rows, cols, block_rows, recipe == "nvfp4_te")
-                if recipe == "nvfp4_torchao" and not np.any(x != 0):
+                two_level = recipe in ("nvfp4_torchao", "nvfp4_torchao_0.16")
+                if two_level and not np.any(x != 0):
                     continue  # all-zero tensor: pts = 0, every block 0/0 = NaN (torchao leaves it undefined)
                 for k, v in counts.items():
                     seen[k] = seen.get(k, 0) + v
@@ -158,7 +161,7 @@ def main():
                 if recipe == "nvfp4_te":
                     ref = ref_te(x, block_rows, ml)
                 else:
-                    ref = ref_torchao(x, runtime, recipe == "nvfp4_torchao", ml)
+                    ref = ref_torchao(x, runtime, two_level, ml)
                 n = int(np.count_nonzero(ref[0] != got[0]) + np.count_nonzero(ref[1] != got[1]) +
                         (np.float32(ref[2]).view(np.uint32) != np.float32(got[2]).view(np.uint32)))
                 if n and mism == 0:
