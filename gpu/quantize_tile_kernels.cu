@@ -195,6 +195,35 @@ __global__ void __launch_bounds__(kThreads, 2) tile_blocks_bf16_kernel(QuantizeL
   }
 }
 
+// 128x128 blocks without group starts, cols % 128 == 0: one block a CTA step, thread t holding
+// chunk t % 16 of rows t / 16 + 16 k (k < 8) straight in registers (plain 16-byte loads, all
+// issued before any is used; every divisor a constant, so the loads start at once), the amax
+// reduced across the CTA (one barrier), three CTAs an SM.
+template <ScaleKind K>
+__global__ void __launch_bounds__(kThreads, 3) tile128_bf16_kernel(QuantizeLaunch q) {
+  static_assert(kThreads == 256 && kTileChunks == 8, "16 chunks x 16 rows a step, 8 steps");
+  __shared__ std::uint32_t red[2][kThreads / 32];
+  const std::int64_t nbc = q.cols / 128, nblocks = q.block_rows * nbc;
+  const int c = int(threadIdx.x % 16), rr = int(threadIdx.x / 16);
+  const auto* x = static_cast<const std::uint16_t*>(q.x);
+  int parity = 0;
+  for (std::int64_t blk = blockIdx.x; blk < nblocks; blk += gridDim.x, parity ^= 1) {
+    const std::int64_t br = blk / nbc, bc = blk % nbc, r0 = br * 128;
+    const std::int64_t r1 = r0 + 128 < q.rows ? r0 + 128 : q.rows;
+    const std::int64_t i0 = (r0 + rr) * q.cols + bc * 128 + c * 8;
+    uint4 v[kTileChunks];
+#pragma unroll
+    for (int k = 0; k < kTileChunks; ++k)
+      v[k] = r0 + rr + 16 * k < r1 ? load16(x + i0 + 16 * k * q.cols) : make_uint4(0, 0, 0, 0);
+    const std::uint32_t m = cta_max16(chunks_max16(v, q.recipe.ignore_nan), red[parity]);
+    const DevScale d = block_scale_of<K>(q.recipe, std::int32_t(m << 16));
+    if (threadIdx.x == 0) store_scale(q.scales, br, bc, d);
+#pragma unroll
+    for (int k = 0; k < kTileChunks; ++k)
+      if (r0 + rr + 16 * k < r1) store_codes(q.codes, i0 + 16 * k * q.cols, v[k], q.recipe, d);
+  }
+}
+
 // Blocks one row high spanning the row (rowwise) of at most 256 CH columns: a warp owns a row,
 // lane l holding chunks l, l + 32, ... (CH a lane, every load issued before any is used, each
 // warp load 512 contiguous bytes), the amax reduced by shuffles alone, two rows a CTA.
@@ -279,6 +308,11 @@ bool launch_tile_blocks_bf16(const QuantizeLaunch& q) {
   with_scale_kind(q.recipe.kind, [&](auto kind) {
     if (q.block_h == 1 && q.block_w == q.cols && q.cols / 8 <= 1024) {
       launch_row_warps<decltype(kind)::value>(q);
+      return;
+    }
+    if (q.block_h == 128 && q.block_w == 128 && q.cols % 128 == 0 && !q.starts) {
+      tile128_bf16_kernel<decltype(kind)::value>
+          <<<grid_of(nblocks, q.max_blocks), kThreads, 0, q.stream>>>(q);
       return;
     }
     const auto kernel = tile_blocks_bf16_kernel<decltype(kind)::value>;
