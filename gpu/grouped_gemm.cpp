@@ -161,8 +161,8 @@ void check_wgrad(const DeviceWgradOperands& op, std::span<const std::int64_t> of
 
 // The output columns of a tile (docs/gpu_gemm.md §2): rowwise / tensorwise 192 where N is a
 // multiple of 192 or large enough that the masked columns of the last tile cost less than the L2
-// traffic the wider tile saves, 128 otherwise; blockwise 128 (its promotion reads a second B scale
-// on 192-wide tiles and measured slower, docs/benchmarks.md).
+// traffic the wider tile saves, 128 otherwise; blockwise 128 (192-wide tiles measured slower for
+// dgrad and no faster for the forward, docs/benchmarks.md).
 void launch(const GemmKernelArgs& p, cudaStream_t stream) {
   const bool wide = p.mode != GemmScaleMode::blockwise && (p.N % 192 == 0 || p.N >= 2048);
   detail::launch_grouped_gemm(p, wide ? 192 : 128, stream);
@@ -245,7 +245,9 @@ void grouped_gemm_wgrad(const DeviceWgradOperands& op, std::span<const std::int6
   std::stable_sort(p.order, p.order + offs.size(), [&](std::int32_t x, std::int32_t y) {
     return p.end[x] - p.start[x] > p.end[y] - p.start[y];
   });
-  detail::launch_grouped_wgrad(p, stream);
+  // Tiles of 128 × 192 columns of dW[g] where K is a multiple of 192 or large enough that the
+  // masked columns of the last tile cost less than the wider tile saves (docs/gpu_gemm.md §2).
+  detail::launch_grouped_wgrad(p, op.K % 192 == 0 || op.K >= 2048 ? 192 : 128, stream);
 }
 
 }  // namespace fp8ref::gpu

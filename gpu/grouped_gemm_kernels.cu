@@ -102,12 +102,21 @@ __device__ __forceinline__ void store_tile(const GemmKernelArgs& p, const TileCo
   if (p.mode == GemmScaleMode::tensorwise) ts = __fmul_rn(p.scale_a[0], p.scale_b[c.g]);
   if (rowwise)
     sa[0] = store[0] ? p.scale_a[row0] : 0.0f, sa[1] = store[1] ? p.scale_a[row0 + 8] : 0.0f;
+  // Rowwise: every column scale of the thread is loaded before the first store, so that the
+  // loads are in flight together (a load after a store to Y, which might alias, waits for it:
+  // one L2 round trip per 8 columns, docs/benchmarks.md).
+  float2 sb[BN / 8];  // scalar loads: scale_b need only be 4-byte aligned
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const std::int64_t col = col0 + j * 8;
+    sb[j] = make_float2(0.0f, 0.0f);
+    if (rowwise && (BN == 128 || col < p.N))
+      sb[j] = make_float2(p.scale_b[c.g * p.N + col], p.scale_b[c.g * p.N + col + 1]);
+  }
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j) {
     const std::int64_t col = col0 + j * 8;
     if (BN > 128 && col >= p.N) continue;  // N % 128 == 0: col + 1 < N too
-    float2 sb = make_float2(0.0f, 0.0f);   // scalar loads: scale_b need only be 4-byte aligned
-    if (rowwise) sb = make_float2(p.scale_b[c.g * p.N + col], p.scale_b[c.g * p.N + col + 1]);
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       if (!store[half]) continue;
@@ -115,8 +124,8 @@ __device__ __forceinline__ void store_tile(const GemmKernelArgs& p, const TileCo
       if (p.mode == GemmScaleMode::tensorwise)
         v[0] = __fmul_rn(v[0], ts), v[1] = __fmul_rn(v[1], ts);
       if (rowwise)  // a_then_b: RN(RN(acc·sa)·sb)
-        v[0] = __fmul_rn(__fmul_rn(v[0], sa[half]), sb.x),
-        v[1] = __fmul_rn(__fmul_rn(v[1], sa[half]), sb.y);
+        v[0] = __fmul_rn(__fmul_rn(v[0], sa[half]), sb[j].x),
+        v[1] = __fmul_rn(__fmul_rn(v[1], sa[half]), sb[j].y);
       const std::int64_t at = ((row0 + 8 * half) * p.N + col) / 2;
       if (p.out_bf16)
         static_cast<__nv_bfloat162*>(p.y)[at] = __floats2bfloat162_rn(v[0], v[1]);

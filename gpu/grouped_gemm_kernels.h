@@ -66,6 +66,7 @@ struct WgradKernelArgs {
   std::int32_t blk0[kGemmMaxGroups];
   std::int32_t order[kGemmMaxGroups];  // the groups by descending token count: tile order
 };
-void launch_grouped_wgrad(const WgradKernelArgs& args, cudaStream_t stream);
+// block_k: the dW columns of a tile, 128 or 192 (gpu/grouped_gemm.cpp picks it).
+void launch_grouped_wgrad(const WgradKernelArgs& args, int block_k, cudaStream_t stream);
 
 }  // namespace fp8ref::gpu::detail

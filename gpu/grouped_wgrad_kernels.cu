@@ -1,7 +1,8 @@
 // The K-grouped wgrad kernel on Hopper tensor cores (sm_90a): dW[g] = C[g] + dY_gᵀ·X_g with the
 // tokens of group g as the reduction, read by TMA from token-contiguous dYᵀ and Xᵀ (the K-major
 // operands FP8 wgmma takes) through the warp-specialised pipeline of gpu/tma_pipeline_sm90.cuh.
-// Persistent CTAs walk the 128×128 tiles of every dW[g], the groups with most tokens first;
+// Persistent CTAs walk the 128 × BK tiles of every dW[g] (BK = 128 or 192 columns of K,
+// docs/gpu_gemm.md §2), the groups with most tokens first;
 // 128-token blocks from the group's start, the 16-token chunks of the last one past the group's
 // end zeroed in shared memory before the tensor cores read them; per block T = four chained wgmma
 // k32 steps from +0, promoted as hopper_promoted_blockwise (acc = fmaf(RN(sdy·sx), T, acc), a
@@ -24,9 +25,10 @@ struct WgradTmaParams {
   WgradKernelArgs args;
 };
 
-// Stages of a 128 (n) × 128 token dYᵀ tile, a 128 (k) × 128 token Xᵀ tile, and the block's
-// scales: 128 of dY (the tile's rows) then 128 of X (its columns).
-using Ring = StageRing<128 * 128, 128 * 128, 6, 256>;
+// Stages of a 128 (n) × 128 token dYᵀ tile, a BK (k) × 128 token Xᵀ tile, and the block's
+// scales: 128 of dY (the tile's rows) then BK of X (its columns). BK = 128 or 192.
+template <int BK>
+using Ring = StageRing<128 * 128, BK * 128, BK == 128 ? 6 : 5, 128 + BK>;
 
 struct WgradTile {
   int g;
@@ -35,33 +37,40 @@ struct WgradTile {
   int nkb;
 };
 
+template <int BK>
 __device__ __forceinline__ WgradTile wgrad_tile(const WgradKernelArgs& p, std::int64_t tile) {
-  const std::int64_t kt = p.K / 128, per_group = (p.N / 128) * kt;
+  const std::int64_t kt = (p.K + BK - 1) / BK, per_group = (p.N / 128) * kt;
   WgradTile t;
   t.g = p.order[tile / per_group];
   const std::int64_t i = tile % per_group;
-  t.n0 = std::int32_t(i / kt) * 128, t.k0 = std::int32_t(i % kt) * 128;
+  t.n0 = std::int32_t(i / kt) * 128, t.k0 = std::int32_t(i % kt) * BK;
   t.tok0 = p.start[t.g], t.tok_end = p.end[t.g];
   t.nkb = (t.tok_end - t.tok0 + 127) / 128;
   return t;
 }
 
-// The producer warp: per token block, lane 0 loads both tiles by TMA (tokens past M read zeros;
-// tokens of the next group are zeroed by the consumers); blockwise, the lanes copy the block's
-// 128 dY scales and 128 X scales.
-__device__ void produce(const WgradTmaParams& p, const Ring& s, std::int64_t total) {
+// The producer warp: at a tile's start the lanes prefetch its 128 rows of C into L2 (the epilogue
+// reads them); per token block, lane 0 loads both tiles by TMA (tokens past M, and columns past K
+// of a 192-wide tile, read zeros; tokens of the next group are zeroed by the consumers);
+// blockwise, the lanes copy the block's 128 dY scales and BK X scales (zero past K, not read).
+template <int BK>
+__device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t total) {
   const WgradKernelArgs& a = p.args;
   const int lane = int(threadIdx.x % 32);
   if (lane == 0) tma_prefetch_map(&p.map_dy), tma_prefetch_map(&p.map_x);
   std::uint32_t it = 0;
   for (std::int64_t tile = blockIdx.x; tile < total; tile += gridDim.x) {
-    const WgradTile t = wgrad_tile(a, tile);
+    const WgradTile t = wgrad_tile<BK>(a, tile);
+    const std::uint32_t c_bytes = std::uint32_t(min(std::int64_t(BK), a.K - t.k0)) * 4;
+#pragma unroll
+    for (int i = 0; i < 4; ++i)  // up to BK f32 of a row of C: contiguous bytes
+      prefetch_l2(a.c + (std::int64_t(t.g) * a.N + t.n0 + lane + 32 * i) * a.K + t.k0, c_bytes);
     for (int kb = 0; kb < t.nkb; ++kb, ++it) {
       const int st = s.stage(it);
       const std::int32_t tok = t.tok0 + kb * 128;
       s.wait_empty(it);
       if (lane == 0) {
-        mbar_arrive_expect_tx(s.full(st), Ring::kStageBytes);
+        mbar_arrive_expect_tx(s.full(st), Ring<BK>::kStageBytes);
         tma_load_2d(s.a_tile(st), &p.map_dy, tok, t.n0, s.full(st));
         tma_load_2d(s.b_tile(st), &p.map_x, tok, t.k0, s.full(st));
       }
@@ -71,7 +80,13 @@ __device__ void produce(const WgradTmaParams& p, const Ring& s, std::int64_t tot
       for (int i = 0; i < 4; ++i) {
         const int j = lane + 32 * i;
         cp_async4(smem_u32(s.scales(st) + j), a.scale_dy + row * a.N + t.n0 + j, true);
-        cp_async4(smem_u32(s.scales(st) + 128 + j), a.scale_x + row * a.K + t.k0 + j, true);
+      }
+#pragma unroll
+      for (int i = 0; i < BK / 32; ++i) {
+        const int j = lane + 32 * i;
+        const bool ok = t.k0 + j < a.K;
+        cp_async4(smem_u32(s.scales(st) + 128 + j), a.scale_x + row * a.K + (ok ? t.k0 + j : 0),
+                  ok);
       }
       cp_async_arrive_noinc(s.full(st));
     }
@@ -80,59 +95,84 @@ __device__ void produce(const WgradTmaParams& p, const Ring& s, std::int64_t tot
 
 // The last block of a group that ends inside it: zero the 16-token chunks past the end in both
 // tiles (they hold the next group's tokens or padding), then make the writes visible to the
-// tensor cores (async proxy) and wait for both consumer warpgroups.
-__device__ __forceinline__ void zero_tail(const Ring& s, int st, int valid_tokens) {
-  const int r = threadIdx.x % 128;
-  const std::uint32_t tile = threadIdx.x < 128 ? s.a_tile(st) : s.b_tile(st);
-  for (int chunk = valid_tokens / 16; chunk < 8; ++chunk)
-    asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(tile + r * 128 +
-                                                                    ((chunk ^ (r & 7)) << 4)),
-                 "r"(0)
-                 : "memory");
+// tensor cores (async proxy) and wait for both consumer warpgroups. Threads 0..127 take the dY
+// tile's rows, threads 128..255 the X tile's.
+template <int BK>
+__device__ __forceinline__ void zero_tail(const Ring<BK>& s, int st, int valid_tokens) {
+  const bool dy = threadIdx.x < 128;
+  const std::uint32_t tile = dy ? s.a_tile(st) : s.b_tile(st);
+  for (int r = threadIdx.x % 128; r < (dy ? 128 : BK); r += 128)
+    for (int chunk = valid_tokens / 16; chunk < 8; ++chunk)
+      asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(tile + r * 128 +
+                                                                      ((chunk ^ (r & 7)) << 4)),
+                   "r"(0)
+                   : "memory");
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumerThreads) : "memory");
 }
 
 // acc += RN(sdy[row]·sx[col]) · T elementwise, rows local_row and local_row + 8.
-__device__ __forceinline__ void promote_blockwise(const float* s, const float (&t)[64],
-                                                  float (&acc)[64], int local_row) {
+template <int BK>
+__device__ __forceinline__ void promote_blockwise(const float* s, const float (&t)[BK / 2],
+                                                  float (&acc)[BK / 2], int local_row) {
   const int lane = threadIdx.x % 32;
   const float r0 = s[local_row], r1 = s[local_row + 8];
+  const float2* sx2 = reinterpret_cast<const float2*>(s + 128 + (lane % 4) * 2);
 #pragma unroll
-  for (int j = 0; j < 16; ++j)
+  for (int j = 0; j < BK / 8; ++j) {
+    const float2 x = sx2[j * 4];  // columns j·8 + (lane % 4)·2 + {0, 1}
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      const float sx = s[128 + j * 8 + (lane % 4) * 2 + e];
+      const float sx = e ? x.y : x.x;
       acc[j * 4 + e] = __fmaf_rn(__fmul_rn(r0, sx), t[j * 4 + e], acc[j * 4 + e]);
       acc[j * 4 + 2 + e] = __fmaf_rn(__fmul_rn(r1, sx), t[j * 4 + 2 + e], acc[j * 4 + 2 + e]);
     }
+  }
 }
 
 // dW = RN_out(RN(C + acc')), acc' = acc (blockwise) or RN(acc·RN(sdy·sx)); C itself for an
-// empty group (f32: every bit of C, -0 and NaN payloads included).
+// empty group (f32: every bit of C, -0 and NaN payloads included); columns past K (a 192-wide
+// tile) are neither read nor written. The thread's values of C (of both rows, or of one row at a
+// time on 192-wide tiles) are loaded before the first store, so that the loads are in flight
+// together (a load after a store to dW, which might alias, would wait for it).
+template <int BK>
 __device__ __forceinline__ void store_wgrad(const WgradKernelArgs& p, const WgradTile& t,
-                                            const float (&acc)[64], int local_row) {
+                                            const float (&acc)[BK / 2], int local_row) {
   const int lane = threadIdx.x % 32;
   const float ts = p.blockwise ? 1.0f : __fmul_rn(p.scale_dy[0], p.scale_x[0]);
-  const std::int64_t base = std::int64_t(t.g) * p.N * p.K;
+  const std::int64_t base =
+      std::int64_t(t.g) * p.N * p.K + (t.n0 + local_row) * p.K + t.k0 + (lane % 4) * 2;
+  const std::int32_t cols = std::int32_t(min(std::int64_t(BK), p.K - t.k0));
+  constexpr int kHalves = BK == 128 ? 2 : 1;  // rows loaded together: 64 registers of C at most
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const std::int64_t row = t.n0 + local_row + 8 * half;
+  for (int h0 = 0; h0 < 2; h0 += kHalves) {
+    float2 c[kHalves][BK / 8];
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      const std::int64_t idx = base + row * p.K + t.k0 + j * 8 + (lane % 4) * 2;
-      const float2 c = *reinterpret_cast<const float2*>(p.c + idx);
-      float v[2] = {c.x, c.y};
-      if (t.nkb > 0)
+    for (int h = 0; h < kHalves; ++h) {
+      const float2* row = reinterpret_cast<const float2*>(p.c + base + 8 * (h0 + h) * p.K);
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const float a = acc[j * 4 + half * 2 + e];
-          v[e] = __fadd_rn(v[e], p.blockwise ? a : __fmul_rn(a, ts));
-        }
-      if (p.out_bf16)
-        static_cast<__nv_bfloat162*>(p.dw)[idx / 2] = __floats2bfloat162_rn(v[0], v[1]);
-      else
-        reinterpret_cast<float2*>(p.dw)[idx / 2] = make_float2(v[0], v[1]);
+      for (int j = 0; j < BK / 8; ++j)  // cols % 64 == 0: all of the 8 columns or none
+        c[h][j] = BK == 128 || j * 8 < cols ? row[j * 4] : make_float2(0.0f, 0.0f);
+    }
+#pragma unroll
+    for (int h = 0; h < kHalves; ++h) {
+      const int half = h0 + h;
+      const std::int64_t at = (base + 8 * half * p.K) / 2;  // float2 / bfloat162 index
+#pragma unroll
+      for (int j = 0; j < BK / 8; ++j) {
+        if (BK > 128 && j * 8 >= cols) continue;
+        float v[2] = {c[h][j].x, c[h][j].y};
+        if (t.nkb > 0)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const float a = acc[j * 4 + half * 2 + e];
+            v[e] = __fadd_rn(v[e], p.blockwise ? a : __fmul_rn(a, ts));
+          }
+        if (p.out_bf16)
+          static_cast<__nv_bfloat162*>(p.dw)[at + j * 4] = __floats2bfloat162_rn(v[0], v[1]);
+        else
+          reinterpret_cast<float2*>(p.dw)[at + j * 4] = make_float2(v[0], v[1]);
+      }
     }
   }
 }
@@ -140,83 +180,90 @@ __device__ __forceinline__ void store_wgrad(const WgradKernelArgs& p, const Wgra
 // The consumer warpgroups: per token block, wait for the stage, zero a group's tail, run T on
 // it, promote (reading the stage's scales) and free it; the epilogue stores the tile while the
 // producer already loads the next one.
-template <bool AE5, bool BE5>
-__device__ void consume(const WgradTmaParams& p, const Ring& s, std::int64_t total) {
+template <int BK, bool AE5, bool BE5>
+__device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t total) {
   const WgradKernelArgs& a = p.args;
   const int wg = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
   const int local_row = wg * 64 + warp * 16 + lane / 4;
   std::uint32_t it = 0;
   for (std::int64_t tile = blockIdx.x; tile < total; tile += gridDim.x) {
-    const WgradTile t = wgrad_tile(a, tile);
-    float acc[64], d[64];  // d: written by the first k32 step of each block (scale-d 0)
+    const WgradTile t = wgrad_tile<BK>(a, tile);
+    float acc[BK / 2], d[BK / 2];  // d: written by the first k32 step of each block (scale-d 0)
 #pragma unroll
-    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+    for (int i = 0; i < BK / 2; ++i) acc[i] = 0.0f;
     for (int kb = 0; kb < t.nkb; ++kb, ++it) {
       const int st = s.stage(it), valid = t.tok_end - (t.tok0 + kb * 128);
       mbar_wait(s.full(st), s.parity(it));
-      if (valid < 128) zero_tail(s, st, valid);
+      if (valid < 128) zero_tail<BK>(s, st, valid);
       const std::uint32_t a_base = s.a_tile(st) + wg * 64 * 128, b_base = s.b_tile(st);
       fence_regs(d);
       asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
       for (int j = 0; j < 4; ++j)
-        wgmma_k32<128, AE5, BE5>(d, smem_desc(a_base + j * 32), smem_desc(b_base + j * 32), j);
+        wgmma_k32<BK, AE5, BE5>(d, smem_desc(a_base + j * 32), smem_desc(b_base + j * 32), j);
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
       fence_regs(d);
       if (a.blockwise) {
-        promote_blockwise(s.scales(st), d, acc, local_row);
+        promote_blockwise<BK>(s.scales(st), d, acc, local_row);
       } else {
 #pragma unroll
-        for (int i = 0; i < 64; ++i) acc[i] = __fadd_rn(acc[i], d[i]);
+        for (int i = 0; i < BK / 2; ++i) acc[i] = __fadd_rn(acc[i], d[i]);
       }
       s.release(it);
     }
-    store_wgrad(a, t, acc, local_row);
+    store_wgrad<BK>(a, t, acc, local_row);
   }
 }
 
-template <bool AE5, bool BE5>
+template <int BK, bool AE5, bool BE5>
 __global__ void __launch_bounds__(kPipelineThreads, 1)
     grouped_wgrad_kernel(const __grid_constant__ WgradTmaParams p) {
   extern __shared__ std::uint8_t smem_raw[];
-  const Ring s = Ring::at(smem_raw);
-  const std::int64_t total = std::int64_t(p.args.groups) * (p.args.N / 128) * (p.args.K / 128);
+  const Ring<BK> s = Ring<BK>::at(smem_raw);
+  const std::int64_t total =
+      std::int64_t(p.args.groups) * (p.args.N / 128) * ((p.args.K + BK - 1) / BK);
   if (threadIdx.x == 0) s.init(p.args.blockwise);
   __syncthreads();
   if (threadIdx.x >= kConsumerThreads) {
     setmaxnreg_dec<kProducerRegs>();
-    if (threadIdx.x < kConsumerThreads + 32) produce(p, s, total);
+    if (threadIdx.x < kConsumerThreads + 32) produce<BK>(p, s, total);
   } else {
     setmaxnreg_inc<kConsumerRegs>();
-    consume<AE5, BE5>(p, s, total);
+    consume<BK, AE5, BE5>(p, s, total);
   }
 }
 
-template <bool AE5, bool BE5>
+template <int BK, bool AE5, bool BE5>
 void launch_wgrad_typed(const WgradKernelArgs& args, cudaStream_t stream) {
   WgradTmaParams p{};
   p.args = args;
   if (args.M > 0) {  // with no tokens no block is loaded: the maps stay empty
     p.map_dy = fp8_tile_map(args.dy_t, args.M, args.N, 128);
-    p.map_x = fp8_tile_map(args.x_t, args.M, args.K, 128);
+    p.map_x = fp8_tile_map(args.x_t, args.M, args.K, BK);
   }
-  const auto kernel = grouped_wgrad_kernel<AE5, BE5>;
+  const auto kernel = grouped_wgrad_kernel<BK, AE5, BE5>;
   FP8REF_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Ring::kBytes));
-  const std::int64_t tiles = std::int64_t(args.groups) * (args.N / 128) * (args.K / 128);
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Ring<BK>::kBytes));
+  const std::int64_t tiles = std::int64_t(args.groups) * (args.N / 128) * ((args.K + BK - 1) / BK);
   const unsigned grid = unsigned(std::min<std::int64_t>(tiles, current_device_sm_count()));
-  kernel<<<grid, kPipelineThreads, Ring::kBytes, stream>>>(p);
+  kernel<<<grid, kPipelineThreads, Ring<BK>::kBytes, stream>>>(p);
   FP8REF_CUDA_CHECK(cudaGetLastError());
+}
+
+template <int BK>
+void launch_wgrad_tile(const WgradKernelArgs& args, cudaStream_t stream) {
+  if (!args.dy_e5m2 && !args.x_e5m2) return launch_wgrad_typed<BK, false, false>(args, stream);
+  if (!args.dy_e5m2 && args.x_e5m2) return launch_wgrad_typed<BK, false, true>(args, stream);
+  if (args.dy_e5m2 && !args.x_e5m2) return launch_wgrad_typed<BK, true, false>(args, stream);
+  launch_wgrad_typed<BK, true, true>(args, stream);
 }
 
 }  // namespace
 
-void launch_grouped_wgrad(const WgradKernelArgs& args, cudaStream_t stream) {
-  if (!args.dy_e5m2 && !args.x_e5m2) return launch_wgrad_typed<false, false>(args, stream);
-  if (!args.dy_e5m2 && args.x_e5m2) return launch_wgrad_typed<false, true>(args, stream);
-  if (args.dy_e5m2 && !args.x_e5m2) return launch_wgrad_typed<true, false>(args, stream);
-  launch_wgrad_typed<true, true>(args, stream);
+void launch_grouped_wgrad(const WgradKernelArgs& args, int block_k, cudaStream_t stream) {
+  if (block_k == 192) return launch_wgrad_tile<192>(args, stream);
+  launch_wgrad_tile<128>(args, stream);
 }
 
 }  // namespace fp8ref::gpu::detail

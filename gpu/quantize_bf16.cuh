@@ -19,6 +19,16 @@ __device__ __forceinline__ uint4 load_stream16(const void* p) {
   return u;
 }
 
+// A 16-byte chunk by a plain global load (no cache hints): the 1xW and row kernels measured it
+// faster than load_stream16 on the H200 (docs/benchmarks.md "GPU data path").
+__device__ __forceinline__ uint4 load16(const void* p) {
+  uint4 u;
+  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w)
+               : "l"(p));
+  return u;
+}
+
 // Max of |x| over bf16 patterns, two 16-bit lanes a word (max.u16x2, sm_90): the pattern order of
 // non-negative bf16 is their value order, NaN patterns above +Inf (0x7F80).
 __device__ __forceinline__ std::uint32_t max_u16x2(std::uint32_t a, std::uint32_t b) {
@@ -27,8 +37,10 @@ __device__ __forceinline__ std::uint32_t max_u16x2(std::uint32_t a, std::uint32_
   return d;
 }
 __device__ __forceinline__ std::uint32_t abs16x2(std::uint32_t w) { return w & 0x7FFF7FFFu; }
-__device__ __forceinline__ std::uint32_t chunk_max16x2(const uint4& u) {
-  return max_u16x2(max_u16x2(abs16x2(u.x), abs16x2(u.y)), max_u16x2(abs16x2(u.z), abs16x2(u.w)));
+// Packed maximum of abs over a chunk's four words (abs: Abs16x2, or Abs16x2NoNan below).
+template <class Abs>
+__device__ __forceinline__ std::uint32_t chunk_max16x2(const uint4& u, Abs abs) {
+  return max_u16x2(max_u16x2(abs(u.x), abs(u.y)), max_u16x2(abs(u.z), abs(u.w)));
 }
 // The two 16-bit maxima of a word folded into one.
 __device__ __forceinline__ std::uint32_t fold16(std::uint32_t p) {
@@ -39,10 +51,13 @@ __device__ __forceinline__ std::uint32_t abs16x2_no_nan(std::uint32_t w) {
   const std::uint32_t lo = w & 0x7FFFu, hi = (w >> 16) & 0x7FFFu;
   return (hi > 0x7F80u ? 0u : hi << 16) | (lo > 0x7F80u ? 0u : lo);
 }
-__device__ __forceinline__ std::uint32_t chunk_max16x2_no_nan(const uint4& u) {
-  return max_u16x2(max_u16x2(abs16x2_no_nan(u.x), abs16x2_no_nan(u.y)),
-                   max_u16x2(abs16x2_no_nan(u.z), abs16x2_no_nan(u.w)));
-}
+// The two |x| of a word as function objects (template arguments of the max passes, inlined).
+struct Abs16x2 {
+  __device__ std::uint32_t operator()(std::uint32_t w) const { return abs16x2(w); }
+};
+struct Abs16x2NoNan {
+  __device__ std::uint32_t operator()(std::uint32_t w) const { return abs16x2_no_nan(w); }
+};
 // True when a packed maximum holds a NaN pattern in either lane.
 __device__ __forceinline__ bool has_nan16x2(std::uint32_t p) {
   return (p & 0xFFFFu) > 0x7F80u || (p >> 16) > 0x7F80u;
@@ -51,14 +66,14 @@ __device__ __forceinline__ bool has_nan16x2(std::uint32_t p) {
 // second pass over the chunks, taken only when a NaN is present).
 template <int N>
 __device__ __forceinline__ std::uint32_t chunks_max16(const uint4 (&v)[N], bool ignore_nan) {
-  std::uint32_t p = 0;
+  const auto pass = [&](auto abs) {
+    std::uint32_t p = 0;
 #pragma unroll
-  for (int k = 0; k < N; ++k) p = max_u16x2(p, chunk_max16x2(v[k]));
-  if (ignore_nan && has_nan16x2(p)) {
-    p = 0;
-#pragma unroll
-    for (int k = 0; k < N; ++k) p = max_u16x2(p, chunk_max16x2_no_nan(v[k]));
-  }
+    for (int k = 0; k < N; ++k) p = max_u16x2(p, chunk_max16x2(v[k], abs));
+    return p;
+  };
+  std::uint32_t p = pass(Abs16x2{});
+  if (ignore_nan && has_nan16x2(p)) p = pass(Abs16x2NoNan{});
   return fold16(p);
 }
 

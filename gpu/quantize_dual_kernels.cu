@@ -82,6 +82,27 @@ __device__ __forceinline__ void row_scales(const QuantizeLaunch& q, std::int64_t
   }
 }
 
+// Per-thread packed maxima of |x| (abs: Abs16x2, or Abs16x2NoNan to drop NaN patterns) of
+// each column pair over the thread's rows of column group j into cm[j]; returns their maximum.
+template <int W, class Abs>
+__device__ __forceinline__ std::uint32_t column_pass(const uint4 (&v)[8], Abs abs,
+                                                     std::uint32_t (&cm)[Tile<W>::T][4]) {
+  using TL = Tile<W>;
+  std::uint32_t any = 0;
+#pragma unroll
+  for (int j = 0; j < TL::T; ++j) {
+    cm[j][0] = cm[j][1] = cm[j][2] = cm[j][3] = 0;
+#pragma unroll
+    for (int i = 0; i < TL::kRows; ++i) {
+      const uint4& u = v[j * TL::kRows + i];
+      cm[j][0] = max_u16x2(cm[j][0], abs(u.x)), cm[j][1] = max_u16x2(cm[j][1], abs(u.y));
+      cm[j][2] = max_u16x2(cm[j][2], abs(u.z)), cm[j][3] = max_u16x2(cm[j][3], abs(u.w));
+    }
+    any = max_u16x2(any, max_u16x2(max_u16x2(cm[j][0], cm[j][1]), max_u16x2(cm[j][2], cm[j][3])));
+  }
+  return any;
+}
+
 // Column maxima of the tile into shared memory: per thread a packed word per column pair (local
 // over its rows), the other half-warp (xor 16), then one row of colmax per warp.
 template <int W>
@@ -89,33 +110,10 @@ __device__ __forceinline__ void column_maxima(const uint4 (&v)[8], bool ignore_n
                                               std::uint32_t (*colmax)[Tile<W>::kCols / 2]) {
   using TL = Tile<W>;
   const int cg = int(threadIdx.x % 16), warp = int(threadIdx.x / 32);
-  std::uint32_t any = 0;
   std::uint32_t cm[TL::T][4];
-#pragma unroll
-  for (int j = 0; j < TL::T; ++j) {
-    cm[j][0] = cm[j][1] = cm[j][2] = cm[j][3] = 0;
-#pragma unroll
-    for (int i = 0; i < TL::kRows; ++i) {
-      const uint4& u = v[j * TL::kRows + i];
-      cm[j][0] = max_u16x2(cm[j][0], abs16x2(u.x)), cm[j][1] = max_u16x2(cm[j][1], abs16x2(u.y));
-      cm[j][2] = max_u16x2(cm[j][2], abs16x2(u.z)), cm[j][3] = max_u16x2(cm[j][3], abs16x2(u.w));
-    }
-    any = max_u16x2(any, max_u16x2(max_u16x2(cm[j][0], cm[j][1]), max_u16x2(cm[j][2], cm[j][3])));
-  }
-  if (ignore_nan && has_nan16x2(any)) {  // a NaN somewhere: again, NaN patterns as 0
-#pragma unroll
-    for (int j = 0; j < TL::T; ++j) {
-      cm[j][0] = cm[j][1] = cm[j][2] = cm[j][3] = 0;
-#pragma unroll
-      for (int i = 0; i < TL::kRows; ++i) {
-        const uint4& u = v[j * TL::kRows + i];
-        cm[j][0] = max_u16x2(cm[j][0], abs16x2_no_nan(u.x));
-        cm[j][1] = max_u16x2(cm[j][1], abs16x2_no_nan(u.y));
-        cm[j][2] = max_u16x2(cm[j][2], abs16x2_no_nan(u.z));
-        cm[j][3] = max_u16x2(cm[j][3], abs16x2_no_nan(u.w));
-      }
-    }
-  }
+  const std::uint32_t any = column_pass<W>(v, Abs16x2{}, cm);
+  if (ignore_nan && has_nan16x2(any))  // a NaN somewhere: again, NaN patterns as 0
+    column_pass<W>(v, Abs16x2NoNan{}, cm);
 #pragma unroll
   for (int j = 0; j < TL::T; ++j)
 #pragma unroll
@@ -178,14 +176,36 @@ __device__ __forceinline__ void copy_tile(const QuantizeLaunch& q, std::int64_t 
   }
 }
 
+// The same chunks of tile (rows [r0, r1), columns from c0) straight into registers: plain
+// 16-byte loads, all issued before any is used (zeros past the tensor).
+template <int W>
+__device__ __forceinline__ void load_tile(const QuantizeLaunch& q, std::int64_t r0, std::int64_t r1,
+                                          std::int64_t c0, uint4 (&v)[8]) {
+  using TL = Tile<W>;
+  const int cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
+  const auto* x = static_cast<const std::uint16_t*>(q.x);
+#pragma unroll
+  for (int s = 0; s < 8; ++s) {
+    const std::int64_t r = r0 + rg + 16 * (s % TL::kRows), c = c0 + 128 * (s / TL::kRows) + 8 * cg;
+    v[s] = r < r1 && c < q.cols ? load16(x + r * q.cols + c) : make_uint4(0, 0, 0, 0);
+  }
+}
+
 constexpr int kTileBytes = 8 * kThreads * 16;  // one stage: eight chunks a thread (32 KiB)
 
-// Persistent CTAs over tiles: tile it = block row br (rows [r0, r1), at most W) x column tile
-// ct, two tiles in shared memory (cp.async): the CTA's next tile loads while this one is reduced
+// Whether the tiles of W stream through shared memory: W = 32 (the MX tiles, four column groups
+// a thread) as persistent CTAs whose next tile is copied by cp.async while this one is cast
+// (two CTAs an SM); W = 128 as one tile a CTA step loaded straight into registers (three CTAs an
+// SM). Each the faster of the two on the H200 (docs/benchmarks.md "GPU data path").
+template <int W>
+constexpr bool kStaged = W == 32;
+
+// CTAs over tiles: tile it = block row br (rows [r0, r1), at most W) x column tile ct, its
+// chunks into registers (kStaged: from the shared-memory stage the previous step filled), reduced
 // and cast from registers. kRowBlocks: also the 1xW row blocks (quantize_dual; dl.row), else
 // column blocks only (dl.col, which may carry per-group row starts).
 template <int W, ScaleKind K, bool kRowBlocks>
-__global__ void __launch_bounds__(kThreads, 2) column_tile_kernel(DualLaunch dl) {
+__global__ void __launch_bounds__(kThreads, kStaged<W> ? 2 : 3) column_tile_kernel(DualLaunch dl) {
   static_assert(kThreads == 256, "16 chunks x 16 row lanes");
   using TL = Tile<W>;
   extern __shared__ uint4 stages[];  // 2 x 8 x kThreads chunks
@@ -195,19 +215,25 @@ __global__ void __launch_bounds__(kThreads, 2) column_tile_kernel(DualLaunch dl)
   const QuantizeLaunch& q = dl.col;
   const int cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
   const std::int64_t nct = (q.cols + TL::kCols - 1) / TL::kCols, n = q.block_rows * nct;
-  if (blockIdx.x < n) copy_tile<W>(q, blockIdx.x, nct, stages);
-  commit_copies();
+  if constexpr (kStaged<W>) {
+    if (blockIdx.x < n) copy_tile<W>(q, blockIdx.x, nct, stages);
+    commit_copies();
+  }
   int parity = 0;
   for (std::int64_t it = blockIdx.x; it < n; it += gridDim.x, parity ^= 1) {
     const std::int64_t br = it / nct, c0 = (it % nct) * TL::kCols;
     const std::int64_t r0 = row_start(q, br), r1 = row_end(q, br);
-    if (it + gridDim.x < n)
-      copy_tile<W>(q, it + gridDim.x, nct, stages + (parity ^ 1) * 8 * kThreads);
-    commit_copies();  // an empty group keeps the count uniform
-    asm volatile("cp.async.wait_group 1;\n" ::: "memory");  // tile it has landed
     uint4 v[8];
+    if constexpr (kStaged<W>) {
+      if (it + gridDim.x < n)
+        copy_tile<W>(q, it + gridDim.x, nct, stages + (parity ^ 1) * 8 * kThreads);
+      commit_copies();  // an empty group keeps the count uniform
+      asm volatile("cp.async.wait_group 1;\n" ::: "memory");  // tile it has landed
 #pragma unroll
-    for (int s = 0; s < 8; ++s) v[s] = stages[parity * 8 * kThreads + s * kThreads + threadIdx.x];
+      for (int s = 0; s < 8; ++s) v[s] = stages[parity * 8 * kThreads + s * kThreads + threadIdx.x];
+    } else {
+      load_tile<W>(q, r0, r1, c0, v);
+    }
     if constexpr (kRowBlocks) {
       RowScale rs[8];
       row_scales<W, K>(dl.row, r0, c0, v, rs);
@@ -249,10 +275,14 @@ void launch_column_tiles(const DualLaunch& dl) {
   const QuantizeLaunch& q = dl.col;
   const std::int64_t tiles = q.block_rows * ((q.cols + Tile<W>::kCols - 1) / Tile<W>::kCols);
   const auto kernel = column_tile_kernel<W, K, kRowBlocks>;
-  constexpr int smem = 2 * kTileBytes;
-  FP8REF_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  kernel<<<resident_grid(kernel, smem, tiles, q.max_blocks), kThreads, smem, q.stream>>>(dl);
+  if constexpr (kStaged<W>) {
+    constexpr int smem = 2 * kTileBytes;
+    FP8REF_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    kernel<<<resident_grid(kernel, smem, tiles, q.max_blocks), kThreads, smem, q.stream>>>(dl);
+  } else {
+    kernel<<<grid_of(tiles, q.max_blocks), kThreads, 0, q.stream>>>(dl);
+  }
 }
 
 }  // namespace

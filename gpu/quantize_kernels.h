@@ -55,7 +55,7 @@ struct QuantizeLaunch {
   bool vec;                // 16-byte loads: cols % 8 == 0 and x 16-byte aligned, codes 8-aligned
   std::uint32_t* amax_ws;  // tensorwise: one zeroed word
   int max_blocks;
-  int chunks_per_lane;  // 1xW bf16 kernel: 4, 8 or 16 (0: 8)
+  int chunks_per_lane;  // 1xW bf16 kernel: 4, 8 or 16 rounds a lane (0: 16 for 1x128, 4 for 1x32)
   cudaStream_t stream;
 };
 
@@ -69,6 +69,9 @@ void launch_dual_bf16(const DualLaunch& dl);
 // SwiGLU then 1xW quantize (W = block_w, 32 or 128): the launch describes the (rows, H) f32 result,
 // x is the merged (rows, 2H) bf16 gate/up, 16-byte aligned, H % W == 0.
 void launch_swiglu_bf16(const QuantizeLaunch& q);
+// The SwiGLU kernel's e = RN_f32(exp(-g)) for every bf16 pattern g: out (device, 65536 floats)
+// [g] (the exhaustive test of its table and range cut-offs, proptests/gpu).
+void swiglu_exp_probe(float* out, cudaStream_t stream);
 
 void launch_small_blocks(const QuantizeLaunch& q);   // block_h == 1, block_w 32 or 128
 void launch_tile_blocks(const QuantizeLaunch& q);    // one CTA per block (rowwise, 128x128, ...)

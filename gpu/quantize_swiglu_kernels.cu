@@ -111,6 +111,16 @@ __global__ void __launch_bounds__(kThreads) swiglu_blocks_kernel(QuantizeLaunch 
   }
 }
 
+// e = exp_neg(g) of every bf16 pattern g (out[g], 65536 floats) through the kernel's own path:
+// the table copied to shared memory as swiglu_blocks_kernel copies it, then exp_neg.
+__global__ void __launch_bounds__(kThreads) exp_probe_kernel(float* out) {
+  __shared__ float table[kTableSize];
+  for (int i = int(threadIdx.x); i < int(kTableSize); i += kThreads) table[i] = g_exp_table[i];
+  __syncthreads();
+  const std::uint32_t g = blockIdx.x * kThreads + threadIdx.x;
+  if (g < 65536u) out[g] = exp_neg(g, table);
+}
+
 // The table, filled on the first call on each device (and waited for, so a later call on any
 // stream finds it complete).
 void ensure_exp_table(cudaStream_t stream) {
@@ -142,6 +152,12 @@ void launch_swiglu_kernel(const QuantizeLaunch& q) {
 }
 
 }  // namespace
+
+void swiglu_exp_probe(float* out, cudaStream_t stream) {
+  ensure_exp_table(stream);
+  exp_probe_kernel<<<65536 / kThreads, kThreads, 0, stream>>>(out);
+  FP8REF_CUDA_CHECK(cudaGetLastError());
+}
 
 void launch_swiglu_bf16(const QuantizeLaunch& q) {
   ensure_exp_table(q.stream);

@@ -2,7 +2,8 @@
 // (reference/swiglu.h swiglu_merged_bf16, then reference/quantize of the f32 result): codes and
 // scales bitwise for every GPU recipe over 1x128 (MX: 1x32) blocks and every layout, on finite
 // bf16 gate/up values of every generator class plus the exp edges (exp(-g) overflowing,
-// underflowing, subnormal); grid size changes no bit; bad input is refused before any launch.
+// underflowing, subnormal); the kernel's exp path alone for all 2^16 bf16 gates; grid size
+// changes no bit; bad input is refused before any launch.
 // Inputs holding NaN or Inf are outside the bitwise contract (a NaN made inside SwiGLU takes the
 // platform's sign), docs/recipes.md "SwiGLU".
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -19,6 +21,7 @@
 #include "cases/value_class.h"
 #include "gpu/device.h"
 #include "gpu/quantize.h"
+#include "gpu/quantize_kernels.h"
 #include "reference/swiglu.h"
 
 namespace fp8ref {
@@ -119,6 +122,34 @@ TEST(GpuSwigluQuantize, EqualsOracleBitwise) {
   EXPECT_GT(cases, 0);
   std::printf("%d SwiGLU cases equal the oracle, %d shapes refused as the library does\n", cases,
               refused);
+}
+
+// The kernel's exp path alone (its table, filled once per device, and the cut-offs |g| < 2^-25
+// -> 1, |g| >= 128 -> 0 / +Inf) for every one of the 2^16 bf16 gate patterns, the kernel's only
+// input type: bitwise the oracle's exp_f32_correctly_rounded(-g); a NaN g gives a NaN (its sign
+// and payload are the platform's, outside the bitwise contract, docs/recipes.md "SwiGLU").
+TEST(GpuSwigluQuantize, ExpTableEqualsOracleForEveryBf16) {
+  FP8REF_REQUIRE_DEVICE();
+  DeviceBuffer d = device_bytes(65536 * 4, 0xCD);
+  gpu::detail::swiglu_exp_probe(static_cast<float*>(d.get()), nullptr);
+  FP8REF_CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<std::uint8_t> bytes = host_of(d, 65536 * 4);
+  int mismatches = 0, nans = 0;
+  std::string first;
+  for (std::uint32_t g = 0; g < 65536; ++g) {
+    std::uint32_t got = 0;
+    std::memcpy(&got, bytes.data() + 4 * g, 4);
+    const float x = std::bit_cast<float>(g << 16);
+    const std::uint32_t want = std::bit_cast<std::uint32_t>(ref::exp_f32_correctly_rounded(-x));
+    const bool ok = std::isnan(x) ? std::isnan(std::bit_cast<float>(got)) : got == want;
+    nans += std::isnan(x);
+    if (!ok && mismatches++ == 0)
+      first = "g " + std::to_string(g) + ": kernel " + std::to_string(got) + " oracle " +
+              std::to_string(want);
+  }
+  EXPECT_EQ(mismatches, 0) << first;
+  EXPECT_EQ(nans, 2 * 127);  // every NaN pattern was checked as a NaN
+  std::printf("65536 bf16 gates: exp(-g) bitwise the oracle's (%d NaN gates give NaN)\n", nans);
 }
 
 TEST(GpuSwigluQuantize, GridSizeChangesNoBit) {
