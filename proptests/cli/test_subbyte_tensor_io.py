@@ -9,7 +9,8 @@ model ranked against `exact`, the one configuration of its list that takes them)
 float6 dtype; nothing written), and an .npz of ml_dtypes float6 codes and float8_e8m0fnu scales
 (both opaque '|V1') read with one --as NAME=DTYPE per tensor (inspect's values against
 ml_dtypes; diff against the safetensors; unknown names and a second plain --as refused with
-exit 2).
+exit 2), and GEMM operands of one F6 code per byte (U8 with --as NAME=e2m3:unpacked, npz with
+--as NAME=e2m3) giving the packed file's oracle output.
 Usage: test_subbyte_tensor_io.py --fp8-check EXE --work DIR"""
 import argparse
 import json
@@ -173,6 +174,64 @@ def check_per_tensor_as(exe, work, rng):
           "bad --as refused")
 
 
+def check_unpacked_operands(exe, work, rng):
+    """GEMM operands of one FP6 code per byte: a U8 tensor read with --as NAME=e2m3:unpacked
+    (torchao's f32_to_f6_*_unpacked, quantize --f6-codes u8) and ml_dtypes' '|V1' npz members
+    read with --as NAME=e2m3 give the packed F6 file's output, and --model exact the exact sum
+    (float64 in numpy: products are multiples of 2^-7 below 2^8, so the sums are exact)."""
+    M, N, K, G = 5, 3, 40, 2
+    ca = rng.integers(0, 64, (M, K), dtype=np.uint8)
+    cb = rng.integers(0, 64, (G, N, K), dtype=np.uint8)
+    va = ca.view(ml_dtypes.float6_e2m3fn).astype(np.float64)
+    vb = cb.view(ml_dtypes.float6_e3m2fn).astype(np.float64)
+    offs = np.array([2, 5], dtype=np.int64)
+    files = {"packed": os.path.join(work, "f6_packed.safetensors"),
+             "u8": os.path.join(work, "f6_u8.safetensors"), "npz": os.path.join(work, "f6.npz")}
+    bw.write_safetensors(files["packed"], {
+        "a": ("F6_E2M3", ca.shape, packed(ca, "F6_E2M3")),
+        "b": ("F6_E3M2", cb.shape, packed(cb, "F6_E3M2")), "offs": ("I64", (G,), offs.tobytes())})
+    bw.write_safetensors(files["u8"], {
+        "a": ("U8", ca.shape, ca.tobytes()), "b": ("U8", cb.shape, cb.tobytes()),
+        "offs": ("I64", (G,), offs.tobytes())})
+    np.savez(files["npz"], a=ca.view(ml_dtypes.float6_e2m3fn),
+             b=cb.view(ml_dtypes.float6_e3m2fn), offs=offs)
+    as_of = {"packed": [], "u8": ["--as", "a=e2m3:unpacked", "--as", "b=e3m2:unpacked"],
+             "npz": ["--as", "a=e2m3", "--as", "b=e3m2"]}
+    want = np.array([[np.sum(va[r] * vb[0 if r < 2 else 1, n]) for n in range(N)]
+                     for r in range(M)]).astype(np.float32)
+    for model in ("exact", "blackwell_f8f6f4"):
+        outs = []
+        for kind, path in files.items():
+            out = os.path.join(work, f"f6_{kind}_{model}_out.safetensors")
+            run(exe, ["oracle", "grouped-gemm", "--in", path, "--a", "a", "--b", "b", "--offs",
+                      "offs", "--model", model, "--out", out] + as_of[kind], 0)
+            outs.append(bw.read_f32(out, "out"))
+        if not all(np.array_equal(x, outs[0]) for x in outs):
+            sys.exit(f"{model}: packed / U8 / npz operands give {outs}")
+        if model == "exact" and not np.array_equal(outs[0], want):
+            sys.exit(f"exact on F6 operands: {outs[0]} != {want}")
+    common = ["oracle", "grouped-gemm", "--a", "a", "--b", "b", "--offs", "offs", "--model",
+              "exact", "--out", os.path.join(work, "x.safetensors")]
+    bad = ca.copy()
+    bad[1, 2] = 0x40  # bit 6: no e2m3 code
+    bad_file = os.path.join(work, "f6_u8_bad.safetensors")
+    bw.write_safetensors(bad_file, {"a": ("U8", bad.shape, bad.tobytes()),
+                                    "b": ("U8", cb.shape, cb.tobytes()),
+                                    "offs": ("I64", (G,), offs.tobytes())})
+    for path, extra in [(files["packed"], as_of["u8"]),  # F6, not U8
+                        (bad_file, as_of["u8"]),
+                        (files["u8"], ["--as", "a=e4m3:unpacked", "--as", "b=e3m2:unpacked"]),
+                        (files["u8"], ["--as", "e2m3"]),
+                        (files["u8"], ["--as", "c=e2m3:unpacked"]),
+                        (files["u8"], ["--as", "a=e2m3:unpacked", "--as", "a=e2m3"]),
+                        (files["u8"], [])]:  # U8 without --as: not an operand dtype
+        r = run(exe, common[:2] + ["--in", path] + common[2:] + extra, 2)
+        if len(r.stderr.strip().splitlines()) != 1:
+            sys.exit(f"{extra}: {r.stderr!r}")
+    print("F6 operands one code per byte: U8 with --as NAME=e2m3:unpacked and npz with --as "
+          "NAME=e2m3 equal the packed file (exact, blackwell_f8f6f4); exact == numpy; 7 refusals")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--fp8-check", required=True)
@@ -186,6 +245,7 @@ def main():
     check_explain(o.fp8_check, o.work, rng)
     check_quantize(o.fp8_check, o.work, rng)
     check_per_tensor_as(o.fp8_check, o.work, rng)
+    check_unpacked_operands(o.fp8_check, o.work, rng)
 
 
 if __name__ == "__main__":

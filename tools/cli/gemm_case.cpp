@@ -4,10 +4,14 @@
 // transposed or column-major dump of the same size is refused instead of being misread.
 #include "cli/gemm_case.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string_view>
+#include <utility>
 
 #include "cli/errors.h"
+#include "cli/inspect.h"
 #include "reference/group_desc.h"
 #include "tensor_io/element_values.h"
 
@@ -36,14 +40,73 @@ const Tensor& find_tensor(const TensorFile& tf, const std::string& file, const s
 
 namespace {
 
+constexpr std::string_view kUnpacked = ":unpacked";
+
+// The --as values: NAME=DTYPE into ro (inspect's apply_as_options), NAME=DTYPE:unpacked into
+// `unpacked`; a plain DTYPE (every tensor: the offsets and scales too) is refused here.
+void parse_gemm_as(const std::vector<std::string>& values, ReadOptions& ro,
+                   std::vector<std::pair<std::string, DType>>& unpacked) {
+  std::vector<std::string> plain;
+  for (const std::string& v : values) {
+    const std::size_t eq = v.rfind('=');
+    if (eq == std::string::npos || eq == 0)
+      usage("--as: expected NAME=DTYPE or NAME=DTYPE:unpacked, got '" + v + "'");
+    if (!v.ends_with(kUnpacked)) {
+      plain.push_back(v);
+      continue;
+    }
+    const DType d = parse_dtype_option(v.substr(eq + 1, v.size() - eq - 1 - kUnpacked.size()));
+    if (d != DType::F4 && d != DType::F6_E2M3 && d != DType::F6_E3M2)
+      usage("--as: '" + v + "': :unpacked takes e2m1, e2m3 or e3m2");
+    unpacked.emplace_back(v.substr(0, eq), d);
+  }
+  apply_as_options(plain, ro);
+  for (std::size_t i = 0; i < unpacked.size(); ++i) {
+    const std::string& name = unpacked[i].first;
+    bool twice = ro.as_by_name.contains(name);
+    for (std::size_t j = 0; j < i; ++j) twice = twice || unpacked[j].first == name;
+    if (twice) usage("--as: tensor '" + name + "' given twice");
+  }
+}
+
+}  // namespace
+
+TensorFile load_input(const GemmOptions& o) {
+  ReadOptions ro;
+  std::vector<std::pair<std::string, DType>> unpacked;
+  parse_gemm_as(o.as, ro, unpacked);
+  TensorFile tf;
+  try {
+    tf = read_tensor_file(o.in, ro);
+    for (const auto& [name, d] : unpacked) {
+      const auto it = std::find_if(tf.tensors.begin(), tf.tensors.end(),
+                                   [&](const NamedTensor& t) { return t.name == name; });
+      if (it == tf.tensors.end()) usage("--as: " + o.in + " has no tensor '" + name + "'");
+      if (it->tensor.dtype != DType::U8 && it->tensor.dtype != DType::I8)
+        usage("--as " + name + "=" + std::string(dtype_name(d)) + ":unpacked: '" + name + "' is " +
+              std::string(dtype_name(it->tensor.dtype)) +
+              ", expected U8 or I8 (one code per byte)");
+      const std::vector<std::uint8_t> bytes(it->tensor.data.begin(), it->tensor.data.end());
+      it->tensor = pack_unpacked_subbyte(bytes, it->tensor.shape, d, o.in);
+    }
+  } catch (const tensor_io::Error& e) {
+    usage(e.what());
+  }
+  return tf;
+}
+
+namespace {
+
 Format fp8_format(const Tensor& t, const char* flag) {
   if (t.dtype == DType::F8_E4M3) return Format::e4m3;
   if (t.dtype == DType::F8_E5M2) return Format::e5m2;
   if (t.dtype == DType::F4) return Format::e2m1;       // the Blackwell models' FP4 operands
   if (t.dtype == DType::F6_E2M3) return Format::e2m3;  // and FP6 (kind::f8f6f4 / mxf8f6f4)
   if (t.dtype == DType::F6_E3M2) return Format::e3m2;
+  const bool bytes = t.dtype == DType::U8 || t.dtype == DType::I8;
   usage(std::string(flag) + ": expected F8_E4M3, F8_E5M2, F6_E2M3, F6_E3M2 or F4 (e2m1), got " +
-        std::string(dtype_name(t.dtype)));
+        std::string(dtype_name(t.dtype)) +
+        (bytes ? " (one FP6 / FP4 code per byte: --as NAME=e2m3|e3m2|e2m1:unpacked)" : ""));
 }
 
 // The operand's codes one per byte (F4 / F6 unpacked: element i from the packed bits).
@@ -176,7 +239,7 @@ void load_tensor_scales(const TensorFile& tf, const GemmOptions& o, GemmCase& c)
 
 }  // namespace
 
-GemmCase load_case(const GemmOptions& o) { return load_case(load_file(o.in), o); }
+GemmCase load_case(const GemmOptions& o) { return load_case(load_input(o), o); }
 
 GemmCase load_case(const TensorFile& tf, const GemmOptions& o) {
   GemmCase c;
@@ -286,7 +349,7 @@ void add_kgroups(KGroupedCase& k, const Tensor& a, const Tensor& b, BLayout layo
 }  // namespace
 
 KGroupedCase load_kgrouped_case(const GemmOptions& o) {
-  return load_kgrouped_case(load_file(o.in), o);
+  return load_kgrouped_case(load_input(o), o);
 }
 
 KGroupedCase load_kgrouped_case(const TensorFile& tf, const GemmOptions& o) {

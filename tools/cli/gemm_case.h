@@ -27,6 +27,7 @@ struct GemmOptions {
   std::string in, a, b, scale_a, scale_b, offs, b_layout = "nk", scaling = "none", model;
   std::string grouping = "m";  // m: groups of rows of A; k: groups of K (wgrad-style)
   std::string tensor_scale_a, tensor_scale_b;  // nvfp4's per-tensor scales (optional)
+  std::vector<std::string> as;  // --as NAME=DTYPE[:unpacked] for tensors of --in (load_input)
   std::string out_dtype = "f32", out, out_name = "out", got, got_file;
   int split_k = 1;
   std::int64_t split_blocks = 0;
@@ -73,6 +74,10 @@ KGroupedCase load_kgrouped_case(const tensor_io::TensorFile& tf, const GemmOptio
 [[noreturn]] void usage(const std::string& what);
 
 tensor_io::TensorFile load_file(const std::string& path);
+// --in read with the --as options (docs/cli.md): NAME=DTYPE reinterprets tensor NAME as inspect's
+// --as does; NAME=DTYPE:unpacked reads a U8 / I8 tensor NAME of one e2m1 / e2m3 / e3m2 code per
+// byte in the low bits (torchao's *_unpacked, quantize --f6-codes u8) as that format.
+tensor_io::TensorFile load_input(const GemmOptions& o);
 const tensor_io::Tensor& find_tensor(const tensor_io::TensorFile& tf, const std::string& file,
                                      const std::string& name, const char* flag);
 

@@ -110,7 +110,7 @@ std::string preset_names() {
 }  // namespace
 
 ResolvedKernel resolve_kernel(GemmOptions& o, const GivenOptions& given) {
-  return resolve_kernel(o, given, load_file(o.in));
+  return resolve_kernel(o, given, load_input(o));
 }
 
 ResolvedKernel resolve_kernel(GemmOptions& o, const GivenOptions& given, const TensorFile& tf) {

@@ -305,6 +305,11 @@ void add_operand_options(CLI::App* c, GemmOptions& o) {
   c->add_option("--a", o.a, "A (M, K), F8_E4M3 or F8_E5M2; F4 (e2m1) for the Blackwell models")
       ->required();
   c->add_option("--b", o.b, "B (G, N, K) for nk, (G, K, N) for kn")->required();
+  c->add_option("--as", o.as,
+                "NAME=DTYPE: read --in's tensor NAME as DTYPE (as inspect --as); "
+                "NAME=e2m1|e2m3|e3m2:unpacked: a U8 tensor of one FP4 / FP6 code per byte "
+                "(repeatable)")
+      ->allow_extra_args(false);
   c->add_option("--scale-a", o.scale_a,
                 "A's decode scales, F32 or F8_E8M0: () tensorwise, (M) rowwise, (M, ceil(K/128)) "
                 "blockwise, (M, ceil(K/32)) mx, (M, ceil(K/16)) mx16 (ue8m0 values) / nvfp4 "

@@ -116,7 +116,7 @@ bool use_gpu(const GemmOptions& o) {
   return true;
 }
 
-LoadedCase load_for_run(const GemmOptions& o) { return load_for_run(load_file(o.in), o); }
+LoadedCase load_for_run(const GemmOptions& o) { return load_for_run(load_input(o), o); }
 
 LoadedCase load_for_run(const tensor_io::TensorFile& tf, const GemmOptions& o) {
   if (o.grouping == "m") {
