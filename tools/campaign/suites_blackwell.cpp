@@ -2,7 +2,8 @@
 // a Blackwell model (blackwell_* / rtx_blackwell_*, every scaling it takes, FP8 / FP6 / FP4
 // operands, row maps with rows of no group) and checks every element against the step chain of
 // numerics/models/blackwell_chain.h called on that element's codes and scale codes, then the
-// documented scalar epilogue RN(acc·RN(s_a·s_b)); 1 and 2 threads agree. The steps themselves are
+// documented scalar epilogue RN(acc·RN(s_a·s_b)); 1 and 2 threads agree; every finite element lies
+// within its bound of `exact` (verify --within-bound). The steps themselves are
 // held to MMA-Sim by the golden vectors; this suite covers the GEMM around them (scale indexing,
 // groups, re-encoding of the scales, short last steps).
 #include <bit>
@@ -118,6 +119,28 @@ float element(const BwCase& c, std::int64_t m, std::int64_t n, std::int64_t g) {
   return s1 == 1.0f && s2 == 1.0f ? acc : acc * (s1 * s2);
 }
 
+// Every finite element within the model's bound of `exact` on the same operands (the rule of
+// verify --within-bound, docs/cli.md): |y - exact| <= bound + 2^-24·|exact| + 2^-150, exact in
+// f32. Neither result is folded into the fingerprint.
+void check_bw_bound(const BwCase& c) {
+  const std::size_t n = std::size_t(c.M * c.N);
+  std::vector<float> y(n), z(n);
+  std::vector<double> bound(n);
+  ref::grouped_gemm_forward(c.operands(), c.group_of, c.model, ref::RowPolicy::zero,
+                            {OutDtype::f32, y, {}, bound});
+  ref::grouped_gemm_forward(c.operands(), c.group_of, {AccumulationModel::exact, 1},
+                            ref::RowPolicy::zero, {OutDtype::f32, z, {}, {}});
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(y[i]) || !std::isfinite(z[i])) continue;
+    const double ex = z[i];
+    if (std::fabs(double(y[i]) - ex) > bound[i] + std::ldexp(std::fabs(ex), -24) + 0x1p-150)
+      throw Violation(std::string(to_string(c.model.model)) + " " + ref::to_string(c.scaling) +
+                      " element " + std::to_string(i) + ": " + std::to_string(y[i]) +
+                      " is further than its bound " + std::to_string(bound[i]) + " from exact " +
+                      std::to_string(ex));
+  }
+}
+
 void check_bw(const BwCase& c, Fingerprint& fp) {
   std::vector<float> y;
   {
@@ -138,6 +161,7 @@ void check_bw(const BwCase& c, Fingerprint& fp) {
   }
   ThreadCount two(2);
   if (!same_bits(run_bw(c), y)) throw Violation("1 and 2 threads differ");
+  check_bw_bound(c);
 }
 
 TensorFile save_bw(const BwCase& c) {
