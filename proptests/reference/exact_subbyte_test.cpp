@@ -164,7 +164,9 @@ Case draw_case(SplitMix64& r) {
     c.fb = e2m1_only ? Format::e2m1 : kAll[r.below(5)];
   } while (!is_mx_element_format(c.fa) && !is_mx_element_format(c.fb));
   c.M = std::int64_t(r.in(1, 5)), c.N = std::int64_t(r.in(1, 4));
-  c.K = std::int64_t(r.below(8) == 0 ? r.in(0, 3) : r.in(1, 150));
+  // K: tiny (0 included), up to a few blocks, or past 64 16-blocks (exact_dot's batches)
+  const std::uint64_t k_class = r.below(16);
+  c.K = std::int64_t(k_class < 2 ? r.in(0, 3) : k_class == 2 ? r.in(1025, 1100) : r.in(1, 150));
   c.G = std::int64_t(r.in(1, 3));
   for (std::int64_t i = 0; i < c.M * c.K; ++i) c.a.push_back(draw_code(c.fa, r));
   for (std::int64_t i = 0; i < c.G * c.N * c.K; ++i) c.b.push_back(draw_code(c.fb, r));
@@ -227,7 +229,7 @@ std::string describe(const Case& c) {
 
 TEST(ExactSubbyte, EveryElementIsTheRationalSumRoundedOnce) {
   SplitMix64 r{0xE4AC75B1};
-  long elements = 0, infinite = 0, zero = 0, tensor = 0;
+  long elements = 0, infinite = 0, zero = 0, tensor = 0, long_k = 0;
   const int cases = 400 * test::level_factor();
   for (int i = 0; i < cases; ++i) {
     const Case c = draw_case(r);
@@ -236,7 +238,7 @@ TEST(ExactSubbyte, EveryElementIsTheRationalSumRoundedOnce) {
     std::vector<std::uint16_t> h(d == OutDtype::f32 ? 0 : std::size_t(c.M * c.N), 0x1234);
     ref::grouped_gemm_forward(c.operands(), c.row_map, {AccumulationModel::exact, 1},
                               ref::RowPolicy::untouched, {d, y, h, {}});
-    tensor += !c.ta.empty();
+    tensor += !c.ta.empty(), long_k += c.K > 1024;
     for (std::int64_t m = 0; m < c.M; ++m) {
       const std::int64_t g = c.row_map[std::size_t(m)];
       for (std::int64_t n = 0; n < c.N && g >= 0; ++n) {
@@ -253,11 +255,12 @@ TEST(ExactSubbyte, EveryElementIsTheRationalSumRoundedOnce) {
     }
   }
   std::cout << elements << " elements equal to the rational oracle (" << infinite
-            << " overflowing, " << zero << " zero; " << tensor << " cases with tensor scales)"
-            << std::endl;
+            << " overflowing, " << zero << " zero; " << tensor << " cases with tensor scales, "
+            << long_k << " with K > 1024)" << std::endl;
   EXPECT_GT(infinite, 0);
   EXPECT_GT(zero, 0);
   EXPECT_GT(tensor, 0);
+  EXPECT_GT(long_k, 0);
 }
 
 // The Blackwell model of the case's scaling and formats, if one takes them.
