@@ -208,19 +208,19 @@ inline double round_to(i128 sig, int exp, OutDtype d) {
   return detail::finish_rounding(keep, half, sticky, q, neg, d);
 }
 
-// A two's-complement fixed-point accumulator (Kulisch-style) of 14 limbs with bit 0 = 2^-384:
-// adds i128 * 2^e terms exactly, then rounds once. Accepts -384 <= e < 256 (else
+// A two's-complement fixed-point accumulator (Kulisch-style) of 15 limbs with bit 0 = 2^-384:
+// adds i128 * 2^e terms exactly, then rounds once. Accepts -384 <= e < 320 (else
 // std::range_error). Every term `exact` forms lies there (docs/models.md "`exact`", the exactness
 // fact of design.md §9): a block partial in product units 2^-32 (e5m2 x e5m2) .. 2^-2 (e2m1 x
 // e2m1) times a scale product whose odd significands carry the exponents. An f32 scale's odd
 // exponent is -149..127 (E8M0 0x00 = 2^-127 and 0xFE = 2^127 included), so e lies in
 // [-32 - 298, -2 + 254] = [-330, 252]. NVFP4 adds the f32 tensor scale to each side's ue4m3 block
-// scale (odd exponents -9..6, tensor -149..104): e in [-2 - 316, -2 + 220] for e2m1 x e2m1.
-// 128 bits of headroom for carries, so any sum of fewer than 2^100 terms is exact. No heap
-// allocation.
+// scale (odd exponents -9 (2^-9) .. 8 (256), tensor -149..127): e in [-2 - 316, -2 + 270] =
+// [-318, 268] for e2m1 x e2m1, hence the 15th limb (14 held e < 256). Above the top term 128+
+// bits of headroom for carries, so any sum of fewer than 2^100 terms is exact. No heap allocation.
 class ExactAccumulator {
  public:
-  static constexpr int kLimbs = 14;
+  static constexpr int kLimbs = 15;
   static constexpr int kBase = -384;
 
   void add(i128 sig, int exp) {

@@ -263,6 +263,52 @@ TEST(ExactSubbyte, EveryElementIsTheRationalSumRoundedOnce) {
   EXPECT_GT(long_k, 0);
 }
 
+// The ends of ExactAccumulator's range (exact_sum.h): nvfp4 with ue4m3 block scales 256 and 2^-9
+// and f32 tensor scales 2^127 and 2^-149 (term exponents up to 268 and down to -318), mx / mx16
+// with E8M0 0xFE and 0x00, alternating block by block so that the terms spread beyond one i128;
+// K = 1100, past 64 16-blocks, so exact_dot adds every term to the accumulator. The rational
+// oracle's value: ±Inf, ±0 or finite where the ends meet.
+TEST(ExactSubbyte, ExtremeScalesStayInTheAccumulatorRange) {
+  struct Ends {
+    Scaling s;
+    float lo, hi, ta, tb;
+  };
+  const Ends ends[] = {{Scaling::nvfp4, 256, 256, 0x1p127f, 0x1p127f},
+                       {Scaling::nvfp4, 0x1p-9f, 0x1p-9f, 0x1p-149f, 0x1p-149f},
+                       {Scaling::nvfp4, 0x1p-9f, 256, 0x1p127f, 0x1p-149f},
+                       {Scaling::mx, 0x1p-127f, 0x1p127f, 1, 1},
+                       {Scaling::mx16, 0x1p127f, 0x1p127f, 1, 1},
+                       {Scaling::mx16, 0x1p-127f, 0x1p-127f, 1, 1}};
+  SplitMix64 r{0xE7E7E7};
+  long elements = 0;
+  for (const Ends& x : ends)
+    for (const OutDtype d : {OutDtype::f32, OutDtype::bf16, OutDtype::f16}) {
+      Case c{Format::e2m1, Format::e2m1, x.s, 2, 2, 1100, 1};
+      for (std::int64_t i = 0; i < c.M * c.K; ++i) c.a.push_back(draw_code(c.fa, r));
+      for (std::int64_t i = 0; i < c.N * c.K; ++i) c.b.push_back(draw_code(c.fb, r));
+      const std::int64_t nb = ceil_div(c.K, c.blk());
+      for (std::int64_t i = 0; i < c.M * nb; ++i) c.sa.push_back(i % 2 ? x.lo : x.hi);
+      for (std::int64_t i = 0; i < c.N * nb; ++i) c.sb.push_back(i % 3 ? x.hi : x.lo);
+      if (x.ta != 1.0f) c.ta = {x.ta}, c.tb = {x.tb};
+      c.row_map = {0, 0};
+      std::vector<float> y(d == OutDtype::f32 ? 4 : 0);
+      std::vector<std::uint16_t> h(d == OutDtype::f32 ? 0 : 4);
+      ref::grouped_gemm_forward(c.operands(), c.row_map, {AccumulationModel::exact, 1},
+                                ref::RowPolicy::untouched, {d, y, h, {}});
+      for (std::int64_t m = 0; m < 2; ++m)
+        for (std::int64_t n = 0; n < 2; ++n, ++elements) {
+          const double want = round_to_out(oracle(c, m, n, 0), d);
+          const double got = out_value_of(y, h, std::size_t(m * 2 + n), d);
+          const double dot = exact_dot_of(c, m, n, 0, d);
+          EXPECT_TRUE(got == want && std::signbit(got) == std::signbit(want))
+              << describe(c) << " " << to_string(d) << ": got " << got << " want " << want;
+          EXPECT_TRUE(dot == want && std::signbit(dot) == std::signbit(want))
+              << describe(c) << " exact_dot: got " << dot << " want " << want;
+        }
+    }
+  EXPECT_EQ(elements, 72);
+}
+
 // The Blackwell model of the case's scaling and formats, if one takes them.
 std::optional<AccumulationModel> blackwell_model_for(const Case& c, SplitMix64& r) {
   using AM = AccumulationModel;
