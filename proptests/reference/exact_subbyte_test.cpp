@@ -283,7 +283,8 @@ TEST(ExactSubbyte, ExtremeScalesStayInTheAccumulatorRange) {
   long elements = 0;
   for (const Ends& x : ends)
     for (const OutDtype d : {OutDtype::f32, OutDtype::bf16, OutDtype::f16}) {
-      Case c{Format::e2m1, Format::e2m1, x.s, 2, 2, 1100, 1};
+      Case c{};
+      c.fa = c.fb = Format::e2m1, c.scaling = x.s, c.M = 2, c.N = 2, c.K = 1100, c.G = 1;
       for (std::int64_t i = 0; i < c.M * c.K; ++i) c.a.push_back(draw_code(c.fa, r));
       for (std::int64_t i = 0; i < c.N * c.K; ++i) c.b.push_back(draw_code(c.fb, r));
       const std::int64_t nb = ceil_div(c.K, c.blk());
