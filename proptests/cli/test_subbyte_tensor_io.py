@@ -228,8 +228,29 @@ def check_unpacked_operands(exe, work, rng):
         r = run(exe, common[:2] + ["--in", path] + common[2:] + extra, 2)
         if len(r.stderr.strip().splitlines()) != 1:
             sys.exit(f"{extra}: {r.stderr!r}")
-    print("F6 operands one code per byte: U8 with --as NAME=e2m3:unpacked and npz with --as "
-          "NAME=e2m3 equal the packed file (exact, blackwell_f8f6f4); exact == numpy; 7 refusals")
+    # FP4 one code per byte (low nibble) against the packed F4 file
+    c4 = rng.integers(0, 16, (M, K), dtype=np.uint8)
+    d4 = rng.integers(0, 16, (G, N, K), dtype=np.uint8)
+    f4 = {"packed": os.path.join(work, "f4_packed.safetensors"),
+          "u8": os.path.join(work, "f4_u8.safetensors")}
+    bw.write_safetensors(f4["packed"], {"a": ("F4", c4.shape, packed(c4, "F4")),
+                                        "b": ("F4", d4.shape, packed(d4, "F4")),
+                                        "offs": ("I64", (G,), offs.tobytes())})
+    bw.write_safetensors(f4["u8"], {"a": ("U8", c4.shape, c4.tobytes()),
+                                    "b": ("U8", d4.shape, d4.tobytes()),
+                                    "offs": ("I64", (G,), offs.tobytes())})
+    outs = []
+    for kind, extra in (("packed", []),
+                        ("u8", ["--as", "a=e2m1:unpacked", "--as", "b=fp4:unpacked"])):
+        out = os.path.join(work, f"f4_{kind}_out.safetensors")
+        run(exe, ["oracle", "grouped-gemm", "--in", f4[kind], "--a", "a", "--b", "b", "--offs",
+                  "offs", "--model", "exact", "--out", out] + extra, 0)
+        outs.append(bw.read_f32(out, "out"))
+    if not np.array_equal(outs[0], outs[1]):
+        sys.exit(f"F4 one code per byte: {outs[1]} != packed {outs[0]}")
+    print("F6 / F4 operands one code per byte: U8 with --as NAME=e2m3|e2m1:unpacked and npz with "
+          "--as NAME=e2m3 equal the packed file (exact, blackwell_f8f6f4); exact == numpy; "
+          "7 refusals")
 
 
 def main():
