@@ -193,15 +193,18 @@ __device__ __forceinline__ void load_tile(const QuantizeLaunch& q, std::int64_t 
 
 constexpr int kTileBytes = 8 * kThreads * 16;  // one stage: eight chunks a thread (32 KiB)
 
-// Whether the tiles of W stream through shared memory: W = 32 (the MX tiles, four column groups
-// a thread) as persistent CTAs whose next tile is copied by cp.async while this one is cast
-// (two CTAs an SM); W = 128 as one tile a CTA step loaded straight into registers (three CTAs an
-// SM). Each the faster of the two on the H200 (docs/benchmarks.md "GPU data path").
+// Whether the column-block tiles (launch_column_blocks_bf16) of W stream through shared memory:
+// W = 32 (four column groups a thread) as persistent CTAs whose next tile is copied by cp.async
+// while this one is cast (two CTAs an SM); W = 128 as one tile a CTA step loaded straight into
+// registers (three CTAs an SM). Each the faster of the two on the H200 (docs/benchmarks.md "GPU
+// data path"). quantize_dual takes dual_tile_kernel below.
 template <int W>
 constexpr bool kStaged = W == 32;
-// CTAs an SM of dual_tile_kernel (quantize_dual), per W.
+// CTAs an SM of dual_tile_kernel (quantize_dual), per W: four for W = 128 (64 registers, 4 bytes
+// spilled), three for the MX tiles (four spill 400 bytes); each the fastest measured on the H200
+// (docs/benchmarks.md "GPU data path", dual pass).
 template <int W>
-constexpr int kDualMinBlocks = 3;
+constexpr int kDualMinBlocks = W == 128 ? 4 : 3;
 
 // One tile in registers v (block row br, rows [r0, r1), columns from c0) reduced and cast:
 // kRowBlocks: also the 1xW row blocks (quantize_dual; dl.row), else column blocks only (dl.col,
