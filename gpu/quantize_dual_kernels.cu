@@ -206,10 +206,11 @@ constexpr bool kStaged = W == 32;
 template <int W>
 constexpr int kDualMinBlocks = W == 128 ? 4 : 3;
 
-// One tile in registers v (block row br, rows [r0, r1), columns from c0) reduced and cast:
-// kRowBlocks: also the 1xW row blocks (quantize_dual; dl.row), else column blocks only (dl.col,
-// which may carry per-group row starts). The shared arrays are the step's own (parity).
-template <int W, ScaleKind K, bool kRowBlocks>
+// One tile of quantize_dual in registers v (block row br, rows [r0, r1), columns from c0)
+// reduced and cast, its 1xW row blocks (dl.row) and Wx1 column blocks (dl.col); the shared arrays
+// are the step's own (parity). column_tile_kernel below holds the same steps inline (its compiled
+// code kept as verified on the device).
+template <int W, ScaleKind K>
 __device__ __forceinline__ void cast_tile(const DualLaunch& dl, std::int64_t br, std::int64_t r0,
                                           std::int64_t r1, std::int64_t c0, const uint4 (&v)[8],
                                           std::uint32_t (*colmax)[Tile<W>::kCols / 2],
@@ -217,19 +218,17 @@ __device__ __forceinline__ void cast_tile(const DualLaunch& dl, std::int64_t br,
   using TL = Tile<W>;
   const QuantizeLaunch& q = dl.col;
   const int cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
-  if constexpr (kRowBlocks) {
-    RowScale rs[8];
-    row_scales<W, K>(dl.row, r0, c0, v, rs);
+  RowScale rs[8];
+  row_scales<W, K>(dl.row, r0, c0, v, rs);
 #pragma unroll
-    for (int s = 0; s < 8; ++s) {
-      const std::int64_t r = r0 + rg + 16 * (s % TL::kRows);
-      const std::int64_t c = c0 + 128 * (s / TL::kRows) + 8 * cg;
-      if (r >= r1 || c >= q.cols) continue;
-      std::uint32_t f[8];
-      unpack_bf16(v[s], f);
-      const DevScale d{0.0f, rs[s].factor, false, 0, rs[s].may_overflow};
-      *reinterpret_cast<uint2*>(dl.row.codes + r * q.cols + c) = cast8(q.recipe, d, f);
-    }
+  for (int s = 0; s < 8; ++s) {
+    const std::int64_t r = r0 + rg + 16 * (s % TL::kRows);
+    const std::int64_t c = c0 + 128 * (s / TL::kRows) + 8 * cg;
+    if (r >= r1 || c >= q.cols) continue;
+    std::uint32_t f[8];
+    unpack_bf16(v[s], f);
+    const DevScale d{0.0f, rs[s].factor, false, 0, rs[s].may_overflow};
+    *reinterpret_cast<uint2*>(dl.row.codes + r * q.cols + c) = cast8(q.recipe, d, f);
   }
   column_maxima<W>(v, q.recipe.ignore_nan, colmax);
   __syncthreads();
@@ -252,9 +251,10 @@ __device__ __forceinline__ void cast_tile(const DualLaunch& dl, std::int64_t br,
   }
 }
 
-// CTAs over tiles: tile it = block row br x column tile ct (a division by the runtime tile count,
-// per-group row starts), its chunks into registers (kStaged: from the shared-memory stage the
-// previous step filled), then cast_tile.
+// CTAs over tiles: tile it = block row br (rows [r0, r1), at most W) x column tile ct, its
+// chunks into registers (kStaged: from the shared-memory stage the previous step filled), reduced
+// and cast from registers. kRowBlocks: also the 1xW row blocks (quantize_dual; dl.row), else
+// column blocks only (dl.col, which may carry per-group row starts).
 template <int W, ScaleKind K, bool kRowBlocks>
 __global__ void __launch_bounds__(kThreads, kStaged<W> ? 2 : 3) column_tile_kernel(DualLaunch dl) {
   static_assert(kThreads == 256, "16 chunks x 16 row lanes");
@@ -264,6 +264,7 @@ __global__ void __launch_bounds__(kThreads, kStaged<W> ? 2 : 3) column_tile_kern
   __shared__ float colfac[2][TL::kCols];
   __shared__ std::uint8_t colovf[2][TL::kCols];
   const QuantizeLaunch& q = dl.col;
+  const int cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
   const std::int64_t nct = (q.cols + TL::kCols - 1) / TL::kCols, n = q.block_rows * nct;
   if constexpr (kStaged<W>) {
     if (blockIdx.x < n) copy_tile<W>(q, blockIdx.x, nct, stages);
@@ -284,8 +285,39 @@ __global__ void __launch_bounds__(kThreads, kStaged<W> ? 2 : 3) column_tile_kern
     } else {
       load_tile<W>(q, r0, r1, c0, v);
     }
-    cast_tile<W, K, kRowBlocks>(dl, br, r0, r1, c0, v, colmax[parity], colfac[parity],
-                                colovf[parity]);
+    if constexpr (kRowBlocks) {
+      RowScale rs[8];
+      row_scales<W, K>(dl.row, r0, c0, v, rs);
+#pragma unroll
+      for (int s = 0; s < 8; ++s) {
+        const std::int64_t r = r0 + rg + 16 * (s % TL::kRows);
+        const std::int64_t c = c0 + 128 * (s / TL::kRows) + 8 * cg;
+        if (r >= r1 || c >= q.cols) continue;
+        std::uint32_t f[8];
+        unpack_bf16(v[s], f);
+        const DevScale d{0.0f, rs[s].factor, false, 0, rs[s].may_overflow};
+        *reinterpret_cast<uint2*>(dl.row.codes + r * q.cols + c) = cast8(q.recipe, d, f);
+      }
+    }
+    column_maxima<W>(v, q.recipe.ignore_nan, colmax[parity]);
+    __syncthreads();
+    column_scales<W, K>(q, br, c0, colmax[parity], colfac[parity], colovf[parity]);
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < TL::T; ++j) {
+      const int cl = 128 * j + 8 * cg;
+      float f[8];
+      bool ovf = false;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) f[e] = colfac[parity][cl + e], ovf |= colovf[parity][cl + e] != 0;
+#pragma unroll
+      for (int i = 0; i < TL::kRows; ++i) {
+        const std::int64_t r = r0 + rg + 16 * i, c = c0 + cl;
+        if (r >= r1 || c >= q.cols) continue;
+        *reinterpret_cast<uint2*>(q.codes + r * q.cols + c) =
+            cast8_cols(q.recipe, f, ovf, v[j * TL::kRows + i]);
+      }
+    }
   }
 }
 
@@ -307,7 +339,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) dual_tile_kernel(DualLau
       const std::int64_t r1 = r0 + W < q.rows ? r0 + W : q.rows;
       uint4 v[8];
       load_tile<W>(q, r0, r1, c0, v);
-      cast_tile<W, K, true>(dl, br, r0, r1, c0, v, colmax[parity], colfac[parity], colovf[parity]);
+      cast_tile<W, K>(dl, br, r0, r1, c0, v, colmax[parity], colfac[parity], colovf[parity]);
     }
 }
 
