@@ -193,12 +193,63 @@ __device__ __forceinline__ void load_tile(const QuantizeLaunch& q, std::int64_t 
 
 constexpr int kTileBytes = 8 * kThreads * 16;  // one stage: eight chunks a thread (32 KiB)
 
-// Whether the tiles of W stream through shared memory: W = 32 (the MX tiles, four column groups
-// a thread) as persistent CTAs whose next tile is copied by cp.async while this one is cast
-// (two CTAs an SM); W = 128 as one tile a CTA step loaded straight into registers (three CTAs an
-// SM). Each the faster of the two on the H200 (docs/benchmarks.md "GPU data path").
+// Whether the column-block tiles (launch_column_blocks_bf16) of W stream through shared memory:
+// W = 32 (four column groups a thread) as persistent CTAs whose next tile is copied by cp.async
+// while this one is cast (two CTAs an SM); W = 128 as one tile a CTA step loaded straight into
+// registers (three CTAs an SM). Each the faster of the two on the H200 (docs/benchmarks.md "GPU
+// data path"). quantize_dual takes dual_tile_kernel below.
 template <int W>
 constexpr bool kStaged = W == 32;
+// CTAs an SM of dual_tile_kernel (quantize_dual), per W: four for W = 128 (64 registers, 4 bytes
+// spilled), three for the MX tiles (four spill 400 bytes); each the fastest measured on the H200
+// (docs/benchmarks.md "GPU data path", dual pass).
+template <int W>
+constexpr int kDualMinBlocks = W == 128 ? 4 : 3;
+
+// One tile of quantize_dual in registers v (block row br, rows [r0, r1), columns from c0)
+// reduced and cast, its 1xW row blocks (dl.row) and Wx1 column blocks (dl.col); the shared arrays
+// are the step's own (parity). column_tile_kernel below holds the same steps inline (its compiled
+// code kept as verified on the device).
+template <int W, ScaleKind K>
+__device__ __forceinline__ void cast_tile(const DualLaunch& dl, std::int64_t br, std::int64_t r0,
+                                          std::int64_t r1, std::int64_t c0, const uint4 (&v)[8],
+                                          std::uint32_t (*colmax)[Tile<W>::kCols / 2],
+                                          float* colfac, std::uint8_t* colovf) {
+  using TL = Tile<W>;
+  const QuantizeLaunch& q = dl.col;
+  const int cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
+  RowScale rs[8];
+  row_scales<W, K>(dl.row, r0, c0, v, rs);
+#pragma unroll
+  for (int s = 0; s < 8; ++s) {
+    const std::int64_t r = r0 + rg + 16 * (s % TL::kRows);
+    const std::int64_t c = c0 + 128 * (s / TL::kRows) + 8 * cg;
+    if (r >= r1 || c >= q.cols) continue;
+    std::uint32_t f[8];
+    unpack_bf16(v[s], f);
+    const DevScale d{0.0f, rs[s].factor, false, 0, rs[s].may_overflow};
+    *reinterpret_cast<uint2*>(dl.row.codes + r * q.cols + c) = cast8(q.recipe, d, f);
+  }
+  column_maxima<W>(v, q.recipe.ignore_nan, colmax);
+  __syncthreads();
+  column_scales<W, K>(q, br, c0, colmax, colfac, colovf);
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < TL::T; ++j) {
+    const int cl = 128 * j + 8 * cg;
+    float f[8];
+    bool ovf = false;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) f[e] = colfac[cl + e], ovf |= colovf[cl + e] != 0;
+#pragma unroll
+    for (int i = 0; i < TL::kRows; ++i) {
+      const std::int64_t r = r0 + rg + 16 * i, c = c0 + cl;
+      if (r >= r1 || c >= q.cols) continue;
+      *reinterpret_cast<uint2*>(q.codes + r * q.cols + c) =
+          cast8_cols(q.recipe, f, ovf, v[j * TL::kRows + i]);
+    }
+  }
+}
 
 // CTAs over tiles: tile it = block row br (rows [r0, r1), at most W) x column tile ct, its
 // chunks into registers (kStaged: from the shared-memory stage the previous step filled), reduced
@@ -270,6 +321,38 @@ __global__ void __launch_bounds__(kThreads, kStaged<W> ? 2 : 3) column_tile_kern
   }
 }
 
+// quantize_dual (no group starts): the CTA's tile is its grid position (blockIdx.x: column tile,
+// blockIdx.y: block row; a grid smaller than the tile grid strides over both), so no division
+// sits before the loads, which go straight into registers; kMinBlocks CTAs an SM.
+template <int W, ScaleKind K, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) dual_tile_kernel(DualLaunch dl) {
+  using TL = Tile<W>;
+  __shared__ std::uint32_t colmax[2][kThreads / 32][TL::kCols / 2];
+  __shared__ float colfac[2][TL::kCols];
+  __shared__ std::uint8_t colovf[2][TL::kCols];
+  const QuantizeLaunch& q = dl.col;
+  const int nct = int((q.cols + TL::kCols - 1) / TL::kCols), nbr = int(q.block_rows);
+  int parity = 0;
+  for (int br = int(blockIdx.y); br < nbr; br += int(gridDim.y))
+    for (int ct = int(blockIdx.x); ct < nct; ct += int(gridDim.x), parity ^= 1) {
+      const std::int64_t r0 = std::int64_t(br) * W, c0 = std::int64_t(ct) * TL::kCols;
+      const std::int64_t r1 = r0 + W < q.rows ? r0 + W : q.rows;
+      uint4 v[8];
+      load_tile<W>(q, r0, r1, c0, v);
+      cast_tile<W, K>(dl, br, r0, r1, c0, v, colmax[parity], colfac[parity], colovf[parity]);
+    }
+}
+
+// The grid of dual_tile_kernel: every tile its own CTA, or at most max_blocks CTAs.
+inline dim3 dual_grid(std::int64_t nct, std::int64_t block_rows, int max_blocks) {
+  const std::int64_t cap = max_blocks > 0 ? max_blocks : std::int64_t(1) << 40;
+  const std::int64_t gx = nct < cap ? nct : cap;
+  std::int64_t gy = cap / gx;
+  gy = gy < block_rows ? gy : block_rows;
+  gy = gy < 65535 ? gy : 65535;
+  return dim3(unsigned(gx), unsigned(gy > 0 ? gy : 1));
+}
+
 template <int W, ScaleKind K, bool kRowBlocks>
 void launch_column_tiles(const DualLaunch& dl) {
   const QuantizeLaunch& q = dl.col;
@@ -285,14 +368,26 @@ void launch_column_tiles(const DualLaunch& dl) {
   }
 }
 
+template <int W, ScaleKind K, int kMinBlocks>
+void launch_dual_tiles(const DualLaunch& dl) {
+  const QuantizeLaunch& q = dl.col;
+  const std::int64_t nct = (q.cols + Tile<W>::kCols - 1) / Tile<W>::kCols;
+  if (q.block_rows > INT32_MAX || nct > INT32_MAX) {  // past dual_tile_kernel's int indices
+    launch_column_tiles<W, K, true>(dl);
+    return;
+  }
+  dual_tile_kernel<W, K, kMinBlocks>
+      <<<dual_grid(nct, q.block_rows, q.max_blocks), kThreads, 0, q.stream>>>(dl);
+}
+
 }  // namespace
 
 void launch_dual_bf16(const DualLaunch& dl) {
   with_scale_kind(dl.row.recipe.kind, [&](auto kind) {
     if (dl.row.block_w == 32)
-      launch_column_tiles<32, decltype(kind)::value, true>(dl);
+      launch_dual_tiles<32, decltype(kind)::value, kDualMinBlocks<32>>(dl);
     else
-      launch_column_tiles<128, decltype(kind)::value, true>(dl);
+      launch_dual_tiles<128, decltype(kind)::value, kDualMinBlocks<128>>(dl);
   });
   FP8REF_CUDA_CHECK(cudaGetLastError());
 }

@@ -135,7 +135,7 @@ TEST(GpuQuantizeDual, GridSizeChangesNoBit) {
   const Recipe te{RecipeKind::te, Format::e4m3, Runtime::cuda_kernel, false, 0.0f};
   const Recipe mx{RecipeKind::mx_rceil, Format::e4m3, Runtime::cuda_kernel, false, 0.0f};
   for (const Recipe& r : {te, mx})
-    for (int blocks : {1, 3, 0}) {
+    for (int blocks : {1, 3, 7, 0}) {  // 7: a grid stride that leaves a tail
       const Case c{
           r, Source::bf16, 384, 512, ScaleLayoutF32::tma_mn_major, ScaleLayoutE8m0::blocked_128x4,
           9};
