@@ -166,11 +166,20 @@ std::vector<Spec> specs() {
   return out;
 }
 
+// The ASan+UBSan job looks for memory and UB errors, not for rare inputs: every fourth case
+// there (each case runs every model in full, about ten times slower under the sanitizers).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr std::size_t kSpecStride = 4;
+#else
+constexpr std::size_t kSpecStride = 1;
+#endif
+
 TEST(KernelScreen, ScreenBitsAreTheFullRunsAndSelectionIsUnchanged) {
-  std::uint32_t seed = 11;
-  for (const Spec& sp : specs()) {
+  const std::vector<Spec> all = specs();
+  for (std::size_t i = 0; i < all.size(); i += kSpecStride) {
+    const Spec& sp = all[i];
     GemmOptions o;
-    const TensorFile tf = make_file(sp, o, ++seed);
+    const TensorFile tf = make_file(sp, o, std::uint32_t(12 + i));
     const LoadedCase lc = load_for_run(tf, o);
     const std::string what = sp.scaling + " " + sp.layout + " " + sp.grouping +
                              (sp.out == OutDtype::f32 ? " f32" : " bf16");
