@@ -24,17 +24,6 @@ namespace {
 using namespace fp8ref::tensor_io;
 using ref::Scaling;
 
-// K elements per scale along K for the per-block scalings (1 for the scalar ones).
-std::int64_t scale_block_k(Scaling s) {
-  switch (s) {
-    case Scaling::blockwise: return kScaleBlockK;
-    case Scaling::mx: return kMxBlockK;
-    case Scaling::nvfp4:
-    case Scaling::mx16: return kNvfp4BlockK;
-    default: return 0;
-  }
-}
-
 // The first kp elements of K of a 1x1 case.
 GemmCase prefix(const GemmCase& e, std::int64_t kp) {
   GemmCase p = e;

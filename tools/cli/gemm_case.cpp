@@ -71,6 +71,16 @@ void parse_gemm_as(const std::vector<std::string>& values, ReadOptions& ro,
 
 }  // namespace
 
+std::int64_t scale_block_k(Scaling s) {
+  switch (s) {
+    case Scaling::blockwise: return kScaleBlockK;
+    case Scaling::mx: return kMxBlockK;
+    case Scaling::nvfp4:
+    case Scaling::mx16: return kNvfp4BlockK;
+    default: return 0;
+  }
+}
+
 TensorFile load_input(const GemmOptions& o) {
   ReadOptions ro;
   std::vector<std::pair<std::string, DType>> unpacked;

@@ -71,6 +71,9 @@ KGroupedCase load_kgrouped_case(const GemmOptions& o);
 // The same on tensors already in memory (the Python module's arrays).
 KGroupedCase load_kgrouped_case(const tensor_io::TensorFile& tf, const GemmOptions& o);
 
+// K elements per scale along K for the per-block scalings (0 for the scalar ones).
+std::int64_t scale_block_k(ref::Scaling s);
+
 [[noreturn]] void usage(const std::string& what);
 
 tensor_io::TensorFile load_file(const std::string& path);

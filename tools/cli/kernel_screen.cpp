@@ -14,17 +14,6 @@ namespace {
 
 using ref::Scaling;
 
-// K elements per scale along K for the per-block scalings (0 for the scalar ones).
-std::int64_t scale_block_k(Scaling s) {
-  switch (s) {
-    case Scaling::blockwise: return kScaleBlockK;
-    case Scaling::mx: return kMxBlockK;
-    case Scaling::nvfp4:
-    case Scaling::mx16: return kNvfp4BlockK;
-    default: return 0;
-  }
-}
-
 // Output (row, col) of K-grouped group g in the wgrad form (gemm_case.h KGroupedCase: A^T as dy
 // (K, M), B as x (K, N), 1x128 / 1x32 scales along K restarting at each group start, transposed
 // to (R, M) / (R, N)) as a 1x1 forward case over the group's K columns with its scale blocks.
