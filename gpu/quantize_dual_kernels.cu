@@ -200,11 +200,12 @@ constexpr int kTileBytes = 8 * kThreads * 16;  // one stage: eight chunks a thre
 // data path"). quantize_dual takes dual_tile_kernel below.
 template <int W>
 constexpr bool kStaged = W == 32;
-// CTAs an SM of dual_tile_kernel (quantize_dual), per W: four for W = 128 (64 registers, 4 bytes
-// spilled), three for the MX tiles (four spill 400 bytes); each the fastest measured on the H200
-// (docs/benchmarks.md "GPU data path", dual pass).
-template <int W>
-constexpr int kDualMinBlocks = W == 128 ? 4 : 3;
+// CTAs an SM of dual_tile_kernel (quantize_dual, 1x128 + 128x1): four (64 registers, 4 bytes
+// spilled), the fastest measured on the H200 (docs/benchmarks.md "Dual pass").
+constexpr int kDualMinBlocks = 4;
+// Warps a CTA and CTAs an SM of dual_quad32_kernel (quantize_dual, 1x32 + 32x1): four warps, five
+// CTAs (96 registers), the fastest measured on the H200 (docs/benchmarks.md "Dual pass").
+constexpr int kQuadWarps = 4, kQuadMinBlocks = 5;
 
 // One tile of quantize_dual in registers v (block row br, rows [r0, r1), columns from c0)
 // reduced and cast, its 1xW row blocks (dl.row) and Wx1 column blocks (dl.col); the shared arrays
@@ -343,6 +344,147 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) dual_tile_kernel(DualLau
     }
 }
 
+// --- warp tiles of quantize_dual (docs/benchmarks.md "Dual pass") ------------------------------
+// A lane holds whole column segments of a block, so a column block's amax is in-thread; the 1xW
+// row blocks reduce across lanes by a reduce-scatter (each step halves the words a lane keeps and
+// sends the other half), so lane g ends with the maxima of two rows and computes their scales.
+
+// Packed 16-bit maxima of rows a (low half) and b (high half) from each's two |bf16| candidates.
+__device__ __forceinline__ std::uint32_t pair_rows(std::uint32_t a, std::uint32_t b) {
+  return max_u16x2(__byte_perm(a, b, 0x5410), __byte_perm(a, b, 0x7632));
+}
+
+// One reduce-scatter step over lanes xor O: of N words the lane keeps half (the upper half when
+// lane bit O is set) and takes the partner's maxima of it.
+template <int N, int O>
+__device__ __forceinline__ void scatter_step(std::uint32_t (&p)[16]) {
+  const bool up = (threadIdx.x & O) != 0;
+#pragma unroll
+  for (int k = 0; k < N / 2; ++k) {
+    const std::uint32_t send = up ? p[k] : p[k + N / 2], keep = up ? p[k + N / 2] : p[k];
+    p[k] = max_u16x2(keep, __shfl_xor_sync(0xFFFFFFFFu, send, O));
+  }
+}
+
+// Two elements (packed bf16 word u) cast with factors flo / fhi: the two codes, low byte = low
+// element; deepgemm's non-saturating fix when ovf.
+template <ScaleKind K>
+__device__ __forceinline__ std::uint32_t cast2(const RecipeParams& p, std::uint32_t u, float flo,
+                                               float fhi, bool ovf) {
+  const float lo = __fmul_rn(__uint_as_float(u << 16), flo);
+  const float hi = __fmul_rn(__uint_as_float(u & 0xFFFF0000u), fhi);
+  std::uint32_t c = cvt2(p.e4m3, hi, lo);
+  if constexpr (K == ScaleKind::deepgemm)
+    if (p.nonsat && ovf) c = nonsat_fix(c & 0xFF, lo) | (nonsat_fix(c >> 8, hi) << 8);
+  return c;
+}
+
+// MX dual (1x32 + 32x1), quad layout: the warp's tile is rows [r0, r0 + 32) x 64 columns from c0;
+// lane = chunk q = lane % 8 (columns c0 + 8 q ..) in rows r0 + lane / 8 + 4 i, i < 8 (a warp load
+// is four 128-byte row segments). Columns: in-thread over eight rows, then a reduce-scatter over
+// the four lanes of a chunk (xor 8, 16): two columns' maxima a lane. Rows: a reduce-scatter over
+// the four lanes of a 1x32 block (xor 2, 1): two rows' maxima a lane.
+template <ScaleKind K>
+__device__ __forceinline__ void dual_quad32(const DualLaunch& dl, std::int64_t br,
+                                            std::int64_t c0) {
+  const QuantizeLaunch& q = dl.col;
+  const int lane = int(threadIdx.x & 31), cq = lane & 7, rq = lane >> 3;
+  const std::int64_t r0 = br * 32, c = c0 + 8 * cq;
+  const int nr = q.rows - r0 < 32 ? int(q.rows - r0) : 32;
+  const auto* src = static_cast<const std::uint16_t*>(q.x) + (r0 + rq) * q.cols + c;
+  uint4 v[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+    v[i] = rq + 4 * i < nr ? load16(src + 4 * i * q.cols) : make_uint4(0, 0, 0, 0);
+  const auto colpass = [&](auto abs) {
+    uint4 m = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      m.x = max_u16x2(m.x, abs(v[i].x)), m.y = max_u16x2(m.y, abs(v[i].y));
+      m.z = max_u16x2(m.z, abs(v[i].z)), m.w = max_u16x2(m.w, abs(v[i].w));
+    }
+    return m;
+  };
+  uint4 cm = colpass(Abs16x2{});
+  const bool nan =
+      q.recipe.ignore_nan &&
+      __any_sync(0xFFFFFFFFu, has_nan16x2(max_u16x2(max_u16x2(cm.x, cm.y), max_u16x2(cm.z, cm.w))));
+  std::uint32_t p[16];
+  const auto rowpass = [&](auto abs) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      p[i] = pair_rows(chunk_max16x2(v[i], abs), chunk_max16x2(v[i + 4], abs));
+  };
+  if (nan) {
+    cm = colpass(Abs16x2NoNan{});
+    rowpass(Abs16x2NoNan{});
+  } else {
+    rowpass(Abs16x2{});
+  }
+  // Columns: words x, y, z, w (column pairs 0-1 .. 6-7 of the chunk) scattered over xor 16, 8.
+  std::uint32_t s[16] = {cm.x, cm.y, cm.z, cm.w};
+  scatter_step<4, 16>(s);
+  scatter_step<2, 8>(s);  // s[0]: columns 2 j, 2 j + 1 of the chunk, j = lane bits 3 (1), 4 (2)
+  const int j = rq;
+  const DevScale e0 = block_scale_of<K>(q.recipe, std::int32_t(s[0] << 16));
+  const DevScale e1 = block_scale_of<K>(q.recipe, std::int32_t(s[0] & 0xFFFF0000u));
+  store_scale(q.scales, br, c + 2 * j, e0);
+  store_scale(q.scales, br, c + 2 * j + 1, e1);
+  // Rows: words i (rows i, i + 4 of the lane's eight) scattered over xor 2, 1.
+  scatter_step<4, 2>(p);
+  scatter_step<2, 1>(p);  // p[0]: own rows k = lane & 3 (low half) and k + 4 (high half)
+  const int k = lane & 3;
+  const DevScale d0 = block_scale_of<K>(q.recipe, std::int32_t(p[0] << 16));
+  const DevScale d1 = block_scale_of<K>(q.recipe, std::int32_t(p[0] & 0xFFFF0000u));
+  const std::int64_t bc = (c0 >> 5) + (cq >> 2);
+  if (rq + 4 * k < nr) store_scale(dl.row.scales, r0 + rq + 4 * k, bc, d0);
+  if (rq + 4 * (k + 4) < nr) store_scale(dl.row.scales, r0 + rq + 4 * (k + 4), bc, d1);
+  // Column factors of the chunk's eight columns: from lane (2 j's owner) = rq j of this chunk.
+  float cf[8];
+  bool covf = false;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    const int owner = cq | ((e / 2) << 3);
+    cf[e] = __shfl_sync(0xFFFFFFFFu, e % 2 ? e1.factor : e0.factor, owner);
+    if constexpr (K == ScaleKind::deepgemm)
+      covf |= __shfl_sync(0xFFFFFFFFu, int(e % 2 ? e1.may_overflow : e0.may_overflow), owner) != 0;
+  }
+  std::uint8_t* rc = dl.row.codes + (r0 + rq) * q.cols + c;
+  std::uint8_t* cc = q.codes + (r0 + rq) * q.cols + c;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int owner = (lane & ~3) | (i % 4);
+    const float f = __shfl_sync(0xFFFFFFFFu, i < 4 ? d0.factor : d1.factor, owner);
+    bool rovf = false;
+    if constexpr (K == ScaleKind::deepgemm)
+      rovf = __shfl_sync(0xFFFFFFFFu, int(i < 4 ? d0.may_overflow : d1.may_overflow), owner) != 0;
+    if (rq + 4 * i < nr) {
+      const std::uint32_t w4[4] = {v[i].x, v[i].y, v[i].z, v[i].w};
+      std::uint32_t rw[2] = {0, 0}, cw[2] = {0, 0};
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        rw[t / 2] |= cast2<K>(q.recipe, w4[t], f, f, rovf) << (16 * (t % 2));
+        cw[t / 2] |= cast2<K>(q.recipe, w4[t], cf[2 * t], cf[2 * t + 1], covf) << (16 * (t % 2));
+      }
+      *reinterpret_cast<uint2*>(rc + 4 * i * q.cols) = make_uint2(rw[0], rw[1]);
+      *reinterpret_cast<uint2*>(cc + 4 * i * q.cols) = make_uint2(cw[0], cw[1]);
+    }
+  }
+}
+
+template <ScaleKind K, int WX, int kMinBlocks>
+__global__ void __launch_bounds__(32 * WX, kMinBlocks) dual_quad32_kernel(DualLaunch dl) {
+  const int nct = int(dl.col.cols / 64), nbr = int(dl.col.block_rows), warp = int(threadIdx.x / 32);
+  if (int(gridDim.y) >= nbr && int(gridDim.x) * WX >= nct) {  // a tile a warp: no loop state
+    const int ct = int(blockIdx.x) * WX + warp;
+    if (ct < nct) dual_quad32<K>(dl, blockIdx.y, std::int64_t(ct) * 64);
+    return;
+  }
+  for (int br = int(blockIdx.y); br < nbr; br += int(gridDim.y))
+    for (int ct = int(blockIdx.x) * WX + warp; ct < nct; ct += int(gridDim.x) * WX)
+      dual_quad32<K>(dl, br, std::int64_t(ct) * 64);
+}
+
 // The grid of dual_tile_kernel: every tile its own CTA, or at most max_blocks CTAs.
 inline dim3 dual_grid(std::int64_t nct, std::int64_t block_rows, int max_blocks) {
   const std::int64_t cap = max_blocks > 0 ? max_blocks : std::int64_t(1) << 40;
@@ -368,16 +510,28 @@ void launch_column_tiles(const DualLaunch& dl) {
   }
 }
 
-template <int W, ScaleKind K, int kMinBlocks>
+template <ScaleKind K>
 void launch_dual_tiles(const DualLaunch& dl) {
   const QuantizeLaunch& q = dl.col;
-  const std::int64_t nct = (q.cols + Tile<W>::kCols - 1) / Tile<W>::kCols;
+  const std::int64_t nct = (q.cols + Tile<128>::kCols - 1) / Tile<128>::kCols;
   if (q.block_rows > INT32_MAX || nct > INT32_MAX) {  // past dual_tile_kernel's int indices
-    launch_column_tiles<W, K, true>(dl);
+    launch_column_tiles<128, K, true>(dl);
     return;
   }
-  dual_tile_kernel<W, K, kMinBlocks>
+  dual_tile_kernel<128, K, kDualMinBlocks>
       <<<dual_grid(nct, q.block_rows, q.max_blocks), kThreads, 0, q.stream>>>(dl);
+}
+
+template <ScaleKind K>
+void launch_dual_quads(const DualLaunch& dl) {
+  const QuantizeLaunch& q = dl.col;
+  const std::int64_t nct = q.cols / 64;               // warp tiles a block row (cols % 128 == 0)
+  if (q.block_rows > INT32_MAX || nct > INT32_MAX) {  // past dual_quad32_kernel's int indices
+    launch_column_tiles<32, K, true>(dl);
+    return;
+  }
+  const dim3 grid = dual_grid((nct + kQuadWarps - 1) / kQuadWarps, q.block_rows, q.max_blocks);
+  dual_quad32_kernel<K, kQuadWarps, kQuadMinBlocks><<<grid, 32 * kQuadWarps, 0, q.stream>>>(dl);
 }
 
 }  // namespace
@@ -385,9 +539,9 @@ void launch_dual_tiles(const DualLaunch& dl) {
 void launch_dual_bf16(const DualLaunch& dl) {
   with_scale_kind(dl.row.recipe.kind, [&](auto kind) {
     if (dl.row.block_w == 32)
-      launch_dual_tiles<32, decltype(kind)::value, kDualMinBlocks<32>>(dl);
+      launch_dual_quads<decltype(kind)::value>(dl);
     else
-      launch_dual_tiles<128, decltype(kind)::value, kDualMinBlocks<128>>(dl);
+      launch_dual_tiles<decltype(kind)::value>(dl);
   });
   FP8REF_CUDA_CHECK(cudaGetLastError());
 }
