@@ -200,9 +200,9 @@ constexpr int kTileBytes = 8 * kThreads * 16;  // one stage: eight chunks a thre
 // data path"). quantize_dual takes dual_tile_kernel below.
 template <int W>
 constexpr bool kStaged = W == 32;
-// CTAs an SM of dual_tile_kernel (quantize_dual, 1x128 + 128x1): four (64 registers, 4 bytes
-// spilled), the fastest measured on the H200 (docs/benchmarks.md "Dual pass").
-constexpr int kDualMinBlocks = 4;
+// CTAs an SM of dual_tile_kernel (quantize_dual, 1x128 + 128x1): three (80 registers), the
+// fastest measured on the H200 (docs/benchmarks.md "Dual pass").
+constexpr int kDualMinBlocks = 3;
 // Warps a CTA and CTAs an SM of dual_quad32_kernel (quantize_dual, 1x32 + 32x1): four warps, five
 // CTAs (96 registers), the fastest measured on the H200 (docs/benchmarks.md "Dual pass").
 constexpr int kQuadWarps = 4, kQuadMinBlocks = 5;
@@ -324,30 +324,49 @@ __global__ void __launch_bounds__(kThreads, kStaged<W> ? 2 : 3) column_tile_kern
 
 // quantize_dual (no group starts): the CTA's tile is its grid position (blockIdx.x: column tile,
 // blockIdx.y: block row; a grid smaller than the tile grid strides over both), so no division
-// sits before the loads, which go straight into registers; kMinBlocks CTAs an SM.
-template <int W, ScaleKind K, int kMinBlocks>
-__global__ void __launch_bounds__(kThreads, kMinBlocks) dual_tile_kernel(DualLaunch dl) {
+// sits before the loads, which go straight into registers; kMinBlocks CTAs an SM. The element
+// format is a constant (kE4m3: one cvt a pair, not both formats predicated), and a grid with a
+// CTA a tile runs a copy of the body without loop state (fewer registers).
+template <int W, ScaleKind K, bool kE4m3, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) dual_tile_kernel(DualLaunch launch) {
   using TL = Tile<W>;
   __shared__ std::uint32_t colmax[2][kThreads / 32][TL::kCols / 2];
   __shared__ float colfac[2][TL::kCols];
   __shared__ std::uint8_t colovf[2][TL::kCols];
+  DualLaunch dl = launch;
+  dl.row.recipe.e4m3 = dl.col.recipe.e4m3 = kE4m3;
   const QuantizeLaunch& q = dl.col;
   const int nct = int((q.cols + TL::kCols - 1) / TL::kCols), nbr = int(q.block_rows);
+  const auto tile = [&](int br, int ct, int parity) {
+    const std::int64_t r0 = std::int64_t(br) * W, c0 = std::int64_t(ct) * TL::kCols;
+    const std::int64_t r1 = r0 + W < q.rows ? r0 + W : q.rows;
+    uint4 v[8];
+    load_tile<W>(q, r0, r1, c0, v);
+    cast_tile<W, K>(dl, br, r0, r1, c0, v, colmax[parity], colfac[parity], colovf[parity]);
+  };
+  if (int(gridDim.y) >= nbr && int(gridDim.x) >= nct) {
+    tile(int(blockIdx.y), int(blockIdx.x), 0);
+    return;
+  }
   int parity = 0;
   for (int br = int(blockIdx.y); br < nbr; br += int(gridDim.y))
-    for (int ct = int(blockIdx.x); ct < nct; ct += int(gridDim.x), parity ^= 1) {
-      const std::int64_t r0 = std::int64_t(br) * W, c0 = std::int64_t(ct) * TL::kCols;
-      const std::int64_t r1 = r0 + W < q.rows ? r0 + W : q.rows;
-      uint4 v[8];
-      load_tile<W>(q, r0, r1, c0, v);
-      cast_tile<W, K>(dl, br, r0, r1, c0, v, colmax[parity], colfac[parity], colovf[parity]);
-    }
+    for (int ct = int(blockIdx.x); ct < nct; ct += int(gridDim.x), parity ^= 1)
+      tile(br, ct, parity);
 }
 
 // --- warp tiles of quantize_dual (docs/benchmarks.md "Dual pass") ------------------------------
 // A lane holds whole column segments of a block, so a column block's amax is in-thread; the 1xW
 // row blocks reduce across lanes by a reduce-scatter (each step halves the words a lane keeps and
 // sends the other half), so lane g ends with the maxima of two rows and computes their scales.
+
+// |x| of a word's two bf16 with NaN patterns as 0, as abs16x2_no_nan (gpu/quantize_bf16.cuh) by a
+// packed compare (fewer live registers on the NaN path of dual_quad32).
+struct Abs16x2NoNanV {
+  __device__ std::uint32_t operator()(std::uint32_t w) const {
+    const std::uint32_t a = w & 0x7FFF7FFFu;
+    return a & ~__vcmpgtu2(a, 0x7F807F80u);
+  }
+};
 
 // Packed 16-bit maxima of rows a (low half) and b (high half) from each's two |bf16| candidates.
 __device__ __forceinline__ std::uint32_t pair_rows(std::uint32_t a, std::uint32_t b) {
@@ -369,11 +388,11 @@ __device__ __forceinline__ void scatter_step(std::uint32_t (&p)[16]) {
 // Two elements (packed bf16 word u) cast with factors flo / fhi: the two codes, low byte = low
 // element; deepgemm's non-saturating fix when ovf.
 template <ScaleKind K>
-__device__ __forceinline__ std::uint32_t cast2(const RecipeParams& p, std::uint32_t u, float flo,
-                                               float fhi, bool ovf) {
+__device__ __forceinline__ std::uint32_t cast2(const RecipeParams& p, bool e4m3, std::uint32_t u,
+                                               float flo, float fhi, bool ovf) {
   const float lo = __fmul_rn(__uint_as_float(u << 16), flo);
   const float hi = __fmul_rn(__uint_as_float(u & 0xFFFF0000u), fhi);
-  std::uint32_t c = cvt2(p.e4m3, hi, lo);
+  std::uint32_t c = cvt2(e4m3, hi, lo);
   if constexpr (K == ScaleKind::deepgemm)
     if (p.nonsat && ovf) c = nonsat_fix(c & 0xFF, lo) | (nonsat_fix(c >> 8, hi) << 8);
   return c;
@@ -384,43 +403,50 @@ __device__ __forceinline__ std::uint32_t cast2(const RecipeParams& p, std::uint3
 // is four 128-byte row segments). Columns: in-thread over eight rows, then a reduce-scatter over
 // the four lanes of a chunk (xor 8, 16): two columns' maxima a lane. Rows: a reduce-scatter over
 // the four lanes of a 1x32 block (xor 2, 1): two rows' maxima a lane.
-template <ScaleKind K>
-__device__ __forceinline__ void dual_quad32(const DualLaunch& dl, std::int64_t br,
-                                            std::int64_t c0) {
+// The lane's chunks of the warp tile (rows from br * 32, nr of them; columns from c0) into v.
+__device__ __forceinline__ void quad32_load(const QuantizeLaunch& q, std::int64_t br,
+                                            std::int64_t c0, int nr, uint4 (&v)[8]) {
+  const int lane = int(threadIdx.x & 31), rq = lane >> 3;
+  // Addresses advance four rows at a time (asm: each computed when used, none held from the start).
+  const auto* src =
+      static_cast<const std::uint16_t*>(q.x) + (br * 32 + rq) * q.cols + c0 + 8 * (lane & 7);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    v[i] = rq + 4 * i < nr ? load16(src) : make_uint4(0, 0, 0, 0);
+    src += 4 * q.cols;
+    asm volatile("" : "+l"(src));
+  }
+}
+
+// The warp tile in v reduced and cast: codes and scales of both orientations.
+template <ScaleKind K, bool kE4m3, bool kPacked>
+__device__ __forceinline__ void quad32_cast(const DualLaunch& dl, std::int64_t br, std::int64_t c0,
+                                            int nr, const uint4 (&v)[8], std::uint16_t* packed) {
   const QuantizeLaunch& q = dl.col;
   const int lane = int(threadIdx.x & 31), cq = lane & 7, rq = lane >> 3;
   const std::int64_t r0 = br * 32, c = c0 + 8 * cq;
-  const int nr = q.rows - r0 < 32 ? int(q.rows - r0) : 32;
-  const auto* src = static_cast<const std::uint16_t*>(q.x) + (r0 + rq) * q.cols + c;
-  uint4 v[8];
-#pragma unroll
-  for (int i = 0; i < 8; ++i)
-    v[i] = rq + 4 * i < nr ? load16(src + 4 * i * q.cols) : make_uint4(0, 0, 0, 0);
-  const auto colpass = [&](auto abs) {
+  const std::int64_t step = 4 * q.cols;  // elements from row i to row i + 4
+  // Column maxima (in-thread over the eight rows) and the rows' packed partial maxima (rows i and
+  // i + 4 a word); again with NaN patterns as 0 when the runtime ignores NaN and a lane of the warp
+  // saw one (a warp-uniform branch; the other lanes' maxima are the same either way).
+  std::uint32_t p[16];
+  const auto pass = [&](auto abs) {
     uint4 m = make_uint4(0, 0, 0, 0);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      m.x = max_u16x2(m.x, abs(v[i].x)), m.y = max_u16x2(m.y, abs(v[i].y));
-      m.z = max_u16x2(m.z, abs(v[i].z)), m.w = max_u16x2(m.w, abs(v[i].w));
+    for (int i = 0; i < 4; ++i) {
+      const uint4 a = {abs(v[i].x), abs(v[i].y), abs(v[i].z), abs(v[i].w)};
+      const uint4 b = {abs(v[i + 4].x), abs(v[i + 4].y), abs(v[i + 4].z), abs(v[i + 4].w)};
+      m.x = max_u16x2(m.x, max_u16x2(a.x, b.x)), m.y = max_u16x2(m.y, max_u16x2(a.y, b.y));
+      m.z = max_u16x2(m.z, max_u16x2(a.z, b.z)), m.w = max_u16x2(m.w, max_u16x2(a.w, b.w));
+      p[i] = pair_rows(max_u16x2(max_u16x2(a.x, a.y), max_u16x2(a.z, a.w)),
+                       max_u16x2(max_u16x2(b.x, b.y), max_u16x2(b.z, b.w)));
     }
     return m;
   };
-  uint4 cm = colpass(Abs16x2{});
-  const bool nan =
-      q.recipe.ignore_nan &&
-      __any_sync(0xFFFFFFFFu, has_nan16x2(max_u16x2(max_u16x2(cm.x, cm.y), max_u16x2(cm.z, cm.w))));
-  std::uint32_t p[16];
-  const auto rowpass = [&](auto abs) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      p[i] = pair_rows(chunk_max16x2(v[i], abs), chunk_max16x2(v[i + 4], abs));
-  };
-  if (nan) {
-    cm = colpass(Abs16x2NoNan{});
-    rowpass(Abs16x2NoNan{});
-  } else {
-    rowpass(Abs16x2{});
-  }
+  uint4 cm = pass(Abs16x2{});
+  if (q.recipe.ignore_nan &&
+      __any_sync(0xFFFFFFFFu, has_nan16x2(max_u16x2(max_u16x2(cm.x, cm.y), max_u16x2(cm.z, cm.w)))))
+    cm = pass(Abs16x2NoNanV{});
   // Columns: words x, y, z, w (column pairs 0-1 .. 6-7 of the chunk) scattered over xor 16, 8.
   std::uint32_t s[16] = {cm.x, cm.y, cm.z, cm.w};
   scatter_step<4, 16>(s);
@@ -428,17 +454,12 @@ __device__ __forceinline__ void dual_quad32(const DualLaunch& dl, std::int64_t b
   const int j = rq;
   const DevScale e0 = block_scale_of<K>(q.recipe, std::int32_t(s[0] << 16));
   const DevScale e1 = block_scale_of<K>(q.recipe, std::int32_t(s[0] & 0xFFFF0000u));
-  store_scale(q.scales, br, c + 2 * j, e0);
-  store_scale(q.scales, br, c + 2 * j + 1, e1);
   // Rows: words i (rows i, i + 4 of the lane's eight) scattered over xor 2, 1.
   scatter_step<4, 2>(p);
   scatter_step<2, 1>(p);  // p[0]: own rows k = lane & 3 (low half) and k + 4 (high half)
   const int k = lane & 3;
   const DevScale d0 = block_scale_of<K>(q.recipe, std::int32_t(p[0] << 16));
   const DevScale d1 = block_scale_of<K>(q.recipe, std::int32_t(p[0] & 0xFFFF0000u));
-  const std::int64_t bc = (c0 >> 5) + (cq >> 2);
-  if (rq + 4 * k < nr) store_scale(dl.row.scales, r0 + rq + 4 * k, bc, d0);
-  if (rq + 4 * (k + 4) < nr) store_scale(dl.row.scales, r0 + rq + 4 * (k + 4), bc, d1);
   // Column factors of the chunk's eight columns: from lane (2 j's owner) = rq j of this chunk.
   float cf[8];
   bool covf = false;
@@ -451,6 +472,7 @@ __device__ __forceinline__ void dual_quad32(const DualLaunch& dl, std::int64_t b
   }
   std::uint8_t* rc = dl.row.codes + (r0 + rq) * q.cols + c;
   std::uint8_t* cc = q.codes + (r0 + rq) * q.cols + c;
+  std::uint32_t last = 0;  // a code word, so the scales' index arithmetic waits for the casts
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     const int owner = (lane & ~3) | (i % 4);
@@ -463,26 +485,89 @@ __device__ __forceinline__ void dual_quad32(const DualLaunch& dl, std::int64_t b
       std::uint32_t rw[2] = {0, 0}, cw[2] = {0, 0};
 #pragma unroll
       for (int t = 0; t < 4; ++t) {
-        rw[t / 2] |= cast2<K>(q.recipe, w4[t], f, f, rovf) << (16 * (t % 2));
-        cw[t / 2] |= cast2<K>(q.recipe, w4[t], cf[2 * t], cf[2 * t + 1], covf) << (16 * (t % 2));
+        rw[t / 2] |= cast2<K>(q.recipe, kE4m3, w4[t], f, f, rovf) << (16 * (t % 2));
+        cw[t / 2] |= cast2<K>(q.recipe, kE4m3, w4[t], cf[2 * t], cf[2 * t + 1], covf)
+                     << (16 * (t % 2));
       }
-      *reinterpret_cast<uint2*>(rc + 4 * i * q.cols) = make_uint2(rw[0], rw[1]);
-      *reinterpret_cast<uint2*>(cc + 4 * i * q.cols) = make_uint2(cw[0], cw[1]);
+      *reinterpret_cast<uint2*>(rc) = make_uint2(rw[0], rw[1]);
+      *reinterpret_cast<uint2*>(cc) = make_uint2(cw[0], cw[1]);
+      last = cw[1];
+    }
+    rc += step, cc += step;
+    asm volatile("" : "+l"(rc), "+l"(cc));
+  }
+  // The scales last: the compiler would otherwise compute their layouts' indices before the loads
+  // and hold them through the tile (registers that cost occupancy).
+  std::int64_t rb = br, cb = c0;
+  asm volatile("" : "+l"(rb), "+l"(cb) : "r"(last));
+  const std::int64_t cs = cb + 8 * cq + 2 * j;
+  if constexpr (kPacked) {
+    // Row-major E8M0 scales of both orientations (layout 10): the column pair as one 16-bit
+    // store; the rows' two block bytes (this lane's and lane ^ 4's) into packed[4 row] for the CTA
+    // to store eight bytes a row (fewer L2 requests than a byte a block).
+    auto* col = static_cast<std::uint8_t*>(q.scales.data) + rb * q.scales.cols + cs;
+    *reinterpret_cast<std::uint16_t*>(col) = std::uint16_t(e0.e8m0 | (e1.e8m0 << 8));
+    const std::uint32_t mine = d0.e8m0 | (std::uint32_t(d1.e8m0) << 8);
+    const std::uint32_t other = __shfl_xor_sync(0xFFFFFFFFu, mine, 4);
+    if ((cq & 4) == 0) {
+      packed[4 * (rq + 4 * k)] = std::uint16_t((mine & 0xFF) | ((other & 0xFF) << 8));
+      packed[4 * (rq + 4 * (k + 4))] = std::uint16_t((mine >> 8) | (other & 0xFF00));
+    }
+  } else {
+    store_scale(q.scales, rb, cs, e0);
+    store_scale(q.scales, rb, cs + 1, e1);
+    const std::int64_t rs = rb * 32 + rq, bc = (cb >> 5) + (cq >> 2);
+    if (rq + 4 * k < nr) store_scale(dl.row.scales, rs + 4 * k, bc, d0);
+    if (rq + 4 * (k + 4) < nr) store_scale(dl.row.scales, rs + 4 * (k + 4), bc, d1);
+  }
+}
+
+// The warp tile of block row br, columns from c0: full tiles (32 rows) by their own copy of the
+// code, with no row predicates. kPacked: the CTA's row scales of a row (four warps: eight bytes)
+// from packed[row][warp] (shared memory) in one store, after a barrier.
+template <ScaleKind K, bool kE4m3, bool kPacked>
+__device__ __forceinline__ void dual_quad32_at(const DualLaunch& dl, std::int64_t br,
+                                               std::int64_t c0, std::uint16_t (*packed)[4]) {
+  const std::int64_t left = dl.col.rows - br * 32;
+  const int nr = left >= 32 ? 32 : int(left), warp = int(threadIdx.x / 32);
+  uint4 v[8];
+  if (nr == 32) {
+    quad32_load(dl.col, br, c0, 32, v);
+    quad32_cast<K, kE4m3, kPacked>(dl, br, c0, 32, v, &packed[0][warp]);
+  } else {
+    quad32_load(dl.col, br, c0, nr, v);
+    quad32_cast<K, kE4m3, kPacked>(dl, br, c0, nr, v, &packed[0][warp]);
+  }
+  if constexpr (kPacked) {
+    __syncthreads();
+    const int row = int(threadIdx.x);  // < 128: one row a thread of the first 32
+    if (row < nr) {
+      const ScaleSink& s = dl.row.scales;
+      auto* dst =
+          static_cast<std::uint8_t*>(s.data) + (br * 32 + row) * s.cols + c0 / 32 - 2 * warp;
+      *reinterpret_cast<uint2*>(dst) = *reinterpret_cast<const uint2*>(packed[row]);
     }
   }
 }
 
-template <ScaleKind K, int WX, int kMinBlocks>
+// CTAs of WX warps side by side (WX x 64 columns) over one 32-row block; when the grid is smaller
+// than the tile grid, warps stride over both axes. kPacked (WX = 4, the warp tiles a block row a
+// multiple of 4, so a CTA's warps take the same steps): row-major E8M0 scales stored packed.
+template <ScaleKind K, bool kE4m3, bool kPacked, int WX, int kMinBlocks>
 __global__ void __launch_bounds__(32 * WX, kMinBlocks) dual_quad32_kernel(DualLaunch dl) {
+  static_assert(!kPacked || WX == 4, "packed row scales: four warps, eight bytes a row");
+  __shared__ std::uint16_t packed[2][32][4];  // [parity][row][warp]: both block bytes of a warp
   const int nct = int(dl.col.cols / 64), nbr = int(dl.col.block_rows), warp = int(threadIdx.x / 32);
   if (int(gridDim.y) >= nbr && int(gridDim.x) * WX >= nct) {  // a tile a warp: no loop state
     const int ct = int(blockIdx.x) * WX + warp;
-    if (ct < nct) dual_quad32<K>(dl, blockIdx.y, std::int64_t(ct) * 64);
+    if (ct < nct)
+      dual_quad32_at<K, kE4m3, kPacked>(dl, blockIdx.y, std::int64_t(ct) * 64, packed[0]);
     return;
   }
+  int parity = 0;
   for (int br = int(blockIdx.y); br < nbr; br += int(gridDim.y))
-    for (int ct = int(blockIdx.x) * WX + warp; ct < nct; ct += int(gridDim.x) * WX)
-      dual_quad32<K>(dl, br, std::int64_t(ct) * 64);
+    for (int ct = int(blockIdx.x) * WX + warp; ct < nct; ct += int(gridDim.x) * WX, parity ^= 1)
+      dual_quad32_at<K, kE4m3, kPacked>(dl, br, std::int64_t(ct) * 64, packed[parity]);
 }
 
 // The grid of dual_tile_kernel: every tile its own CTA, or at most max_blocks CTAs.
@@ -518,8 +603,9 @@ void launch_dual_tiles(const DualLaunch& dl) {
     launch_column_tiles<128, K, true>(dl);
     return;
   }
-  dual_tile_kernel<128, K, kDualMinBlocks>
-      <<<dual_grid(nct, q.block_rows, q.max_blocks), kThreads, 0, q.stream>>>(dl);
+  const auto kernel = q.recipe.e4m3 ? dual_tile_kernel<128, K, true, kDualMinBlocks>
+                                    : dual_tile_kernel<128, K, false, kDualMinBlocks>;
+  kernel<<<dual_grid(nct, q.block_rows, q.max_blocks), kThreads, 0, q.stream>>>(dl);
 }
 
 template <ScaleKind K>
@@ -531,7 +617,20 @@ void launch_dual_quads(const DualLaunch& dl) {
     return;
   }
   const dim3 grid = dual_grid((nct + kQuadWarps - 1) / kQuadWarps, q.block_rows, q.max_blocks);
-  dual_quad32_kernel<K, kQuadWarps, kQuadMinBlocks><<<grid, 32 * kQuadWarps, 0, q.stream>>>(dl);
+  // Row-major E8M0 scales of both orientations: packed stores (dual_quad32_kernel).
+  const auto align = reinterpret_cast<std::uintptr_t>(dl.row.scales.data) |
+                     reinterpret_cast<std::uintptr_t>(q.scales.data);
+  const bool packed = dl.row.scales.layout == 10 && q.scales.layout == 10 &&
+                      nct % kQuadWarps == 0 && align % 8 == 0;
+  const auto kernel = [](auto e4m3, auto pack) {
+    return dual_quad32_kernel<K, decltype(e4m3)::value, decltype(pack)::value, kQuadWarps,
+                              kQuadMinBlocks>;
+  };
+  using T = std::true_type;
+  using F = std::false_type;
+  const auto k = q.recipe.e4m3 ? (packed ? kernel(T{}, T{}) : kernel(T{}, F{}))
+                               : (packed ? kernel(F{}, T{}) : kernel(F{}, F{}));
+  k<<<grid, 32 * kQuadWarps, 0, q.stream>>>(dl);
 }
 
 }  // namespace
