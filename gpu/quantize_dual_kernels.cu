@@ -337,21 +337,23 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) dual_tile_kernel(DualLau
   dl.row.recipe.e4m3 = dl.col.recipe.e4m3 = kE4m3;
   const QuantizeLaunch& q = dl.col;
   const int nct = int((q.cols + TL::kCols - 1) / TL::kCols), nbr = int(q.block_rows);
-  const auto tile = [&](int br, int ct, int parity) {
-    const std::int64_t r0 = std::int64_t(br) * W, c0 = std::int64_t(ct) * TL::kCols;
+  if (int(gridDim.y) >= nbr && int(gridDim.x) >= nct) {  // a tile a CTA: no loop state
+    const std::int64_t r0 = std::int64_t(blockIdx.y) * W, c0 = std::int64_t(blockIdx.x) * TL::kCols;
     const std::int64_t r1 = r0 + W < q.rows ? r0 + W : q.rows;
     uint4 v[8];
     load_tile<W>(q, r0, r1, c0, v);
-    cast_tile<W, K>(dl, br, r0, r1, c0, v, colmax[parity], colfac[parity], colovf[parity]);
-  };
-  if (int(gridDim.y) >= nbr && int(gridDim.x) >= nct) {
-    tile(int(blockIdx.y), int(blockIdx.x), 0);
+    cast_tile<W, K>(dl, blockIdx.y, r0, r1, c0, v, colmax[0], colfac[0], colovf[0]);
     return;
   }
   int parity = 0;
   for (int br = int(blockIdx.y); br < nbr; br += int(gridDim.y))
-    for (int ct = int(blockIdx.x); ct < nct; ct += int(gridDim.x), parity ^= 1)
-      tile(br, ct, parity);
+    for (int ct = int(blockIdx.x); ct < nct; ct += int(gridDim.x), parity ^= 1) {
+      const std::int64_t r0 = std::int64_t(br) * W, c0 = std::int64_t(ct) * TL::kCols;
+      const std::int64_t r1 = r0 + W < q.rows ? r0 + W : q.rows;
+      uint4 v[8];
+      load_tile<W>(q, r0, r1, c0, v);
+      cast_tile<W, K>(dl, br, r0, r1, c0, v, colmax[parity], colfac[parity], colovf[parity]);
+    }
 }
 
 // --- warp tiles of quantize_dual (docs/benchmarks.md "Dual pass") ------------------------------
