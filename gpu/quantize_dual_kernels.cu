@@ -200,60 +200,55 @@ constexpr int kTileBytes = 8 * kThreads * 16;  // one stage: eight chunks a thre
 // data path"). quantize_dual takes dual_tile_kernel below.
 template <int W>
 constexpr bool kStaged = W == 32;
-// CTAs an SM of dual_tile_kernel (quantize_dual, 1x128 + 128x1): four (64 registers, no spill),
-// the fastest measured on the H200 (docs/benchmarks.md "Dual pass 2").
-constexpr int kDualMinBlocks = 4;
+// CTAs an SM of dual_tile_kernel (quantize_dual, 1x128 + 128x1): three (80 registers), the
+// fastest measured on the H200 (docs/benchmarks.md "Dual pass").
+constexpr int kDualMinBlocks = 3;
 // Warps a CTA and CTAs an SM of dual_quad32_kernel (quantize_dual, 1x32 + 32x1): four warps, five
-// CTAs (96 registers), the fastest measured on the H200 (docs/benchmarks.md "Dual pass 2").
+// CTAs (96 registers), the fastest measured on the H200 (docs/benchmarks.md "Dual pass").
 constexpr int kQuadWarps = 4, kQuadMinBlocks = 5;
 
-// One 1x128 + 128x1 tile of quantize_dual in registers v (block row br, rows [r0, r1), columns
-// from c0) reduced and cast, its row blocks (dl.row) and column blocks (dl.col); the shared arrays
-// are the step's own (parity). The code stores' addresses advance a row step at a time behind an
-// asm barrier, so they are not all computed before the loads and held through the tile (that
-// fits the kernel in 64 registers). column_tile_kernel below holds the same steps inline for both
-// W and per-group row starts (its compiled code kept as verified on the device).
-template <ScaleKind K>
+// One tile of quantize_dual in registers v (block row br, rows [r0, r1), columns from c0)
+// reduced and cast, its 1xW row blocks (dl.row) and Wx1 column blocks (dl.col); the shared arrays
+// are the step's own (parity). column_tile_kernel below holds the same steps inline (its compiled
+// code kept as verified on the device).
+template <int W, ScaleKind K>
 __device__ __forceinline__ void cast_tile(const DualLaunch& dl, std::int64_t br, std::int64_t r0,
                                           std::int64_t r1, std::int64_t c0, const uint4 (&v)[8],
-                                          std::uint32_t (*colmax)[Tile<128>::kCols / 2],
+                                          std::uint32_t (*colmax)[Tile<W>::kCols / 2],
                                           float* colfac, std::uint8_t* colovf) {
+  using TL = Tile<W>;
   const QuantizeLaunch& q = dl.col;
   const int cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
   RowScale rs[8];
-  row_scales<128, K>(dl.row, r0, c0, v, rs);
-  std::int64_t off = (r0 + rg) * q.cols + c0 + 8 * cg;  // chunk s: off + s * step
-  asm volatile("" : "+l"(off) : "f"(rs[0].factor));
-  const std::int64_t step = 16 * q.cols;
-  const bool live = c0 + 8 * cg < q.cols;
-  std::uint8_t* p = dl.row.codes + off;
+  row_scales<W, K>(dl.row, r0, c0, v, rs);
 #pragma unroll
   for (int s = 0; s < 8; ++s) {
-    if (live && r0 + rg + 16 * s < r1) {
-      std::uint32_t f[8];
-      unpack_bf16(v[s], f);
-      const DevScale d{0.0f, rs[s].factor, false, 0, rs[s].may_overflow};
-      *reinterpret_cast<uint2*>(p) = cast8(q.recipe, d, f);
-    }
-    p += step;
-    asm volatile("" : "+l"(p));
+    const std::int64_t r = r0 + rg + 16 * (s % TL::kRows);
+    const std::int64_t c = c0 + 128 * (s / TL::kRows) + 8 * cg;
+    if (r >= r1 || c >= q.cols) continue;
+    std::uint32_t f[8];
+    unpack_bf16(v[s], f);
+    const DevScale d{0.0f, rs[s].factor, false, 0, rs[s].may_overflow};
+    *reinterpret_cast<uint2*>(dl.row.codes + r * q.cols + c) = cast8(q.recipe, d, f);
   }
-  column_maxima<128>(v, q.recipe.ignore_nan, colmax);
+  column_maxima<W>(v, q.recipe.ignore_nan, colmax);
   __syncthreads();
-  column_scales<128, K>(q, br, c0, colmax, colfac, colovf);
+  column_scales<W, K>(q, br, c0, colmax, colfac, colovf);
   __syncthreads();
-  float f[8];
-  bool ovf = false;
 #pragma unroll
-  for (int e = 0; e < 8; ++e) f[e] = colfac[8 * cg + e], ovf |= colovf[8 * cg + e] != 0;
-  p = q.codes + off;
-  asm volatile("" : "+l"(p) : "f"(f[0]));
+  for (int j = 0; j < TL::T; ++j) {
+    const int cl = 128 * j + 8 * cg;
+    float f[8];
+    bool ovf = false;
 #pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    if (live && r0 + rg + 16 * i < r1)
-      *reinterpret_cast<uint2*>(p) = cast8_cols(q.recipe, f, ovf, v[i]);
-    p += step;
-    asm volatile("" : "+l"(p));
+    for (int e = 0; e < 8; ++e) f[e] = colfac[cl + e], ovf |= colovf[cl + e] != 0;
+#pragma unroll
+    for (int i = 0; i < TL::kRows; ++i) {
+      const std::int64_t r = r0 + rg + 16 * i, c = c0 + cl;
+      if (r >= r1 || c >= q.cols) continue;
+      *reinterpret_cast<uint2*>(q.codes + r * q.cols + c) =
+          cast8_cols(q.recipe, f, ovf, v[j * TL::kRows + i]);
+    }
   }
 }
 
@@ -332,9 +327,8 @@ __global__ void __launch_bounds__(kThreads, kStaged<W> ? 2 : 3) column_tile_kern
 // sits before the loads, which go straight into registers; kMinBlocks CTAs an SM. The element
 // format is a constant (kE4m3: one cvt a pair, not both formats predicated), and a grid with a
 // CTA a tile runs a copy of the body without loop state (fewer registers).
-template <ScaleKind K, bool kE4m3, int kMinBlocks>
+template <int W, ScaleKind K, bool kE4m3, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) dual_tile_kernel(DualLaunch launch) {
-  constexpr int W = 128;
   using TL = Tile<W>;
   __shared__ std::uint32_t colmax[2][kThreads / 32][TL::kCols / 2];
   __shared__ float colfac[2][TL::kCols];
@@ -348,7 +342,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) dual_tile_kernel(DualLau
     const std::int64_t r1 = r0 + W < q.rows ? r0 + W : q.rows;
     uint4 v[8];
     load_tile<W>(q, r0, r1, c0, v);
-    cast_tile<K>(dl, blockIdx.y, r0, r1, c0, v, colmax[0], colfac[0], colovf[0]);
+    cast_tile<W, K>(dl, blockIdx.y, r0, r1, c0, v, colmax[0], colfac[0], colovf[0]);
     return;
   }
   int parity = 0;
@@ -358,7 +352,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) dual_tile_kernel(DualLau
       const std::int64_t r1 = r0 + W < q.rows ? r0 + W : q.rows;
       uint4 v[8];
       load_tile<W>(q, r0, r1, c0, v);
-      cast_tile<K>(dl, br, r0, r1, c0, v, colmax[parity], colfac[parity], colovf[parity]);
+      cast_tile<W, K>(dl, br, r0, r1, c0, v, colmax[parity], colfac[parity], colovf[parity]);
     }
 }
 
@@ -611,8 +605,8 @@ void launch_dual_tiles(const DualLaunch& dl) {
     launch_column_tiles<128, K, true>(dl);
     return;
   }
-  const auto kernel = q.recipe.e4m3 ? dual_tile_kernel<K, true, kDualMinBlocks>
-                                    : dual_tile_kernel<K, false, kDualMinBlocks>;
+  const auto kernel = q.recipe.e4m3 ? dual_tile_kernel<128, K, true, kDualMinBlocks>
+                                    : dual_tile_kernel<128, K, false, kDualMinBlocks>;
   kernel<<<dual_grid(nct, q.block_rows, q.max_blocks), kThreads, 0, q.stream>>>(dl);
 }
 
