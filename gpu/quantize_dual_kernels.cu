@@ -1,7 +1,8 @@
 // Column-block and dual-orientation quantize (device code; the launcher gpu/quantize.cpp checks the
 // arguments): a CTA holds a tile of at most W rows x 128 T columns of a bf16 source in registers
-// (W = 128, T = 1; W = 32, T = 4) and writes its Wx1 column blocks, and for quantize_dual also its
-// 1xW row blocks, from that one read: each output bitwise equal to its own single-orientation call
+// (W = 128, T = 1; W = 32, T = 4) and writes its Wx1 column blocks, and for quantize_dual with
+// W = 128 also its 1xW row blocks, from that one read; quantize_dual's MX tiles (1x32 + 32x1) are
+// warp tiles of 32 rows x 64 columns. Each output bitwise equal to its own single-orientation call
 // (the dgrad operand and the wgrad operand of one tensor). Amax reductions are integer maxima of
 // |x| patterns (max.u16x2 on packed bf16, shuffles, shared memory): no order to depend on.
 #include <cstdint>
@@ -197,14 +198,14 @@ constexpr int kTileBytes = 8 * kThreads * 16;  // one stage: eight chunks a thre
 // W = 32 (four column groups a thread) as persistent CTAs whose next tile is copied by cp.async
 // while this one is cast (two CTAs an SM); W = 128 as one tile a CTA step loaded straight into
 // registers (three CTAs an SM). Each the faster of the two on the H200 (docs/benchmarks.md "GPU
-// data path"). quantize_dual takes dual_tile_kernel below.
+// data path"). quantize_dual takes dual_tile_kernel (1x128) and dual_quad32_kernel (MX) below.
 template <int W>
 constexpr bool kStaged = W == 32;
 // CTAs an SM of dual_tile_kernel (quantize_dual, 1x128 + 128x1): three (80 registers), the
-// fastest measured on the H200 (docs/benchmarks.md "Dual pass").
+// fastest measured on the H200 (docs/benchmarks.md "Dual pass 2").
 constexpr int kDualMinBlocks = 3;
 // Warps a CTA and CTAs an SM of dual_quad32_kernel (quantize_dual, 1x32 + 32x1): four warps, five
-// CTAs (96 registers), the fastest measured on the H200 (docs/benchmarks.md "Dual pass").
+// CTAs (96 registers), the fastest measured on the H200 (docs/benchmarks.md "Dual pass 2").
 constexpr int kQuadWarps = 4, kQuadMinBlocks = 5;
 
 // One tile of quantize_dual in registers v (block row br, rows [r0, r1), columns from c0)
@@ -356,10 +357,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) dual_tile_kernel(DualLau
     }
 }
 
-// --- warp tiles of quantize_dual (docs/benchmarks.md "Dual pass") ------------------------------
-// A lane holds whole column segments of a block, so a column block's amax is in-thread; the 1xW
-// row blocks reduce across lanes by a reduce-scatter (each step halves the words a lane keeps and
-// sends the other half), so lane g ends with the maxima of two rows and computes their scales.
+// --- MX warp tiles of quantize_dual (docs/benchmarks.md "Dual pass 2") ------------------------
+// No shared memory for the amax: a column block's 32 rows lie in four lanes (in-thread over eight
+// rows, then a reduce-scatter), a 1x32 row block's 32 columns in the four lanes of a quad (a
+// reduce-scatter: each step halves the words a lane keeps and sends the other half), so each lane
+// ends with two columns' and two rows' maxima and computes their scales.
 
 // |x| of a word's two bf16 with NaN patterns as 0, as abs16x2_no_nan (gpu/quantize_bf16.cuh) by a
 // packed compare (fewer live registers on the NaN path of dual_quad32).
@@ -403,8 +405,9 @@ __device__ __forceinline__ std::uint32_t cast2(const RecipeParams& p, bool e4m3,
 // MX dual (1x32 + 32x1), quad layout: the warp's tile is rows [r0, r0 + 32) x 64 columns from c0;
 // lane = chunk q = lane % 8 (columns c0 + 8 q ..) in rows r0 + lane / 8 + 4 i, i < 8 (a warp load
 // is four 128-byte row segments). Columns: in-thread over eight rows, then a reduce-scatter over
-// the four lanes of a chunk (xor 8, 16): two columns' maxima a lane. Rows: a reduce-scatter over
+// the four lanes of a chunk (xor 16, 8): two columns' maxima a lane. Rows: a reduce-scatter over
 // the four lanes of a 1x32 block (xor 2, 1): two rows' maxima a lane.
+
 // The lane's chunks of the warp tile (rows from br * 32, nr of them; columns from c0) into v.
 __device__ __forceinline__ void quad32_load(const QuantizeLaunch& q, std::int64_t br,
                                             std::int64_t c0, int nr, uint4 (&v)[8]) {
