@@ -32,6 +32,8 @@ struct GemmTmaParams {
 // consumers load them from global memory two blocks ahead); as many as fit in shared memory.
 template <int BN>
 using Ring = StageRing<kGemmBlockM * kGemmBlockK, BN * kGemmBlockK, BN == 128 ? 7 : 5, 0>;
+static_assert(Ring<128>::kBytes <= 227 * 1024 && Ring<192>::kBytes <= 227 * 1024,
+              "sm_90's opt-in shared memory per block");
 
 // The tile: group g, rows [row0, row_end) of A and Y, columns [n0, n0 + BN) (those < N).
 struct TileCoord {
