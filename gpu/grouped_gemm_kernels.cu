@@ -6,7 +6,8 @@
 //   acc = fmaf(RN(sa·sb), T_kb, acc)   (hopper_promoted_blockwise),
 // rowwise / tensorwise acc = acc + T_kb, scales in the epilogue (hopper_promoted_rowwise a_then_b,
 // hopper_promoted_tensorwise). T_kb = four chained wgmma k32 steps from +0; the block scales are
-// loaded by the consumers from global memory two blocks ahead. One CTA per SM walks the tiles
+// loaded by the consumers from global memory two blocks ahead. Rowwise / tensorwise 256-wide tiles
+// run T_kb one 128-column half at a time (consume_halves). One CTA per SM walks the tiles
 // statically; no atomics, no split-K.
 #include <cuda_bf16.h>
 
@@ -31,8 +32,13 @@ struct GemmTmaParams {
 // Stages of a 128 × 128 A tile and a BN × 128 B tile (the block scales are not staged: the
 // consumers load them from global memory two blocks ahead); as many as fit in shared memory.
 template <int BN>
-using Ring = StageRing<kGemmBlockM * kGemmBlockK, BN * kGemmBlockK, BN == 128 ? 7 : 5, 0>;
-static_assert(Ring<128>::kBytes <= 227 * 1024 && Ring<192>::kBytes <= 227 * 1024,
+using Ring = StageRing<kGemmBlockM * kGemmBlockK, BN * kGemmBlockK,
+                       BN == 128   ? 7
+                       : BN == 192 ? 5
+                                   : 4,
+                       0>;
+static_assert(Ring<128>::kBytes <= 227 * 1024 && Ring<192>::kBytes <= 227 * 1024 &&
+                  Ring<256>::kBytes <= 227 * 1024,
               "sm_90's opt-in shared memory per block");
 
 // The tile: group g, rows [row0, row_end) of A and Y, columns [n0, n0 + BN) (those < N).
@@ -81,72 +87,12 @@ __device__ void produce(const GemmTmaParams& p, const Ring<BN>& s, std::int64_t 
   }
 }
 
-// One of four values by a lane-dependent index, with selects (a dynamic index into a register
-// array would go through local memory).
-__device__ __forceinline__ std::uint32_t pick4(const std::uint32_t (&v)[4], int i) {
-  return i == 0 ? v[0] : i == 1 ? v[1] : i == 2 ? v[2] : v[3];
-}
-// Lane q of a quad (q = lane % 4) holds u[m] = the bf16 pair of columns 8m + 2q, 8m + 2q + 1 of
-// four 8-column groups (the wgmma D layout); afterwards it holds group q's 8 columns in order, so
-// that one 16-byte store writes them.
-__device__ __forceinline__ uint4 quad_transpose(const std::uint32_t (&u)[4]) {
-  const int lane = int(threadIdx.x % 32), q = lane % 4;
-  std::uint32_t got[4];
-#pragma unroll
-  for (int k = 0; k < 4; ++k)  // lane s sends u[(s - k) & 3]: lane q gets u[q] of lane (q + k) & 3
-    got[k] = __shfl_sync(0xffffffffu, pick4(u, (q - k) & 3), (lane & ~3) | ((q + k) & 3));
-  return make_uint4(pick4(got, (0 - q) & 3), pick4(got, (1 - q) & 3), pick4(got, (2 - q) & 3),
-                    pick4(got, (3 - q) & 3));  // pair i came from lane i, in round (i - q) & 3
-}
-
-// The stores of store_tile: value(j, half) = the thread's scaled columns 8j + 2q, 8j + 2q + 1
-// (q = lane % 4) of row row0 + 8 * half, stored where store[half]. N % 128 == 0 and n0 % 64 == 0:
-// the 32 columns of four groups j0 .. j0 + 3 are all < N or all past it, the same for the warp.
-template <int BN, class Value>
-__device__ __forceinline__ void store_rows_bf16(const GemmKernelArgs& p, const TileCoord& c,
-                                                std::int64_t row0, const bool (&store)[2],
-                                                const Value& value) {
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int j0 = 0; j0 < BN / 8; j0 += 4) {
-    if (BN > 128 && c.n0 + j0 * 8 >= p.N) continue;
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      std::uint32_t u[4];
-#pragma unroll
-      for (int m = 0; m < 4; ++m) {
-        const float2 v = value(j0 + m, half);
-        const __nv_bfloat162 b = __floats2bfloat162_rn(v.x, v.y);
-        u[m] = *reinterpret_cast<const std::uint32_t*>(&b);
-      }
-      const uint4 w = quad_transpose(u);
-      const std::int64_t at = (row0 + 8 * half) * p.N + c.n0 + (j0 + lane % 4) * 8;
-      if (store[half]) reinterpret_cast<uint4*>(p.y)[at / 8] = w;
-    }
-  }
-}
-template <int BN, class Value>
-__device__ __forceinline__ void store_rows_f32(const GemmKernelArgs& p, const TileCoord& c,
-                                               std::int64_t row0, const bool (&store)[2],
-                                               const Value& value) {
-  const int lane = threadIdx.x % 32;
-  const std::int64_t col0 = c.n0 + (lane % 4) * 2;
-#pragma unroll
-  for (int j = 0; j < BN / 8; ++j) {
-    if (BN > 128 && c.n0 + j * 8 >= p.N) continue;
-#pragma unroll
-    for (int half = 0; half < 2; ++half)
-      if (store[half])
-        reinterpret_cast<float2*>(p.y)[((row0 + 8 * half) * p.N + col0 + j * 8) / 2] =
-            value(j, half);
-  }
-}
-
 // Y = the promoted f32 accumulator after the epilogue scales, rounded to bf16 or stored as f32;
-// rows past the group end and columns past N are not written. bf16 rows go out in 16-byte stores
-// of 8 columns (quad_transpose), f32 in 8-byte stores of the thread's column pairs.
+// rows past the group end and columns past N are not written. Each thread stores its column pairs
+// (4-byte bf16 pairs, 8-byte f32 pairs): measured faster for blockwise forward and dgrad than
+// 16-byte bf16 stores after a quad shuffle (docs/gpu_gemm.md §7, docs/benchmarks.md).
 template <int BN>
-__device__ __forceinline__ void store_tile(const GemmKernelArgs& p, const TileCoord& c,
+__device__ __forceinline__ void store_cols(const GemmKernelArgs& p, const TileCoord& c,
                                            const float (&acc)[BN / 2], int local_row) {
   const int lane = threadIdx.x % 32;
   const std::int64_t col0 = c.n0 + (lane % 4) * 2, row0 = c.row0 + local_row;
@@ -167,18 +113,43 @@ __device__ __forceinline__ void store_tile(const GemmKernelArgs& p, const TileCo
     if (rowwise && (BN == 128 || col < p.N))
       sb[j] = make_float2(p.scale_b[c.g * p.N + col], p.scale_b[c.g * p.N + col + 1]);
   }
-  auto value = [&](int j, int half) {
-    float2 v = make_float2(acc[j * 4 + half * 2], acc[j * 4 + half * 2 + 1]);
-    if (p.mode == GemmScaleMode::tensorwise) v.x = __fmul_rn(v.x, ts), v.y = __fmul_rn(v.y, ts);
-    if (rowwise)  // a_then_b: RN(RN(acc·sa)·sb)
-      v.x = __fmul_rn(__fmul_rn(v.x, sa[half]), sb[j].x),
-      v.y = __fmul_rn(__fmul_rn(v.y, sa[half]), sb[j].y);
-    return v;
-  };
-  if (p.out_bf16)
-    store_rows_bf16<BN>(p, c, row0, store, value);
-  else
-    store_rows_f32<BN>(p, c, row0, store, value);
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const std::int64_t col = col0 + j * 8;
+    if (BN > 128 && col >= p.N) continue;  // N % 128 == 0: col + 1 < N too
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      if (!store[half]) continue;
+      float v[2] = {acc[j * 4 + half * 2], acc[j * 4 + half * 2 + 1]};
+      if (p.mode == GemmScaleMode::tensorwise)
+        v[0] = __fmul_rn(v[0], ts), v[1] = __fmul_rn(v[1], ts);
+      if (rowwise)  // a_then_b: RN(RN(acc·sa)·sb)
+        v[0] = __fmul_rn(__fmul_rn(v[0], sa[half]), sb[j].x),
+        v[1] = __fmul_rn(__fmul_rn(v[1], sa[half]), sb[j].y);
+      const std::int64_t at = ((row0 + 8 * half) * p.N + col) / 2;
+      if (p.out_bf16)
+        static_cast<__nv_bfloat162*>(p.y)[at] = __floats2bfloat162_rn(v[0], v[1]);
+      else
+        reinterpret_cast<float2*>(p.y)[at] = make_float2(v[0], v[1]);
+    }
+  }
+}
+
+// The epilogue of a tile. A 256-wide tile is stored as two 128-column halves, each with its own
+// rowwise column scales (64 registers of scales for the whole tile beside the 128 of the
+// accumulator would spill); N % 128 == 0, so the second half is all < N or all past it.
+template <int BN>
+__device__ __forceinline__ void store_tile(const GemmKernelArgs& p, const TileCoord& c,
+                                           const float (&acc)[BN / 2], int local_row) {
+  if constexpr (BN == 256) {
+    store_cols<128>(p, c, *reinterpret_cast<const float(*)[64]>(&acc[0]), local_row);
+    TileCoord hi = c;
+    hi.n0 += 128;
+    if (hi.n0 < p.N)
+      store_cols<128>(p, hi, *reinterpret_cast<const float(*)[64]>(&acc[64]), local_row);
+  } else {
+    store_cols<BN>(p, c, acc, local_row);
+  }
 }
 
 // The block scales of K block kb a thread promotes with: a0, a1 of its rows local_row and
@@ -225,6 +196,48 @@ __device__ __forceinline__ void promote_blockwise(const BlockScalesB& b, const f
   for (int i = 0; i < BN / 2; ++i) {
     const bool hi = BN > 128 && i / 4 >= b.split;
     acc[i] = __fmaf_rn((i & 2) ? (hi ? h1 : s1) : (hi ? h0 : s0), t[i], acc[i]);
+  }
+}
+
+// Rowwise / tensorwise consumers of 256-wide tiles: the 64 × 256 f32 accumulator is 128
+// registers, so T_kb is computed one 128-column half at a time into a 64-register t (a 64 × 256 t
+// beside the accumulator would not fit the 232 registers): per K block, half 0's four k32 steps,
+// wait, acc += t on columns 0..127, then half 1 on columns 128..255 (B rows 128.. of the stage).
+// The same sums in the same order as the 128- and 192-wide tiles (docs/gpu_gemm.md §2).
+template <bool AE5, bool BE5>
+__device__ void consume_halves(const GemmTmaParams& p, const Ring<256>& s, std::int64_t total,
+                               int n_tiles) {
+  const GemmKernelArgs& a = p.args;
+  const int wg = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+  const int local_row = wg * 64 + warp * 16 + lane / 4;  // and local_row + 8 (wgmma D layout)
+  const int nkb = int(a.K / kGemmBlockK);
+  std::uint32_t it = 0;
+  for (std::int64_t tile = blockIdx.x; tile < total; tile += gridDim.x) {
+    const TileCoord c = tile_coord<256>(a.groups, tile, n_tiles);
+    float acc[128], t[64];  // acc: columns 8j.. at acc[4j..]; t: one half, from +0 per block
+#pragma unroll
+    for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+    for (int kb = 0; kb < nkb; ++kb, ++it) {
+      const int st = s.stage(it);
+      mbar_wait(s.full(st), s.parity(it));
+      const std::uint32_t a_base = s.a_tile(st) + wg * 64 * 128;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const std::uint32_t b_base = s.b_tile(st) + h * 128 * 128;
+        fence_regs(t);
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int j = 0; j < kGemmBlockK / 32; ++j)  // T_kb of the half: four k32 steps from +0
+          wgmma_k32<128, AE5, BE5>(t, smem_desc(a_base + j * 32), smem_desc(b_base + j * 32), j);
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        fence_regs(t);
+        if (h == 1) s.release(it);
+#pragma unroll
+        for (int i = 0; i < 64; ++i) acc[h * 64 + i] = __fadd_rn(acc[h * 64 + i], t[i]);
+      }
+    }
+    store_tile<256>(a, c, acc, local_row);
   }
 }
 
@@ -290,7 +303,10 @@ __global__ void __launch_bounds__(kPipelineThreads, 1)
     if (threadIdx.x < kConsumerThreads + 32) produce<BN>(p, s, total, n_tiles);
   } else {
     setmaxnreg_inc<kConsumerRegs>();
-    consume<BN, AE5, BE5>(p, s, total, n_tiles);
+    if constexpr (BN == 256)
+      consume_halves<AE5, BE5>(p, s, total, n_tiles);
+    else
+      consume<BN, AE5, BE5>(p, s, total, n_tiles);
   }
 }
 
@@ -322,6 +338,7 @@ void launch_tile(const GemmKernelArgs& args, cudaStream_t stream) {
 }  // namespace
 
 void launch_grouped_gemm(const GemmKernelArgs& args, int block_n, cudaStream_t stream) {
+  if (block_n == 256) return launch_tile<256>(args, stream);
   if (block_n == 192) return launch_tile<192>(args, stream);
   launch_tile<128>(args, stream);
 }
