@@ -87,11 +87,56 @@ __device__ void produce(const GemmTmaParams& p, const Ring<BN>& s, std::int64_t 
   }
 }
 
+// One of four values by a lane-dependent index, with selects (a dynamic index into a register
+// array would go through local memory).
+__device__ __forceinline__ std::uint32_t pick4(const std::uint32_t (&v)[4], int i) {
+  return i == 0 ? v[0] : i == 1 ? v[1] : i == 2 ? v[2] : v[3];
+}
+// Lane q of a quad (q = lane % 4) holds u[m] = the bf16 pair of columns 8m + 2q, 8m + 2q + 1 of
+// four 8-column groups (the wgmma D layout); afterwards it holds group q's 8 columns in order, so
+// that one 16-byte store writes them.
+__device__ __forceinline__ uint4 quad_transpose(const std::uint32_t (&u)[4]) {
+  const int lane = int(threadIdx.x % 32), q = lane % 4;
+  std::uint32_t got[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k)  // lane s sends u[(s - k) & 3]: lane q gets u[q] of lane (q + k) & 3
+    got[k] = __shfl_sync(0xffffffffu, pick4(u, (q - k) & 3), (lane & ~3) | ((q + k) & 3));
+  return make_uint4(pick4(got, (0 - q) & 3), pick4(got, (1 - q) & 3), pick4(got, (2 - q) & 3),
+                    pick4(got, (3 - q) & 3));  // pair i came from lane i, in round (i - q) & 3
+}
+
+// The stores of store_tile: value(j, half) = the thread's scaled columns 8j + 2q, 8j + 2q + 1
+// (q = lane % 4) of row row0 + 8 * half, stored where store[half]. N % 128 == 0 and n0 % 64 == 0:
+// the 32 columns of four groups j0 .. j0 + 3 are all < N or all past it, the same for the warp.
+template <int BN, class Value>
+__device__ __forceinline__ void store_rows_bf16(const GemmKernelArgs& p, const TileCoord& c,
+                                                std::int64_t row0, const bool (&store)[2],
+                                                const Value& value) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int j0 = 0; j0 < BN / 8; j0 += 4) {
+    if (BN > 128 && c.n0 + j0 * 8 >= p.N) continue;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      std::uint32_t u[4];
+#pragma unroll
+      for (int m = 0; m < 4; ++m) {
+        const float2 v = value(j0 + m, half);
+        const __nv_bfloat162 b = __floats2bfloat162_rn(v.x, v.y);
+        u[m] = *reinterpret_cast<const std::uint32_t*>(&b);
+      }
+      const uint4 w = quad_transpose(u);
+      const std::int64_t at = (row0 + 8 * half) * p.N + c.n0 + (j0 + lane % 4) * 8;
+      if (store[half]) reinterpret_cast<uint4*>(p.y)[at / 8] = w;
+    }
+  }
+}
 // Y = the promoted f32 accumulator after the epilogue scales, rounded to bf16 or stored as f32;
-// rows past the group end and columns past N are not written. Each thread stores its column pairs
-// (4-byte bf16 pairs, 8-byte f32 pairs): measured faster for blockwise forward and dgrad than
-// 16-byte bf16 stores after a quad shuffle (docs/gpu_gemm.md §7, docs/benchmarks.md).
-template <int BN>
+// rows past the group end and columns past N are not written. f32 goes out in 8-byte column
+// pairs. bf16: the halves of 256-wide tiles (Wide16) in 16-byte stores of 8 columns
+// (store_rows_bf16), the 128- and 192-wide tiles in 4-byte column pairs: each measured the faster
+// there (blockwise forward and dgrad, rowwise 256-wide; docs/gpu_gemm.md §7, docs/benchmarks.md).
+template <int BN, bool Wide16 = false>
 __device__ __forceinline__ void store_cols(const GemmKernelArgs& p, const TileCoord& c,
                                            const float (&acc)[BN / 2], int local_row) {
   const int lane = threadIdx.x % 32;
@@ -112,6 +157,19 @@ __device__ __forceinline__ void store_cols(const GemmKernelArgs& p, const TileCo
     sb[j] = make_float2(0.0f, 0.0f);
     if (rowwise && (BN == 128 || col < p.N))
       sb[j] = make_float2(p.scale_b[c.g * p.N + col], p.scale_b[c.g * p.N + col + 1]);
+  }
+  if constexpr (Wide16) {
+    if (p.out_bf16) {
+      store_rows_bf16<BN>(p, c, row0, store, [&](int j, int half) {
+        float2 v = make_float2(acc[j * 4 + half * 2], acc[j * 4 + half * 2 + 1]);
+        if (p.mode == GemmScaleMode::tensorwise) v.x = __fmul_rn(v.x, ts), v.y = __fmul_rn(v.y, ts);
+        if (rowwise)  // a_then_b: RN(RN(acc·sa)·sb)
+          v.x = __fmul_rn(__fmul_rn(v.x, sa[half]), sb[j].x),
+          v.y = __fmul_rn(__fmul_rn(v.y, sa[half]), sb[j].y);
+        return v;
+      });
+      return;
+    }
   }
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j) {
@@ -142,11 +200,11 @@ template <int BN>
 __device__ __forceinline__ void store_tile(const GemmKernelArgs& p, const TileCoord& c,
                                            const float (&acc)[BN / 2], int local_row) {
   if constexpr (BN == 256) {
-    store_cols<128>(p, c, *reinterpret_cast<const float(*)[64]>(&acc[0]), local_row);
+    store_cols<128, true>(p, c, *reinterpret_cast<const float(*)[64]>(&acc[0]), local_row);
     TileCoord hi = c;
     hi.n0 += 128;
     if (hi.n0 < p.N)
-      store_cols<128>(p, hi, *reinterpret_cast<const float(*)[64]>(&acc[64]), local_row);
+      store_cols<128, true>(p, hi, *reinterpret_cast<const float(*)[64]>(&acc[64]), local_row);
   } else {
     store_cols<BN>(p, c, acc, local_row);
   }
