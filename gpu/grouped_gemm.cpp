@@ -159,13 +159,18 @@ void check_wgrad(const DeviceWgradOperands& op, std::span<const std::int64_t> of
   if (op.M > 0) check_aligned(op.x_t, "X^T"), check_aligned(op.dy_t, "dY^T");
 }
 
-// The output columns of a tile (docs/gpu_gemm.md §2): rowwise / tensorwise 192 where N is a
-// multiple of 192 or large enough that the masked columns of the last tile cost less than the L2
-// traffic the wider tile saves, 128 otherwise; blockwise 128 (192-wide tiles measured slower for
-// dgrad and no faster for the forward, docs/benchmarks.md).
+// The output columns of a tile (docs/gpu_gemm.md §2): rowwise / tensorwise 256 where N is a
+// multiple of 256 or large enough (>= 2048) that the masked columns of the last tile cost less
+// than the L2 traffic the wider tile saves, else 192 where N is a multiple of 192, else 128;
+// blockwise 128 (192-wide tiles measured slower for dgrad and no faster for the forward,
+// docs/benchmarks.md).
 void launch(const GemmKernelArgs& p, cudaStream_t stream) {
-  const bool wide = p.mode != GemmScaleMode::blockwise && (p.N % 192 == 0 || p.N >= 2048);
-  detail::launch_grouped_gemm(p, wide ? 192 : 128, stream);
+  int block_n = 128;
+  if (p.mode != GemmScaleMode::blockwise && (p.N % 256 == 0 || p.N >= 2048))
+    block_n = 256;
+  else if (p.mode != GemmScaleMode::blockwise && p.N % 192 == 0)
+    block_n = 192;
+  detail::launch_grouped_gemm(p, block_n, stream);
 }
 
 }  // namespace

@@ -5,8 +5,10 @@
 // after every 128 of K in the order of the declared models (docs/gpu_gemm.md §3): blockwise
 //   acc = fmaf(RN(sa·sb), T_kb, acc)   (hopper_promoted_blockwise),
 // rowwise / tensorwise acc = acc + T_kb, scales in the epilogue (hopper_promoted_rowwise a_then_b,
-// hopper_promoted_tensorwise). T_kb = four chained wgmma k32 steps from +0. One CTA per SM walks
-// the tiles statically; no atomics, no split-K.
+// hopper_promoted_tensorwise). T_kb = four chained wgmma k32 steps from +0; the block scales are
+// loaded by the consumers from global memory two blocks ahead. Rowwise / tensorwise 256-wide tiles
+// run T_kb one 128-column half at a time (consume_halves). One CTA per SM walks the tiles
+// statically; no atomics, no split-K.
 #include <cuda_bf16.h>
 
 #include "gpu/device.h"
@@ -27,9 +29,17 @@ struct GemmTmaParams {
   GemmKernelArgs args;
 };
 
-// Stages of a 128 × 128 A tile, a BN × 128 B tile and the A tile's 128 block scales.
+// Stages of a 128 × 128 A tile and a BN × 128 B tile (the block scales are not staged: the
+// consumers load them from global memory two blocks ahead); as many as fit in shared memory.
 template <int BN>
-using Ring = StageRing<kGemmBlockM * kGemmBlockK, BN * kGemmBlockK, BN == 128 ? 6 : 5, kGemmBlockM>;
+using Ring = StageRing<kGemmBlockM * kGemmBlockK, BN * kGemmBlockK,
+                       BN == 128   ? 7
+                       : BN == 192 ? 5
+                                   : 4,
+                       0>;
+static_assert(Ring<128>::kBytes <= 227 * 1024 && Ring<192>::kBytes <= 227 * 1024 &&
+                  Ring<256>::kBytes <= 227 * 1024,
+              "sm_90's opt-in shared memory per block");
 
 // The tile: group g, rows [row0, row_end) of A and Y, columns [n0, n0 + BN) (those < N).
 struct TileCoord {
@@ -55,15 +65,14 @@ __device__ __forceinline__ TileCoord tile_coord(const GemmGroupTable& t, std::in
 // The producer warp: for each tile of this CTA and each K block, wait until the consumers freed
 // the stage, then lane 0 issues the TMA copies of the A tile (rows row0.. : rows past the group's
 // end are other rows of A, never stored, or zeros past M) and the B tile (rows g·N + n0.. of B
-// seen as (G·N, K)); blockwise, the 32 lanes copy the tile's A scales (rows past the group's end
-// zero-filled, not read) and arrive when they land.
+// seen as (G·N, K)).
 template <int BN>
 __device__ void produce(const GemmTmaParams& p, const Ring<BN>& s, std::int64_t total,
                         int n_tiles) {
   const GemmKernelArgs& a = p.args;
   const int lane = int(threadIdx.x % 32), nkb = int(a.K / kGemmBlockK);
-  const bool blockwise = a.mode == GemmScaleMode::blockwise;
-  if (lane == 0) tma_prefetch_map(&p.map_a), tma_prefetch_map(&p.map_b);
+  if (lane != 0) return;
+  tma_prefetch_map(&p.map_a), tma_prefetch_map(&p.map_b);
   std::uint32_t it = 0;
   for (std::int64_t tile = blockIdx.x; tile < total; tile += gridDim.x) {
     const TileCoord c = tile_coord<BN>(a.groups, tile, n_tiles);
@@ -71,28 +80,64 @@ __device__ void produce(const GemmTmaParams& p, const Ring<BN>& s, std::int64_t 
     for (int kb = 0; kb < nkb; ++kb, ++it) {
       const int st = s.stage(it);
       s.wait_empty(it);
-      if (lane == 0) {
-        mbar_arrive_expect_tx(s.full(st), Ring<BN>::kStageBytes);
-        tma_load_2d(s.a_tile(st), &p.map_a, kb * kGemmBlockK, c.row0, s.full(st));
-        tma_load_2d(s.b_tile(st), &p.map_b, kb * kGemmBlockK, b_row, s.full(st));
-      }
-      if (!blockwise) continue;
-#pragma unroll
-      for (int i = 0; i < kGemmBlockM / 32; ++i) {
-        const int r = lane + 32 * i;
-        const std::int64_t row = c.row0 + r;
-        const bool ok = row < c.row_end;
-        cp_async4(smem_u32(s.scales(st) + r), a.scale_a + (ok ? row : 0) * a.sa_row + kb, ok);
-      }
-      cp_async_arrive_noinc(s.full(st));
+      mbar_arrive_expect_tx(s.full(st), Ring<BN>::kStageBytes);
+      tma_load_2d(s.a_tile(st), &p.map_a, kb * kGemmBlockK, c.row0, s.full(st));
+      tma_load_2d(s.b_tile(st), &p.map_b, kb * kGemmBlockK, b_row, s.full(st));
     }
   }
 }
 
+// One of four values by a lane-dependent index, with selects (a dynamic index into a register
+// array would go through local memory).
+__device__ __forceinline__ std::uint32_t pick4(const std::uint32_t (&v)[4], int i) {
+  return i == 0 ? v[0] : i == 1 ? v[1] : i == 2 ? v[2] : v[3];
+}
+// Lane q of a quad (q = lane % 4) holds u[m] = the bf16 pair of columns 8m + 2q, 8m + 2q + 1 of
+// four 8-column groups (the wgmma D layout); afterwards it holds group q's 8 columns in order, so
+// that one 16-byte store writes them.
+__device__ __forceinline__ uint4 quad_transpose(const std::uint32_t (&u)[4]) {
+  const int lane = int(threadIdx.x % 32), q = lane % 4;
+  std::uint32_t got[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k)  // lane s sends u[(s - k) & 3]: lane q gets u[q] of lane (q + k) & 3
+    got[k] = __shfl_sync(0xffffffffu, pick4(u, (q - k) & 3), (lane & ~3) | ((q + k) & 3));
+  return make_uint4(pick4(got, (0 - q) & 3), pick4(got, (1 - q) & 3), pick4(got, (2 - q) & 3),
+                    pick4(got, (3 - q) & 3));  // pair i came from lane i, in round (i - q) & 3
+}
+
+// The stores of store_tile: value(j, half) = the thread's scaled columns 8j + 2q, 8j + 2q + 1
+// (q = lane % 4) of row row0 + 8 * half, stored where store[half]. N % 128 == 0 and n0 % 64 == 0:
+// the 32 columns of four groups j0 .. j0 + 3 are all < N or all past it, the same for the warp.
+template <int BN, class Value>
+__device__ __forceinline__ void store_rows_bf16(const GemmKernelArgs& p, const TileCoord& c,
+                                                std::int64_t row0, const bool (&store)[2],
+                                                const Value& value) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int j0 = 0; j0 < BN / 8; j0 += 4) {
+    if (BN > 128 && c.n0 + j0 * 8 >= p.N) continue;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      std::uint32_t u[4];
+#pragma unroll
+      for (int m = 0; m < 4; ++m) {
+        const float2 v = value(j0 + m, half);
+        const __nv_bfloat162 b = __floats2bfloat162_rn(v.x, v.y);
+        u[m] = *reinterpret_cast<const std::uint32_t*>(&b);
+      }
+      const uint4 w = quad_transpose(u);
+      const std::int64_t at = (row0 + 8 * half) * p.N + c.n0 + (j0 + lane % 4) * 8;
+      if (store[half]) reinterpret_cast<uint4*>(p.y)[at / 8] = w;
+    }
+  }
+}
 // Y = the promoted f32 accumulator after the epilogue scales, rounded to bf16 or stored as f32;
-// rows past the group end and columns past N are not written.
-template <int BN>
-__device__ __forceinline__ void store_tile(const GemmKernelArgs& p, const TileCoord& c,
+// rows past the group end and columns past N are not written. f32 goes out in 8-byte column
+// pairs. bf16: the halves of 256-wide tiles (Wide16) in 16-byte stores of 8 columns
+// (store_rows_bf16), the 128- and 192-wide tiles in 4-byte column pairs: each measured the faster
+// there (blockwise forward and dgrad, rowwise 256-wide; docs/gpu_gemm.md §7, docs/benchmarks.md).
+template <int BN, bool Wide16 = false>
+__device__ __forceinline__ void store_cols(const GemmKernelArgs& p, const TileCoord& c,
                                            const float (&acc)[BN / 2], int local_row) {
   const int lane = threadIdx.x % 32;
   const std::int64_t col0 = c.n0 + (lane % 4) * 2, row0 = c.row0 + local_row;
@@ -112,6 +157,19 @@ __device__ __forceinline__ void store_tile(const GemmKernelArgs& p, const TileCo
     sb[j] = make_float2(0.0f, 0.0f);
     if (rowwise && (BN == 128 || col < p.N))
       sb[j] = make_float2(p.scale_b[c.g * p.N + col], p.scale_b[c.g * p.N + col + 1]);
+  }
+  if constexpr (Wide16) {
+    if (p.out_bf16) {
+      store_rows_bf16<BN>(p, c, row0, store, [&](int j, int half) {
+        float2 v = make_float2(acc[j * 4 + half * 2], acc[j * 4 + half * 2 + 1]);
+        if (p.mode == GemmScaleMode::tensorwise) v.x = __fmul_rn(v.x, ts), v.y = __fmul_rn(v.y, ts);
+        if (rowwise)  // a_then_b: RN(RN(acc·sa)·sb)
+          v.x = __fmul_rn(__fmul_rn(v.x, sa[half]), sb[j].x),
+          v.y = __fmul_rn(__fmul_rn(v.y, sa[half]), sb[j].y);
+        return v;
+      });
+      return;
+    }
   }
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j) {
@@ -135,19 +193,49 @@ __device__ __forceinline__ void store_tile(const GemmKernelArgs& p, const TileCo
   }
 }
 
-// The B block scales of K block kb for the tile's columns: `lo` for the 128-column block holding
-// n0, `hi` for the next one (BN = 192 tiles straddle two; 0 past N, whose columns are not
-// stored); columns n0 + 8j with j >= split use `hi`.
+// The epilogue of a tile. A 256-wide tile is stored as two 128-column halves, each with its own
+// rowwise column scales (64 registers of scales for the whole tile beside the 128 of the
+// accumulator would spill); N % 128 == 0, so the second half is all < N or all past it.
+template <int BN>
+__device__ __forceinline__ void store_tile(const GemmKernelArgs& p, const TileCoord& c,
+                                           const float (&acc)[BN / 2], int local_row) {
+  if constexpr (BN == 256) {
+    store_cols<128, true>(p, c, *reinterpret_cast<const float(*)[64]>(&acc[0]), local_row);
+    TileCoord hi = c;
+    hi.n0 += 128;
+    if (hi.n0 < p.N)
+      store_cols<128, true>(p, hi, *reinterpret_cast<const float(*)[64]>(&acc[64]), local_row);
+  } else {
+    store_cols<BN>(p, c, acc, local_row);
+  }
+}
+
+// The block scales of K block kb a thread promotes with: a0, a1 of its rows local_row and
+// local_row + 8 (0 past the group's end: those rows are not stored, their scales not read); of
+// B, `lo` for the 128-column block holding n0, `hi` for the next one (BN = 192 tiles straddle
+// two; 0 past N, whose columns are not stored); columns n0 + 8j with j >= split use `hi`.
 struct BlockScalesB {
-  float lo, hi;
+  float a0, a1, lo, hi;
   int split;
 };
+// The thread's two rows of A scales, rows local_row and local_row + 8 of the tile (nullptr past
+// the group's end).
+struct ScaleRowsA {
+  const float* r0;
+  const float* r1;
+};
+__device__ __forceinline__ ScaleRowsA scale_rows_a(const GemmKernelArgs& a, const TileCoord& c,
+                                                   int local_row) {
+  const std::int64_t row = c.row0 + local_row;
+  const float* r0 = a.scale_a + row * a.sa_row;
+  return {row < c.row_end ? r0 : nullptr, row + 8 < c.row_end ? r0 + 8 * a.sa_row : nullptr};
+}
 template <int BN>
-__device__ __forceinline__ BlockScalesB block_scales_b(const GemmKernelArgs& a, const TileCoord& c,
-                                                       int kb) {
+__device__ __forceinline__ BlockScalesB block_scales(const GemmKernelArgs& a, const TileCoord& c,
+                                                     const ScaleRowsA& ra, int kb) {
   const int nb = c.n0 / 128;
   const float* sb = a.scale_b + c.g * a.sb_group + nb * a.sb_ntile + kb * a.sb_kblock;
-  BlockScalesB r{sb[0], 0.0f, BN / 8};
+  BlockScalesB r{ra.r0 ? ra.r0[kb] : 0.0f, ra.r1 ? ra.r1[kb] : 0.0f, sb[0], 0.0f, BN / 8};
   if (BN > 128) {
     r.split = (128 - c.n0 % 128) / 8;
     if ((nb + 1) * 128 < a.N) r.hi = sb[a.sb_ntile];
@@ -157,14 +245,57 @@ __device__ __forceinline__ BlockScalesB block_scales_b(const GemmKernelArgs& a, 
 
 // acc = fmaf(RN(sa·sb), T, acc) elementwise (rows local_row, local_row + 8: D layout of wgmma).
 template <int BN>
-__device__ __forceinline__ void promote_blockwise(float sa0, float sa1, const BlockScalesB& b,
-                                                  const float (&t)[BN / 2], float (&acc)[BN / 2]) {
-  const float s0 = __fmul_rn(sa0, b.lo), s1 = __fmul_rn(sa1, b.lo);
-  const float h0 = BN > 128 ? __fmul_rn(sa0, b.hi) : s0, h1 = BN > 128 ? __fmul_rn(sa1, b.hi) : s1;
+__device__ __forceinline__ void promote_blockwise(const BlockScalesB& b, const float (&t)[BN / 2],
+                                                  float (&acc)[BN / 2]) {
+  const float s0 = __fmul_rn(b.a0, b.lo), s1 = __fmul_rn(b.a1, b.lo);
+  const float h0 = BN > 128 ? __fmul_rn(b.a0, b.hi) : s0;
+  const float h1 = BN > 128 ? __fmul_rn(b.a1, b.hi) : s1;
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) {
     const bool hi = BN > 128 && i / 4 >= b.split;
     acc[i] = __fmaf_rn((i & 2) ? (hi ? h1 : s1) : (hi ? h0 : s0), t[i], acc[i]);
+  }
+}
+
+// Rowwise / tensorwise consumers of 256-wide tiles: the 64 × 256 f32 accumulator is 128
+// registers, so T_kb is computed one 128-column half at a time into a 64-register t (a 64 × 256 t
+// beside the accumulator would not fit the 232 registers): per K block, half 0's four k32 steps,
+// wait, acc += t on columns 0..127, then half 1 on columns 128..255 (B rows 128.. of the stage).
+// The same sums in the same order as the 128- and 192-wide tiles (docs/gpu_gemm.md §2).
+template <bool AE5, bool BE5>
+__device__ void consume_halves(const GemmTmaParams& p, const Ring<256>& s, std::int64_t total,
+                               int n_tiles) {
+  const GemmKernelArgs& a = p.args;
+  const int wg = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+  const int local_row = wg * 64 + warp * 16 + lane / 4;  // and local_row + 8 (wgmma D layout)
+  const int nkb = int(a.K / kGemmBlockK);
+  std::uint32_t it = 0;
+  for (std::int64_t tile = blockIdx.x; tile < total; tile += gridDim.x) {
+    const TileCoord c = tile_coord<256>(a.groups, tile, n_tiles);
+    float acc[128], t[64];  // acc: columns 8j.. at acc[4j..]; t: one half, from +0 per block
+#pragma unroll
+    for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+    for (int kb = 0; kb < nkb; ++kb, ++it) {
+      const int st = s.stage(it);
+      mbar_wait(s.full(st), s.parity(it));
+      const std::uint32_t a_base = s.a_tile(st) + wg * 64 * 128;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const std::uint32_t b_base = s.b_tile(st) + h * 128 * 128;
+        fence_regs(t);
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int j = 0; j < kGemmBlockK / 32; ++j)  // T_kb of the half: four k32 steps from +0
+          wgmma_k32<128, AE5, BE5>(t, smem_desc(a_base + j * 32), smem_desc(b_base + j * 32), j);
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        fence_regs(t);
+        if (h == 1) s.release(it);
+#pragma unroll
+        for (int i = 0; i < 64; ++i) acc[h * 64 + i] = __fadd_rn(acc[h * 64 + i], t[i]);
+      }
+    }
+    store_tile<256>(a, c, acc, local_row);
   }
 }
 
@@ -184,12 +315,16 @@ __device__ void consume(const GemmTmaParams& p, const Ring<BN>& s, std::int64_t 
     float acc[BN / 2], t[BN / 2];  // t: written by the first k32 step of each block (scale-d 0)
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
-    // The B scales of block kb + 1 are loaded while block kb runs: their latency hides behind it.
-    BlockScalesB sb_next = blockwise ? block_scales_b<BN>(a, c, 0) : BlockScalesB{};
+    // The scales of block kb + 2 are loaded while block kb runs: their latency hides behind two
+    // blocks (a load of block kb's own scales would stall its promotion).
+    const ScaleRowsA ra = scale_rows_a(a, c, local_row);
+    BlockScalesB sb_next = blockwise ? block_scales<BN>(a, c, ra, 0) : BlockScalesB{};
+    BlockScalesB sb_next2 = blockwise && nkb > 1 ? block_scales<BN>(a, c, ra, 1) : BlockScalesB{};
     for (int kb = 0; kb < nkb; ++kb, ++it) {
       const int st = s.stage(it);
       const BlockScalesB sb = sb_next;
-      if (blockwise && kb + 1 < nkb) sb_next = block_scales_b<BN>(a, c, kb + 1);
+      sb_next = sb_next2;
+      if (blockwise && kb + 2 < nkb) sb_next2 = block_scales<BN>(a, c, ra, kb + 2);
       mbar_wait(s.full(st), s.parity(it));
       const std::uint32_t a_base = s.a_tile(st) + wg * 64 * 128, b_base = s.b_tile(st);
       fence_regs(t);
@@ -198,13 +333,11 @@ __device__ void consume(const GemmTmaParams& p, const Ring<BN>& s, std::int64_t 
       for (int j = 0; j < kGemmBlockK / 32; ++j)  // T_kb: four k32 steps chained from +0
         wgmma_k32<BN, AE5, BE5>(t, smem_desc(a_base + j * 32), smem_desc(b_base + j * 32), j);
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-      const float sa0 = blockwise ? s.scales(st)[local_row] : 0.0f;
-      const float sa1 = blockwise ? s.scales(st)[local_row + 8] : 0.0f;
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
       fence_regs(t);
       s.release(it);
       if (blockwise) {
-        promote_blockwise<BN>(sa0, sa1, sb, t, acc);
+        promote_blockwise<BN>(sb, t, acc);
       } else {
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i) acc[i] = __fadd_rn(acc[i], t[i]);
@@ -221,14 +354,17 @@ __global__ void __launch_bounds__(kPipelineThreads, 1)
   const Ring<BN> s = Ring<BN>::at(smem_raw);
   const int n_tiles = int((p.args.N + BN - 1) / BN);
   const std::int64_t total = std::int64_t(p.args.groups.tile_prefix[p.args.groups.count]) * n_tiles;
-  if (threadIdx.x == 0) s.init(p.args.mode == GemmScaleMode::blockwise);
+  if (threadIdx.x == 0) s.init(false);
   __syncthreads();
   if (threadIdx.x >= kConsumerThreads) {
     setmaxnreg_dec<kProducerRegs>();
     if (threadIdx.x < kConsumerThreads + 32) produce<BN>(p, s, total, n_tiles);
   } else {
     setmaxnreg_inc<kConsumerRegs>();
-    consume<BN, AE5, BE5>(p, s, total, n_tiles);
+    if constexpr (BN == 256)
+      consume_halves<AE5, BE5>(p, s, total, n_tiles);
+    else
+      consume<BN, AE5, BE5>(p, s, total, n_tiles);
   }
 }
 
@@ -260,6 +396,7 @@ void launch_tile(const GemmKernelArgs& args, cudaStream_t stream) {
 }  // namespace
 
 void launch_grouped_gemm(const GemmKernelArgs& args, int block_n, cudaStream_t stream) {
+  if (block_n == 256) return launch_tile<256>(args, stream);
   if (block_n == 192) return launch_tile<192>(args, stream);
   launch_tile<128>(args, stream);
 }

@@ -1,6 +1,6 @@
 // The FP8 grouped GEMM kernel's launch interface (internal to gpu/: gpu/grouped_gemm.cpp checks the
 // arguments and fills GemmKernelArgs, gpu/grouped_gemm_kernels.cu runs them). A tile is 128 rows of
-// one group × 128 or 192 columns; persistent CTAs walk the tiles (docs/gpu_gemm.md §2).
+// one group × 128, 192 or 256 columns; persistent CTAs walk the tiles (docs/gpu_gemm.md §2).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -44,7 +44,8 @@ struct GemmKernelArgs {
 };
 
 // Throws CudaError (gpu/device.h) when the launch fails; arguments are assumed valid. block_n: the
-// output columns of a tile, 128 or 192 (gpu/grouped_gemm.cpp picks it, docs/gpu_gemm.md §2).
+// output columns of a tile, 128, 192 or 256 (256: rowwise / tensorwise only; gpu/grouped_gemm.cpp
+// picks it, docs/gpu_gemm.md §2).
 void launch_grouped_gemm(const GemmKernelArgs& args, int block_n, cudaStream_t stream);
 
 // K-grouped wgrad dW[g] (N, K) = C[g] + sum over the tokens t of group g of dY[t, n]·X[t, k], on

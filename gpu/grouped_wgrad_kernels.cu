@@ -2,7 +2,7 @@
 // tokens of group g as the reduction, read by TMA from token-contiguous dYᵀ and Xᵀ (the K-major
 // operands FP8 wgmma takes) through the warp-specialised pipeline of gpu/tma_pipeline_sm90.cuh.
 // Persistent CTAs walk the 128 × BK tiles of every dW[g] (BK = 128 or 192 columns of K,
-// docs/gpu_gemm.md §2), the groups with most tokens first;
+// docs/gpu_gemm.md §2), the groups with most tokens first, K-tile outer, in a snake over waves;
 // 128-token blocks from the group's start, the 16-token chunks of the last one past the group's
 // end zeroed in shared memory before the tensor cores read them; per block T = four chained wgmma
 // k32 steps from +0, promoted as hopper_promoted_blockwise (acc = fmaf(RN(sdy·sx), T, acc), a
@@ -37,16 +37,29 @@ struct WgradTile {
   int nkb;
 };
 
+// Tile `tile` of the walk: the groups in p.order (most tokens first), within a group the K tiles
+// outer and the n tiles inner, so that the CTAs of a wave share each X tile (the larger operand)
+// in L2 and read fewer distinct bytes per token block (docs/benchmarks.md: +4% on skewed loads).
 template <int BK>
 __device__ __forceinline__ WgradTile wgrad_tile(const WgradKernelArgs& p, std::int64_t tile) {
   const std::int64_t kt = (p.K + BK - 1) / BK, per_group = (p.N / 128) * kt;
   WgradTile t;
   t.g = p.order[tile / per_group];
   const std::int64_t i = tile % per_group;
-  t.n0 = std::int32_t(i / kt) * 128, t.k0 = std::int32_t(i % kt) * BK;
+  const std::int64_t nt = p.N / 128;
+  t.k0 = std::int32_t(i / nt) * BK, t.n0 = std::int32_t(i % nt) * 128;
   t.tok0 = p.start[t.g], t.tok_end = p.end[t.g];
   t.nkb = (t.tok_end - t.tok0 + 127) / 128;
   return t;
+}
+
+// The CTA's i-th tile: waves of gridDim.x tiles, CTA b taking tile b of even waves and tile
+// gridDim.x - 1 - b of odd ones (a snake), so that with the groups by descending token count the
+// CTA that took a wave's longest reduction takes the next wave's shortest (docs/gpu_gemm.md §2);
+// >= the tile count past the CTA's last.
+__device__ __forceinline__ std::int64_t walk(std::int64_t i) {
+  const std::int64_t b = blockIdx.x, grid = gridDim.x;
+  return i * grid + (i & 1 ? grid - 1 - b : b);
 }
 
 // The producer warp: at a tile's start the lanes prefetch its 128 rows of C into L2 (the epilogue
@@ -59,7 +72,9 @@ __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
   const int lane = int(threadIdx.x % 32);
   if (lane == 0) tma_prefetch_map(&p.map_dy), tma_prefetch_map(&p.map_x);
   std::uint32_t it = 0;
-  for (std::int64_t tile = blockIdx.x; tile < total; tile += gridDim.x) {
+  for (std::int64_t w = 0;; ++w) {
+    const std::int64_t tile = walk(w);
+    if (tile >= total) break;
     const WgradTile t = wgrad_tile<BK>(a, tile);
     const std::uint32_t c_bytes = std::uint32_t(min(std::int64_t(BK), a.K - t.k0)) * 4;
 #pragma unroll
@@ -132,9 +147,9 @@ __device__ __forceinline__ void promote_blockwise(const float* s, const float (&
 
 // dW = RN_out(RN(C + acc')), acc' = acc (blockwise) or RN(acc·RN(sdy·sx)); C itself for an
 // empty group (f32: every bit of C, -0 and NaN payloads included); columns past K (a 192-wide
-// tile) are neither read nor written. The thread's values of C (of both rows, or of one row at a
-// time on 192-wide tiles) are loaded before the first store, so that the loads are in flight
-// together (a load after a store to dW, which might alias, would wait for it).
+// tile) are neither read nor written. All of the thread's values of C (both rows: up to 96
+// registers, free once the last block is promoted) are loaded before the first store, so that the
+// loads are in flight together (a load after a store to dW, which might alias, would wait for it).
 template <int BK>
 __device__ __forceinline__ void store_wgrad(const WgradKernelArgs& p, const WgradTile& t,
                                             const float (&acc)[BK / 2], int local_row) {
@@ -143,7 +158,7 @@ __device__ __forceinline__ void store_wgrad(const WgradKernelArgs& p, const Wgra
   const std::int64_t base =
       std::int64_t(t.g) * p.N * p.K + (t.n0 + local_row) * p.K + t.k0 + (lane % 4) * 2;
   const std::int32_t cols = std::int32_t(min(std::int64_t(BK), p.K - t.k0));
-  constexpr int kHalves = BK == 128 ? 2 : 1;  // rows loaded together: 64 registers of C at most
+  constexpr int kHalves = 2;  // rows of C loaded together
 #pragma unroll
   for (int h0 = 0; h0 < 2; h0 += kHalves) {
     float2 c[kHalves][BK / 8];
@@ -186,7 +201,9 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
   const int wg = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
   const int local_row = wg * 64 + warp * 16 + lane / 4;
   std::uint32_t it = 0;
-  for (std::int64_t tile = blockIdx.x; tile < total; tile += gridDim.x) {
+  for (std::int64_t w = 0;; ++w) {
+    const std::int64_t tile = walk(w);
+    if (tile >= total) break;
     const WgradTile t = wgrad_tile<BK>(a, tile);
     float acc[BK / 2], d[BK / 2];  // d: written by the first k32 step of each block (scale-d 0)
 #pragma unroll

@@ -82,21 +82,25 @@ TEST(GpuGroupedGemm, EveryOpScalingFormatAndOutputEqualTheModel) {
           }
 }
 
-// Rowwise / tensorwise forward and dgrad tiles are 192 columns wide for N >= 2048 or N % 192 == 0
-// (docs/gpu_gemm.md §2): the last tile's columns past N come from the next group's rows of B (or
-// zeros) and are never stored, the first tile's rows past a group's end from the next group's rows
-// of A; blockwise (128-wide tiles) at the same shapes, over three K blocks.
+// Rowwise / tensorwise forward and dgrad tiles are 256 columns wide for N >= 2048 or N % 256 == 0,
+// else 192 for N % 192 == 0 (docs/gpu_gemm.md §2): N = 2176 gives a last 256-wide tile of 128
+// columns, whose columns past N come from the next group's rows of B (or zeros) and are never
+// stored (bf16 and f32 output); N = 1152, 192-wide tiles; the first tile's rows past a group's end
+// come from the next group's rows of A; blockwise (128-wide tiles) at the same shapes, over three K
+// blocks.
 TEST(GpuGroupedGemm, WideTilesPastNEqualTheModel) {
   FP8REF_REQUIRE_DEVICE();
   const gen::GroupSizes gs = sizes({0, 130, 1, 0, 64});
-  for (GemmOp op : {GemmOp::forward, GemmOp::masked, GemmOp::dgrad})
-    for (Scaling s : {Scaling::blockwise, Scaling::rowwise, Scaling::tensorwise}) {
-      const GpuGemmCase c =
-          make_case(op, s, Format::e4m3, Format::e4m3, OutDtype::bf16, gs, 2048, 384);
-      const auto want = fuzz::oracle_gemm_bits(c);
-      ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
-      EXPECT_EQ(fuzz::first_gemm_mismatch(c, fuzz::kernel_gemm_bits(c), want), "");
-    }
+  for (std::int64_t N : {2176, 1152})
+    for (GemmOp op : {GemmOp::forward, GemmOp::masked, GemmOp::dgrad})
+      for (Scaling s : {Scaling::blockwise, Scaling::rowwise, Scaling::tensorwise})
+        for (OutDtype out : {OutDtype::bf16, OutDtype::f32}) {
+          if (N == 1152 && out == OutDtype::f32) continue;  // the f32 stores: past N, at 2176
+          const GpuGemmCase c = make_case(op, s, Format::e4m3, Format::e4m3, out, gs, N, 384);
+          const auto want = fuzz::oracle_gemm_bits(c);
+          ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
+          EXPECT_EQ(fuzz::first_gemm_mismatch(c, fuzz::kernel_gemm_bits(c), want), "");
+        }
   // wgrad: 128 × 192 tiles of dW for K = 384 (two whole tiles) and K = 2176 (the last tile has 64
   // columns in dW; its columns past K read zeros and are not stored), f32 and bf16 dW.
   for (std::int64_t K : {384, 2176})

@@ -3,8 +3,10 @@
 // expert loads: forward (blockwise, rowwise, tensorwise) and dgrad (blockwise), TFLOP/s each
 // (docs/benchmarks.md). `--csv FILE` writes the timings for bench/gpu_gemm_torch.py, which times
 // the torch peers in the same session and prints the ratios; `--check` compares every output
-// (wgrad included) with the GPU oracle bitwise after the timing. A program that prints ratios, not
-// a test.
+// (wgrad included) with the GPU oracle bitwise after the timing; `--wgrad-only` times forward
+// blockwise (the reference of wgrad's ratio) and wgrad alone, wgrad also on `shift16`, a balanced
+// load whose groups start 16 tokens past a multiple of 128 (docs/benchmarks.md). A program that
+// prints ratios, not a test.
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -59,8 +61,14 @@ double time_ms(const std::function<void()>& fn) {
   return ms / kIters;
 }
 
-// Cumulative expert ends of a load: balanced, Zipf (size ~ 1/rank) or two empty experts.
+// Cumulative expert ends of a load: balanced, Zipf (size ~ 1/rank), two empty experts, or shift16
+// (balanced, the first expert 16 tokens longer and the last 16 shorter).
 std::vector<std::int64_t> expert_offs(const std::string& dist) {
+  if (dist == "shift16") {
+    std::vector<std::int64_t> offs;
+    for (std::int64_t e = 1; e <= kE; ++e) offs.push_back(e == kE ? kM : e * (kM / kE) + 16);
+    return offs;
+  }
   std::vector<double> w(kE, 1.0);
   if (dist == "zipf")
     for (int e = 0; e < kE; ++e) w[e] = 1.0 / (e + 1);
@@ -241,12 +249,15 @@ std::pair<double, std::int64_t> run_wgrad(std::vector<std::int64_t> offs, bool c
   return {ms, diffs};
 }
 
-// The forward and dgrad rows of the table: each scaling and load, timed (and checked).
-void bench_forward_dgrad(bool check, FILE* csv) {
+// The forward and dgrad rows of the table: each scaling and load, timed (and checked); with
+// `wgrad_only` forward blockwise alone.
+void bench_forward_dgrad(bool check, bool wgrad_only, FILE* csv) {
   const double flop = 2.0 * double(kM) * double(kN) * double(kK);
-  for (const Config& c :
-       {Config{"forward", Scaling::blockwise}, Config{"forward", Scaling::rowwise},
-        Config{"forward", Scaling::tensorwise}, Config{"dgrad", Scaling::blockwise}}) {
+  std::vector<Config> configs = {
+      Config{"forward", Scaling::blockwise}, Config{"forward", Scaling::rowwise},
+      Config{"forward", Scaling::tensorwise}, Config{"dgrad", Scaling::blockwise}};
+  if (wgrad_only) configs.resize(1);
+  for (const Config& c : configs) {
     const Host h = make_host(c);
     for (const char* dist : {"balanced", "zipf", "two_empty"}) {
       const auto offs = expert_offs(dist);
@@ -267,10 +278,12 @@ void bench_forward_dgrad(bool check, FILE* csv) {
   }
 }
 
-// The wgrad rows: blockwise, each load (groups rounded to 16 rows).
-void bench_wgrad(bool check, FILE* csv) {
+// The wgrad rows: blockwise, each load (groups rounded to 16 rows); with `shift16` that load too.
+void bench_wgrad(bool check, bool shift16, FILE* csv) {
   const double flop = 2.0 * double(kM) * double(kN) * double(kK);
-  for (const char* dist : {"balanced", "zipf", "two_empty"}) {
+  std::vector<const char*> loads = {"balanced", "zipf", "two_empty"};
+  if (shift16) loads.push_back("shift16");
+  for (const char* dist : loads) {
     const auto [ms, diffs] = run_wgrad(expert_offs(dist), check);
     const double tf = flop / (ms * 1e-3) / 1e12;
     std::printf("%-8s %-11s %-10s %9.3f %9.1f %s\n", "wgrad", "blockwise", dist, ms, tf,
@@ -290,14 +303,16 @@ void bench_wgrad(bool check, FILE* csv) {
 
 int main(int argc, char** argv) {
   std::string csv_path;
-  bool check = false;
+  bool check = false, wgrad_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--check") == 0) {
       check = true;
+    } else if (std::strcmp(argv[i], "--wgrad-only") == 0) {
+      wgrad_only = true;
     } else if (std::strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
       csv_path = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: fp8ref_gpu_gemm_bench [--check] [--csv FILE]\n");
+      std::fprintf(stderr, "usage: fp8ref_gpu_gemm_bench [--check] [--wgrad-only] [--csv FILE]\n");
       return 2;
     }
   }
@@ -312,8 +327,8 @@ int main(int argc, char** argv) {
               check ? "mismatches vs GPU oracle" : "");
   FILE* csv = csv_path.empty() ? nullptr : std::fopen(csv_path.c_str(), "w");
   if (csv) std::fprintf(csv, "op,scaling,load,offs,ms,tflops\n");
-  bench_forward_dgrad(check, csv);
-  bench_wgrad(check, csv);
+  bench_forward_dgrad(check, wgrad_only, csv);
+  bench_wgrad(check, wgrad_only, csv);
   if (csv) std::fclose(csv);
   return 0;
 }
