@@ -159,16 +159,25 @@ void check_wgrad(const DeviceWgradOperands& op, std::span<const std::int64_t> of
   if (op.M > 0) check_aligned(op.x_t, "X^T"), check_aligned(op.dy_t, "dY^T");
 }
 
-// The output columns of a tile (docs/gpu_gemm.md §2): rowwise / tensorwise 256 where N is a
-// multiple of 256 or large enough (>= 2048) that the masked columns of the last tile cost less
-// than the L2 traffic the wider tile saves, else 192 where N is a multiple of 192, else 128;
-// blockwise 128 (192-wide tiles measured slower for dgrad and no faster for the forward,
-// docs/benchmarks.md).
-void launch(const GemmKernelArgs& p, cudaStream_t stream) {
+// Blockwise 256-wide tiles (two 128-column halves, docs/gpu_gemm.md §2) for the forward and for
+// dgrad: the one-line switches back to 128-wide tiles if the device measures them slower (192-wide
+// blockwise tiles measured slower for dgrad, docs/benchmarks.md, so dgrad stays 128-wide until
+// 256 is measured there).
+constexpr bool kBlockwiseWideForward = true;
+constexpr bool kBlockwiseWideDgrad = false;
+
+// The output columns of a tile (docs/gpu_gemm.md §2): 256 where N is a multiple of 256 or large
+// enough (>= 2048) that the masked columns of the last tile cost less than the L2 traffic the
+// wider tile saves (blockwise: where the switch above allows), else rowwise / tensorwise 192
+// where N is a multiple of 192, else 128 (192-wide blockwise tiles measured slower for dgrad and
+// no faster for the forward, docs/benchmarks.md).
+void launch(const GemmKernelArgs& p, bool dgrad, cudaStream_t stream) {
+  const bool blockwise = p.mode == GemmScaleMode::blockwise;
+  const bool wide_ok = !blockwise || (dgrad ? kBlockwiseWideDgrad : kBlockwiseWideForward);
   int block_n = 128;
-  if (p.mode != GemmScaleMode::blockwise && (p.N % 256 == 0 || p.N >= 2048))
+  if (wide_ok && (p.N % 256 == 0 || p.N >= 2048))
     block_n = 256;
-  else if (p.mode != GemmScaleMode::blockwise && p.N % 192 == 0)
+  else if (!blockwise && p.N % 192 == 0)
     block_n = 192;
   detail::launch_grouped_gemm(p, block_n, stream);
 }
@@ -191,7 +200,7 @@ void grouped_gemm_forward(const DeviceGemmOperands& op, std::span<const std::int
   set_operands(p, op.G, op.fa, op.fb, op.a, op.b, op.scaling, op.scale_a, op.scale_a_size,
                op.scale_b, op.scale_b_size, false);
   contiguous_groups(p, op.G, offs);
-  launch(p, stream);
+  launch(p, false, stream);
 }
 
 void grouped_gemm_forward_masked(const DeviceGemmOperands& op, std::int64_t m_max,
@@ -209,7 +218,7 @@ void grouped_gemm_forward_masked(const DeviceGemmOperands& op, std::int64_t m_ma
     start[g] = std::int64_t(g) * m_max, end[g] = start[g] + masked_m[g];
   }
   set_groups(p, start, end);
-  launch(p, stream);
+  launch(p, false, stream);
 }
 
 void grouped_gemm_dgrad(const DeviceDgradOperands& op, std::span<const std::int64_t> offs,
@@ -221,7 +230,7 @@ void grouped_gemm_dgrad(const DeviceDgradOperands& op, std::span<const std::int6
   set_operands(p, op.G, op.fdy, op.fw, op.dy, op.w, op.scaling, op.scale_dy, op.scale_dy_size,
                op.scale_w, op.scale_w_size, true);
   contiguous_groups(p, op.G, offs);
-  launch(p, stream);
+  launch(p, true, stream);
 }
 
 void grouped_gemm_wgrad(const DeviceWgradOperands& op, std::span<const std::int64_t> offs,

@@ -6,8 +6,8 @@
 //   acc = fmaf(RN(sa·sb), T_kb, acc)   (hopper_promoted_blockwise),
 // rowwise / tensorwise acc = acc + T_kb, scales in the epilogue (hopper_promoted_rowwise a_then_b,
 // hopper_promoted_tensorwise). T_kb = four chained wgmma k32 steps from +0; the block scales are
-// loaded by the consumers from global memory two blocks ahead. Rowwise / tensorwise 256-wide tiles
-// run T_kb one 128-column half at a time (consume_halves). One CTA per SM walks the tiles
+// loaded by the consumers from global memory two blocks ahead. 256-wide tiles run T_kb one
+// 128-column half at a time (consume_halves). One CTA per SM walks the tiles
 // statically; no atomics, no split-K.
 #include <cuda_bf16.h>
 
@@ -257,11 +257,30 @@ __device__ __forceinline__ void promote_blockwise(const BlockScalesB& b, const f
   }
 }
 
-// Rowwise / tensorwise consumers of 256-wide tiles: the 64 × 256 f32 accumulator is 128
-// registers, so T_kb is computed one 128-column half at a time into a 64-register t (a 64 × 256 t
-// beside the accumulator would not fit the 232 registers): per K block, half 0's four k32 steps,
-// wait, acc += t on columns 0..127, then half 1 on columns 128..255 (B rows 128.. of the stage).
-// The same sums in the same order as the 128- and 192-wide tiles (docs/gpu_gemm.md §2).
+// The block scales of K block kb for a 256-wide tile's halves: a0, a1 as in block_scales, `lo`
+// for the 128-column block of half 0 and `hi` for half 1 (0 past N). Addressed from the rows
+// each time rather than held as two row pointers: four registers fewer beside the 128 of the
+// accumulator and the 64 of a half's partial.
+__device__ __forceinline__ BlockScalesB half_scales(const GemmKernelArgs& a, const TileCoord& c,
+                                                    int local_row, int kb) {
+  const std::int64_t row = c.row0 + local_row;
+  const float* ra = a.scale_a + row * a.sa_row + kb;
+  const int nb = c.n0 / 128;
+  const float* sb = a.scale_b + c.g * a.sb_group + nb * a.sb_ntile + kb * a.sb_kblock;
+  BlockScalesB r{row < c.row_end ? ra[0] : 0.0f, row + 8 < c.row_end ? ra[8 * a.sa_row] : 0.0f,
+                 sb[0], 0.0f, 16};
+  if ((nb + 1) * 128 < a.N) r.hi = sb[a.sb_ntile];
+  return r;
+}
+
+// Consumers of 256-wide tiles: the 64 × 256 f32 accumulator is 128 registers, so T_kb is
+// computed one 128-column half at a time into a 64-register t (a 64 × 256 t beside the
+// accumulator would not fit the 232 registers): per K block, half 0's four k32 steps, wait, then
+// its promotion on columns 0..127, then half 1 on columns 128..255 (B rows 128.. of the stage).
+// Rowwise / tensorwise promote acc += t; blockwise acc = fmaf(RN(sa·sb), t, acc) with the B scale
+// of the half's own 128-column block (`lo` for half 0, `hi` for half 1, 0 past N), the scales
+// loaded two blocks ahead as in consume. The same operations on every element in the same order
+// as the 128-wide tiles (docs/gpu_gemm.md §2, §3).
 template <bool AE5, bool BE5>
 __device__ void consume_halves(const GemmTmaParams& p, const Ring<256>& s, std::int64_t total,
                                int n_tiles) {
@@ -269,14 +288,20 @@ __device__ void consume_halves(const GemmTmaParams& p, const Ring<256>& s, std::
   const int wg = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
   const int local_row = wg * 64 + warp * 16 + lane / 4;  // and local_row + 8 (wgmma D layout)
   const int nkb = int(a.K / kGemmBlockK);
+  const bool blockwise = a.mode == GemmScaleMode::blockwise;
   std::uint32_t it = 0;
   for (std::int64_t tile = blockIdx.x; tile < total; tile += gridDim.x) {
     const TileCoord c = tile_coord<256>(a.groups, tile, n_tiles);
     float acc[128], t[64];  // acc: columns 8j.. at acc[4j..]; t: one half, from +0 per block
 #pragma unroll
     for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+    BlockScalesB sb_next = blockwise ? half_scales(a, c, local_row, 0) : BlockScalesB{};
+    BlockScalesB sb_next2 = blockwise && nkb > 1 ? half_scales(a, c, local_row, 1) : BlockScalesB{};
     for (int kb = 0; kb < nkb; ++kb, ++it) {
       const int st = s.stage(it);
+      const BlockScalesB sb = sb_next;
+      sb_next = sb_next2;
+      if (blockwise && kb + 2 < nkb) sb_next2 = half_scales(a, c, local_row, kb + 2);
       mbar_wait(s.full(st), s.parity(it));
       const std::uint32_t a_base = s.a_tile(st) + wg * 64 * 128;
 #pragma unroll
@@ -291,8 +316,13 @@ __device__ void consume_halves(const GemmTmaParams& p, const Ring<256>& s, std::
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
         fence_regs(t);
         if (h == 1) s.release(it);
+        float(&acc_h)[64] = *reinterpret_cast<float(*)[64]>(&acc[h * 64]);
+        if (blockwise) {  // one 128-column block of B scales per half: no split
+          promote_blockwise<128>({sb.a0, sb.a1, h == 0 ? sb.lo : sb.hi, 0.0f, 16}, t, acc_h);
+        } else {
 #pragma unroll
-        for (int i = 0; i < 64; ++i) acc[h * 64 + i] = __fadd_rn(acc[h * 64 + i], t[i]);
+          for (int i = 0; i < 64; ++i) acc_h[i] = __fadd_rn(acc_h[i], t[i]);
+        }
       }
     }
     store_tile<256>(a, c, acc, local_row);

@@ -44,8 +44,8 @@ struct GemmKernelArgs {
 };
 
 // Throws CudaError (gpu/device.h) when the launch fails; arguments are assumed valid. block_n: the
-// output columns of a tile, 128, 192 or 256 (256: rowwise / tensorwise only; gpu/grouped_gemm.cpp
-// picks it, docs/gpu_gemm.md §2).
+// output columns of a tile, 128, 192 or 256 (gpu/grouped_gemm.cpp picks it, blockwise 128 or 256,
+// docs/gpu_gemm.md §2).
 void launch_grouped_gemm(const GemmKernelArgs& args, int block_n, cudaStream_t stream);
 
 // K-grouped wgrad dW[g] (N, K) = C[g] + sum over the tokens t of group g of dY[t, n]·X[t, k], on

@@ -82,12 +82,13 @@ TEST(GpuGroupedGemm, EveryOpScalingFormatAndOutputEqualTheModel) {
           }
 }
 
-// Rowwise / tensorwise forward and dgrad tiles are 256 columns wide for N >= 2048 or N % 256 == 0,
-// else 192 for N % 192 == 0 (docs/gpu_gemm.md §2): N = 2176 gives a last 256-wide tile of 128
-// columns, whose columns past N come from the next group's rows of B (or zeros) and are never
-// stored (bf16 and f32 output); N = 1152, 192-wide tiles; the first tile's rows past a group's end
-// come from the next group's rows of A; blockwise (128-wide tiles) at the same shapes, over three K
-// blocks.
+// Rowwise / tensorwise forward and dgrad tiles, and blockwise forward tiles, are 256 columns wide
+// for N >= 2048 or N % 256 == 0, else (rowwise / tensorwise) 192 for N % 192 == 0, else 128
+// (docs/gpu_gemm.md §2): N = 2176 gives a last 256-wide tile of 128 columns, whose columns past N
+// come from the next group's rows of B (or zeros) and are never stored (bf16 and f32 output; for
+// blockwise the second half's B scale is past N too and is not read); N = 1152, 192-wide tiles
+// (blockwise 128); blockwise dgrad 128-wide at both; the first tile's rows past a group's end come
+// from the next group's rows of A; over three K blocks.
 TEST(GpuGroupedGemm, WideTilesPastNEqualTheModel) {
   FP8REF_REQUIRE_DEVICE();
   const gen::GroupSizes gs = sizes({0, 130, 1, 0, 64});
