@@ -203,9 +203,10 @@ template <int W>
 constexpr bool kStaged = W == 32;
 // Form and CTAs an SM of dual_tile_kernel (quantize_dual, 1x128 + 128x1), per scale kind, each
 // the fastest measured on the H200 (docs/benchmarks.md "Dual pass 2"): deepgemm takes the stepped
-// code-store addresses (cast_tile_stepped: 64 registers, no spill) at four CTAs (ue8m0 88.2% of
-// copy vs 82.1% for the other form), every other kind cast_tile (80 registers) at three (te 89.8%).
-// The two forms cast the same values to the same bytes; only the address arithmetic differs.
+// code-store addresses (cast_tile_stepped: 64 registers, 8 bytes spilled, as measured) at four
+// CTAs (ue8m0 88.2% of copy vs 82.1% for the other form), every other kind cast_tile (80
+// registers) at three (te 89.8%). The two forms cast the same values to the same bytes; only the
+// address arithmetic differs.
 template <ScaleKind K>
 constexpr bool kDualStepped = K == ScaleKind::deepgemm;
 template <ScaleKind K>
