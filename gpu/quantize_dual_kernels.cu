@@ -201,9 +201,16 @@ constexpr int kTileBytes = 8 * kThreads * 16;  // one stage: eight chunks a thre
 // data path"). quantize_dual takes dual_tile_kernel (1x128) and dual_quad32_kernel (MX) below.
 template <int W>
 constexpr bool kStaged = W == 32;
-// CTAs an SM of dual_tile_kernel (quantize_dual, 1x128 + 128x1): three (80 registers), the
-// fastest measured on the H200 (docs/benchmarks.md "Dual pass 2").
-constexpr int kDualMinBlocks = 3;
+// Form and CTAs an SM of dual_tile_kernel (quantize_dual, 1x128 + 128x1), per scale kind, each
+// the fastest measured on the H200 (docs/benchmarks.md "Dual pass 2"): deepgemm takes the stepped
+// code-store addresses (cast_tile_stepped: 64 registers, 8 bytes spilled, as measured) at four
+// CTAs (ue8m0 88.2% of copy vs 82.1% for the other form), every other kind cast_tile (80
+// registers) at three (te 89.8%). The two forms cast the same values to the same bytes; only the
+// address arithmetic differs.
+template <ScaleKind K>
+constexpr bool kDualStepped = K == ScaleKind::deepgemm;
+template <ScaleKind K>
+constexpr int kDualMinBlocks = kDualStepped<K> ? 4 : 3;
 // Warps a CTA and CTAs an SM of dual_quad32_kernel (quantize_dual, 1x32 + 32x1): four warps, five
 // CTAs (96 registers), the fastest measured on the H200 (docs/benchmarks.md "Dual pass 2").
 constexpr int kQuadWarps = 4, kQuadMinBlocks = 5;
@@ -250,6 +257,54 @@ __device__ __forceinline__ void cast_tile(const DualLaunch& dl, std::int64_t br,
       *reinterpret_cast<uint2*>(q.codes + r * q.cols + c) =
           cast8_cols(q.recipe, f, ovf, v[j * TL::kRows + i]);
     }
+  }
+}
+
+// cast_tile for W = 128 with the code stores' addresses advanced a row step at a time behind an
+// asm barrier, so they are not all computed before the loads and held through the tile (that fits
+// the kernel in 64 registers: four CTAs an SM). Same tile, same casts, same bytes as cast_tile.
+template <ScaleKind K>
+__device__ __forceinline__ void cast_tile_stepped(const DualLaunch& dl, std::int64_t br,
+                                                  std::int64_t r0, std::int64_t r1, std::int64_t c0,
+                                                  const uint4 (&v)[8],
+                                                  std::uint32_t (*colmax)[Tile<128>::kCols / 2],
+                                                  float* colfac, std::uint8_t* colovf) {
+  const QuantizeLaunch& q = dl.col;
+  const int cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
+  RowScale rs[8];
+  row_scales<128, K>(dl.row, r0, c0, v, rs);
+  std::int64_t off = (r0 + rg) * q.cols + c0 + 8 * cg;  // chunk s: off + s * step
+  asm volatile("" : "+l"(off) : "f"(rs[0].factor));
+  const std::int64_t step = 16 * q.cols;
+  const bool live = c0 + 8 * cg < q.cols;
+  std::uint8_t* p = dl.row.codes + off;
+#pragma unroll
+  for (int s = 0; s < 8; ++s) {
+    if (live && r0 + rg + 16 * s < r1) {
+      std::uint32_t f[8];
+      unpack_bf16(v[s], f);
+      const DevScale d{0.0f, rs[s].factor, false, 0, rs[s].may_overflow};
+      *reinterpret_cast<uint2*>(p) = cast8(q.recipe, d, f);
+    }
+    p += step;
+    asm volatile("" : "+l"(p));
+  }
+  column_maxima<128>(v, q.recipe.ignore_nan, colmax);
+  __syncthreads();
+  column_scales<128, K>(q, br, c0, colmax, colfac, colovf);
+  __syncthreads();
+  float f[8];
+  bool ovf = false;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) f[e] = colfac[8 * cg + e], ovf |= colovf[8 * cg + e] != 0;
+  p = q.codes + off;
+  asm volatile("" : "+l"(p) : "f"(f[0]));
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    if (live && r0 + rg + 16 * i < r1)
+      *reinterpret_cast<uint2*>(p) = cast8_cols(q.recipe, f, ovf, v[i]);
+    p += step;
+    asm volatile("" : "+l"(p));
   }
 }
 
@@ -327,9 +382,11 @@ __global__ void __launch_bounds__(kThreads, kStaged<W> ? 2 : 3) column_tile_kern
 // blockIdx.y: block row; a grid smaller than the tile grid strides over both), so no division
 // sits before the loads, which go straight into registers; kMinBlocks CTAs an SM. The element
 // format is a constant (kE4m3: one cvt a pair, not both formats predicated), and a grid with a
-// CTA a tile runs a copy of the body without loop state (fewer registers).
-template <int W, ScaleKind K, bool kE4m3, int kMinBlocks>
+// CTA a tile runs a copy of the body without loop state (fewer registers). kStepped: the tile is
+// cast by cast_tile_stepped (W = 128), else by cast_tile.
+template <int W, ScaleKind K, bool kE4m3, bool kStepped, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) dual_tile_kernel(DualLaunch launch) {
+  static_assert(!kStepped || W == 128);
   using TL = Tile<W>;
   __shared__ std::uint32_t colmax[2][kThreads / 32][TL::kCols / 2];
   __shared__ float colfac[2][TL::kCols];
@@ -343,7 +400,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) dual_tile_kernel(DualLau
     const std::int64_t r1 = r0 + W < q.rows ? r0 + W : q.rows;
     uint4 v[8];
     load_tile<W>(q, r0, r1, c0, v);
-    cast_tile<W, K>(dl, blockIdx.y, r0, r1, c0, v, colmax[0], colfac[0], colovf[0]);
+    if constexpr (kStepped)
+      cast_tile_stepped<K>(dl, blockIdx.y, r0, r1, c0, v, colmax[0], colfac[0], colovf[0]);
+    else
+      cast_tile<W, K>(dl, blockIdx.y, r0, r1, c0, v, colmax[0], colfac[0], colovf[0]);
     return;
   }
   int parity = 0;
@@ -353,7 +413,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) dual_tile_kernel(DualLau
       const std::int64_t r1 = r0 + W < q.rows ? r0 + W : q.rows;
       uint4 v[8];
       load_tile<W>(q, r0, r1, c0, v);
-      cast_tile<W, K>(dl, br, r0, r1, c0, v, colmax[parity], colfac[parity], colovf[parity]);
+      if constexpr (kStepped)
+        cast_tile_stepped<K>(dl, br, r0, r1, c0, v, colmax[parity], colfac[parity], colovf[parity]);
+      else
+        cast_tile<W, K>(dl, br, r0, r1, c0, v, colmax[parity], colfac[parity], colovf[parity]);
     }
 }
 
@@ -608,8 +671,9 @@ void launch_dual_tiles(const DualLaunch& dl) {
     launch_column_tiles<128, K, true>(dl);
     return;
   }
-  const auto kernel = q.recipe.e4m3 ? dual_tile_kernel<128, K, true, kDualMinBlocks>
-                                    : dual_tile_kernel<128, K, false, kDualMinBlocks>;
+  constexpr bool stepped = kDualStepped<K>;
+  const auto kernel = q.recipe.e4m3 ? dual_tile_kernel<128, K, true, stepped, kDualMinBlocks<K>>
+                                    : dual_tile_kernel<128, K, false, stepped, kDualMinBlocks<K>>;
   kernel<<<dual_grid(nct, q.block_rows, q.max_blocks), kThreads, 0, q.stream>>>(dl);
 }
 

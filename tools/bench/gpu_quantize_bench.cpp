@@ -117,7 +117,7 @@ void quantize_rows(const Buffers& b, std::vector<Row>& rows) {
 }
 
 // The fused calls: the 1x128 kernel with 4 and 8 chunks a lane in flight (default 16), both
-// orientations from one read, SwiGLU then quantize.
+// orientations from one read (te, MX RCEIL, deepgemm ue8m0, MX floor), SwiGLU then quantize.
 void fused_rows(const Buffers& b, std::vector<Row>& rows) {
   const gpu::DeviceMatrix x{b.x, Source::bf16, kM, kK};
   const double in = double(kM * kK * 2), codes = double(kM * kK);
@@ -139,6 +139,15 @@ void fused_rows(const Buffers& b, std::vector<Row>& rows) {
   const Recipe mx{RecipeKind::mx_rceil, Format::e4m3, Runtime::cuda_kernel, false, 0};
   ms = time_ms([&] { gpu::quantize_dual(x, mx, row, col, nullptr); });
   rows.push_back({"dual 1x32 + 32x1 mx_rceil", ms, in + 2 * codes + 2 * kM * kK / 32.0});
+  // The other dual forms (docs/recipes.md): deepgemm's power-of-two f32 scales (the stepped 1x128
+  // tile form) and MX floor scales.
+  const Recipe dg{RecipeKind::deepgemm, Format::e4m3, Runtime::torch_cuda, true, 0};
+  ms = time_ms([&] { gpu::quantize_dual(x, dg, row, col, nullptr); });
+  rows.push_back(
+      {"dual 1x128 + 128x1 deepgemm ue8m0", ms, in + 2 * codes + 2 * kM * kK / 128 * 4.0});
+  const Recipe mxf{RecipeKind::mx_floor, Format::e4m3, Runtime::torch_cuda, false, 0};
+  ms = time_ms([&] { gpu::quantize_dual(x, mxf, row, col, nullptr); });
+  rows.push_back({"dual 1x32 + 32x1 mx_floor", ms, in + 2 * codes + 2 * kM * kK / 32.0});
   // SwiGLU of the tensor read as a merged (M, 2H) gate/up, H = K / 2, then 1x128 quantize.
   const gpu::QuantizeOutput h{static_cast<std::uint8_t*>(b.codes), std::size_t(kM * kK), b.scales,
                               std::size_t(kM * kK)};
