@@ -273,6 +273,16 @@ __device__ __forceinline__ BlockScalesB half_scales(const GemmKernelArgs& a, con
   return r;
 }
 
+// A consumer thread's warpgroup (its 64 rows of the tile's A) and its first row of the wgmma D
+// layout in the 128-row tile (the other is local_row + 8).
+struct ConsumerThread {
+  int wg, local_row;
+};
+__device__ __forceinline__ ConsumerThread consumer_thread() {
+  const int wg = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+  return {wg, wg * 64 + warp * 16 + lane / 4};
+}
+
 // Consumers of 256-wide tiles: the 64 × 256 f32 accumulator is 128 registers, so T_kb is
 // computed one 128-column half at a time into a 64-register t (a 64 × 256 t beside the
 // accumulator would not fit the 232 registers): per K block, half 0's four k32 steps, wait, then
@@ -285,8 +295,7 @@ template <bool AE5, bool BE5>
 __device__ void consume_halves(const GemmTmaParams& p, const Ring<256>& s, std::int64_t total,
                                int n_tiles) {
   const GemmKernelArgs& a = p.args;
-  const int wg = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
-  const int local_row = wg * 64 + warp * 16 + lane / 4;  // and local_row + 8 (wgmma D layout)
+  const auto [wg, local_row] = consumer_thread();
   const int nkb = int(a.K / kGemmBlockK);
   const bool blockwise = a.mode == GemmScaleMode::blockwise;
   std::uint32_t it = 0;
@@ -335,8 +344,7 @@ template <int BN, bool AE5, bool BE5>
 __device__ void consume(const GemmTmaParams& p, const Ring<BN>& s, std::int64_t total,
                         int n_tiles) {
   const GemmKernelArgs& a = p.args;
-  const int wg = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
-  const int local_row = wg * 64 + warp * 16 + lane / 4;  // and local_row + 8 (wgmma D layout)
+  const auto [wg, local_row] = consumer_thread();
   const int nkb = int(a.K / kGemmBlockK);
   const bool blockwise = a.mode == GemmScaleMode::blockwise;
   std::uint32_t it = 0;
