@@ -30,6 +30,55 @@ struct WgradTmaParams {
 template <int BK>
 using Ring = StageRing<128 * 128, BK * 128, BK == 128 ? 6 : 5, 128 + BK>;
 
+// The epilogue (docs/gpu_gemm.md §7, "staged epilogue", prepared, not yet measured): 0 = the
+// consumers read C from global memory into registers and store dW from them (the kept kernel);
+// 1 and 2 = C and dW through the stage ring (StagedC below), the C stages freed as soon as the
+// stores have read them (1) or after the next tile's first wgmma is issued (2). A build option
+// (CMake FP8REF_WGRAD_STAGED_EPILOGUE); 0 compiles to the kept kernel's code.
+#ifndef FP8REF_WGRAD_STAGED_EPILOGUE
+#define FP8REF_WGRAD_STAGED_EPILOGUE 0
+#endif
+constexpr int kStagedEpilogue = FP8REF_WGRAD_STAGED_EPILOGUE;
+static_assert(kStagedEpilogue >= 0 && kStagedEpilogue <= 2);
+
+// A tile's 128 rows of C staged in three consecutive stages of the ring, 48 rows each (the rows
+// of three consumer warps; 32 in the last), loaded row by row by bulk copies (cp.async.bulk),
+// added to in place and stored row by row. A row is BK + 8 floats apart: (BK + 8) mod 32 = 8
+// words, so the 4 rows of a half-warp's float2 accesses (8 consecutive floats each) fall in
+// distinct banks. The stages after the tile's last K block: the producer loads C while the
+// consumers run the last blocks, and the stages' next use waits only for the stores' reads.
+template <int BK>
+struct StagedC {
+  static constexpr int kPitch = BK + 8;  // floats
+  static constexpr int kRows = 48, kStages = 3;
+  static_assert(kPitch % 32 == 8 && kPitch * 4 % 16 == 0);
+  static_assert(kRows * kPitch * 4 <= Ring<BK>::kStageBytes && kRows * kStages >= 128);
+  static_assert(kStages < Ring<BK>::kStages && kRows % 16 == 0);
+  __device__ static int rows(int c) { return min(kRows, 128 - kRows * c); }
+};
+
+// Bulk copies (PTX ISA "cp.async.bulk"): `bytes` (a multiple of 16) between 16-byte aligned
+// addresses; global -> shared completes the bytes on an mbarrier, shared -> global joins the
+// thread's bulk group, whose reads of shared memory wait_group.read waits for.
+[[maybe_unused]] __device__ __forceinline__ void bulk_load(std::uint32_t dst, const void* src,
+                                                           std::uint32_t bytes, std::uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
+          "r"(dst),
+      "l"(src), "r"(bytes), "r"(bar)
+      : "memory");
+}
+[[maybe_unused]] __device__ __forceinline__ void bulk_store(void* dst, std::uint32_t src,
+                                                            std::uint32_t bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(src),
+               "r"(bytes)
+               : "memory");
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+[[maybe_unused]] __device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+
 struct WgradTile {
   int g;
   std::int32_t n0, k0;  // first row (n) and column (k) of the tile in dW[g]
@@ -60,6 +109,28 @@ __device__ __forceinline__ WgradTile wgrad_tile(const WgradKernelArgs& p, std::i
 __device__ __forceinline__ std::int64_t walk(std::int64_t i) {
   const std::int64_t b = blockIdx.x, grid = gridDim.x;
   return i * grid + (i & 1 ? grid - 1 - b : b);
+}
+
+// The producer warp, staged epilogue: after a tile's K blocks, its 128 rows of C (the columns
+// < K) into the next StagedC<BK>::kStages stages, one bulk copy per row; `full` completes on the
+// bytes (blockwise, also on 32 plain arrivals in place of the scale copies it counts).
+template <int BK>
+__device__ void produce_c(const WgradKernelArgs& a, const Ring<BK>& s, const WgradTile& t,
+                          std::uint32_t it) {
+  using SC = StagedC<BK>;
+  const int lane = int(threadIdx.x % 32);
+  const std::uint32_t row_bytes = std::uint32_t(min(std::int64_t(BK), a.K - t.k0)) * 4;
+  for (int c = 0; c < SC::kStages; ++c, ++it) {
+    const int st = s.stage(it), rows = SC::rows(c);
+    s.wait_empty(it);
+    if (lane == 0) mbar_arrive_expect_tx(s.full(st), std::uint32_t(rows) * row_bytes);
+    __syncwarp();
+    for (int r = lane; r < rows; r += 32)
+      bulk_load(s.a_tile(st) + std::uint32_t(r * SC::kPitch * 4),
+                a.c + (std::int64_t(t.g) * a.N + t.n0 + SC::kRows * c + r) * a.K + t.k0, row_bytes,
+                s.full(st));
+    if (a.blockwise) mbar_arrive(s.full(st));
+  }
 }
 
 // The producer warp: at a tile's start the lanes prefetch its 128 rows of C into L2 (the epilogue
@@ -105,6 +176,7 @@ __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
       }
       cp_async_arrive_noinc(s.full(st));
     }
+    if constexpr (kStagedEpilogue != 0) produce_c<BK>(a, s, t, it), it += StagedC<BK>::kStages;
   }
 }
 
@@ -192,6 +264,70 @@ __device__ __forceinline__ void store_wgrad(const WgradKernelArgs& p, const Wgra
   }
 }
 
+// Staged epilogue, consumer warp w (rows 16w..16w+15 of the tile, in C stage w / 3): wait for
+// the stage, dW = RN_out(RN(C + acc')) as store_wgrad computes it, written over the warp's own
+// rows of C (bf16: the row's first half; all reads of a row come before its writes, since a bf16
+// pair lands on another lane's floats), then each of lanes 0..15 stores one row by a bulk copy.
+template <int BK>
+__device__ void store_staged(const WgradKernelArgs& p, const Ring<BK>& s, const WgradTile& t,
+                             const float (&acc)[BK / 2], std::uint32_t it) {
+  using SC = StagedC<BK>;
+  const int warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32), c = warp / 3;
+  const int st = s.stage(it + c), r0 = 16 * warp - SC::kRows * c;  // the warp's rows in the stage
+  const float ts = p.blockwise ? 1.0f : __fmul_rn(p.scale_dy[0], p.scale_x[0]);
+  const std::int32_t cols = std::int32_t(min(std::int64_t(BK), p.K - t.k0));
+  std::uint8_t* const stage = s.base + st * Ring<BK>::kStageBytes;
+  mbar_wait(s.full(st), s.parity(it + c));
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {  // row local_row + 8h: first all reads, then all writes
+    std::uint8_t* const row = stage + (r0 + lane / 4 + 8 * h) * SC::kPitch * 4;
+    float2 v[BK / 8];
+#pragma unroll
+    for (int j = 0; j < BK / 8; ++j) {  // cols % 64 == 0: all of the 8 columns or none
+      v[j] = BK == 128 || j * 8 < cols
+                 ? *reinterpret_cast<const float2*>(row + (j * 8 + (lane % 4) * 2) * 4)
+                 : make_float2(0.0f, 0.0f);
+      if (t.nkb > 0) {
+        const float a0 = acc[j * 4 + h * 2], a1 = acc[j * 4 + h * 2 + 1];
+        v[j].x = __fadd_rn(v[j].x, p.blockwise ? a0 : __fmul_rn(a0, ts));
+        v[j].y = __fadd_rn(v[j].y, p.blockwise ? a1 : __fmul_rn(a1, ts));
+      }
+    }
+    __syncwarp();
+#pragma unroll
+    for (int j = 0; j < BK / 8; ++j) {
+      if (BK > 128 && j * 8 >= cols) continue;
+      const int col = j * 8 + (lane % 4) * 2;
+      if (p.out_bf16)
+        *reinterpret_cast<__nv_bfloat162*>(row + col * 2) = __floats2bfloat162_rn(v[j].x, v[j].y);
+      else
+        *reinterpret_cast<float2*>(row + col * 4) = v[j];
+    }
+  }
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the stores read by TMA
+  __syncwarp();
+  if (lane < 16) {
+    const std::int64_t row = std::int64_t(t.g) * p.N + t.n0 + 16 * warp + lane;
+    const int esize = p.out_bf16 ? 2 : 4;
+    bulk_store(static_cast<std::uint8_t*>(p.dw) + (row * p.K + t.k0) * esize,
+               smem_u32(stage + (r0 + lane) * SC::kPitch * 4), std::uint32_t(cols * esize));
+  }
+}
+
+// Staged epilogue: free the C stages of the epilogue whose first stage is block `it`: the warp's
+// own once lanes 0..15's stores have read it, the others once their `full` phase is seen complete
+// (an arrival before it could count toward the stage's previous use, which the other warpgroup
+// may still be reading).
+template <int BK>
+__device__ void release_c(const Ring<BK>& s, std::uint32_t it) {
+  const int warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
+  for (int c = 0; c < StagedC<BK>::kStages; ++c) {
+    mbar_wait(s.full(s.stage(it + c)), s.parity(it + c));
+    if (c == warp / 3 && lane < 16) bulk_wait_read();
+    s.release(it + c);
+  }
+}
+
 // The consumer warpgroups: per token block, wait for the stage, zero a group's tail, run T on
 // it, promote (reading the stage's scales) and free it; the epilogue stores the tile while the
 // producer already loads the next one.
@@ -201,6 +337,8 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
   const int wg = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
   const int local_row = wg * 64 + warp * 16 + lane / 4;
   std::uint32_t it = 0;
+  [[maybe_unused]] std::uint32_t c_it = 0;  // staged epilogue 2: the C stages not freed yet
+  [[maybe_unused]] bool c_pending = false;
   for (std::int64_t w = 0;; ++w) {
     const std::int64_t tile = walk(w);
     if (tile >= total) break;
@@ -219,6 +357,8 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
       for (int j = 0; j < 4; ++j)
         wgmma_k32<BK, AE5, BE5>(d, smem_desc(a_base + j * 32), smem_desc(b_base + j * 32), j);
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+      if constexpr (kStagedEpilogue == 2)
+        if (c_pending) release_c<BK>(s, c_it), c_pending = false;  // while the wgmma runs
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
       fence_regs(d);
       if (a.blockwise) {
@@ -229,8 +369,17 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
       }
       s.release(it);
     }
-    store_wgrad<BK>(a, t, acc, local_row);
+    if constexpr (kStagedEpilogue == 0) {
+      store_wgrad<BK>(a, t, acc, local_row);
+    } else {
+      if (c_pending) release_c<BK>(s, c_it);  // a tile without blocks came after the last one
+      store_staged<BK>(a, s, t, acc, it);
+      c_it = it, it += StagedC<BK>::kStages, c_pending = kStagedEpilogue == 2;
+      if (!c_pending) release_c<BK>(s, c_it);
+    }
   }
+  if constexpr (kStagedEpilogue == 2)
+    if (c_pending) release_c<BK>(s, c_it);  // the stores read shared memory before the CTA ends
 }
 
 template <int BK, bool AE5, bool BE5>
