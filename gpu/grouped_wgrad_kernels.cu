@@ -33,13 +33,14 @@ using Ring = StageRing<128 * 128, BK * 128, BK == 128 ? 6 : 5, 128 + BK>;
 // The epilogue (docs/gpu_gemm.md §7, "staged epilogue", prepared, not yet measured): 0 = the
 // consumers read C from global memory into registers and store dW from them (the kept kernel);
 // 1 and 2 = C and dW through the stage ring (StagedC below), the C stages freed as soon as the
-// stores have read them (1) or after the next tile's first wgmma is issued (2). A build option
-// (CMake FP8REF_WGRAD_STAGED_EPILOGUE); 0 compiles to the kept kernel's code.
+// stores have read them (1) or after the next tile's first wgmma is issued (2); 3 = C through the
+// stages, dW stored from registers (as 0), the stages freed after the reads: what staging C alone
+// gains. A build option (CMake FP8REF_WGRAD_STAGED_EPILOGUE); 0 compiles to the kept kernel's code.
 #ifndef FP8REF_WGRAD_STAGED_EPILOGUE
 #define FP8REF_WGRAD_STAGED_EPILOGUE 0
 #endif
 constexpr int kStagedEpilogue = FP8REF_WGRAD_STAGED_EPILOGUE;
-static_assert(kStagedEpilogue >= 0 && kStagedEpilogue <= 2);
+static_assert(kStagedEpilogue >= 0 && kStagedEpilogue <= 3);
 
 // A tile's 128 rows of C staged in three consecutive stages of the ring, 48 rows each (the rows
 // of three consumer warps; 32 in the last), loaded row by row by bulk copies (cp.async.bulk),
@@ -294,16 +295,23 @@ __device__ void store_staged(const WgradKernelArgs& p, const Ring<BK>& s, const 
       }
     }
     __syncwarp();
+    std::uint8_t* const out =  // 3: the row of dW in global memory
+        kStagedEpilogue != 3
+            ? row
+            : static_cast<std::uint8_t*>(p.dw) +
+                  ((std::int64_t(t.g) * p.N + t.n0 + 16 * warp + lane / 4 + 8 * h) * p.K + t.k0) *
+                      (p.out_bf16 ? 2 : 4);
 #pragma unroll
     for (int j = 0; j < BK / 8; ++j) {
       if (BK > 128 && j * 8 >= cols) continue;
       const int col = j * 8 + (lane % 4) * 2;
       if (p.out_bf16)
-        *reinterpret_cast<__nv_bfloat162*>(row + col * 2) = __floats2bfloat162_rn(v[j].x, v[j].y);
+        *reinterpret_cast<__nv_bfloat162*>(out + col * 2) = __floats2bfloat162_rn(v[j].x, v[j].y);
       else
-        *reinterpret_cast<float2*>(row + col * 4) = v[j];
+        *reinterpret_cast<float2*>(out + col * 4) = v[j];
     }
   }
+  if constexpr (kStagedEpilogue == 3) return;
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the stores read by TMA
   __syncwarp();
   if (lane < 16) {
@@ -315,15 +323,15 @@ __device__ void store_staged(const WgradKernelArgs& p, const Ring<BK>& s, const 
 }
 
 // Staged epilogue: free the C stages of the epilogue whose first stage is block `it`: the warp's
-// own once lanes 0..15's stores have read it, the others once their `full` phase is seen complete
-// (an arrival before it could count toward the stage's previous use, which the other warpgroup
-// may still be reading).
+// own once lanes 0..15's stores have read it (3: at once), the others once their `full` phase is
+// seen complete (an arrival before it could count toward the stage's previous use, which the other
+// warpgroup may still be reading).
 template <int BK>
 __device__ void release_c(const Ring<BK>& s, std::uint32_t it) {
   const int warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
   for (int c = 0; c < StagedC<BK>::kStages; ++c) {
     mbar_wait(s.full(s.stage(it + c)), s.parity(it + c));
-    if (c == warp / 3 && lane < 16) bulk_wait_read();
+    if (kStagedEpilogue != 3 && c == warp / 3 && lane < 16) bulk_wait_read();
     s.release(it + c);
   }
 }
