@@ -7,7 +7,8 @@
 // end zeroed in shared memory before the tensor cores read them; per block T = four chained wgmma
 // k32 steps from +0, promoted as hopper_promoted_blockwise (acc = fmaf(RN(sdy·sx), T, acc), a
 // scale per row and column of the tile) or hopper_promoted_tensorwise; then dW = RN_out(RN(C +
-// acc)); an empty group gives C (docs/gpu_gemm.md §3).
+// acc)); an empty group gives C (docs/gpu_gemm.md §3). A build switch stages C and dW through the
+// stage ring instead (FP8REF_WGRAD_STAGED_EPILOGUE below; docs/gpu_gemm.md §7, not yet measured).
 #include <cuda_bf16.h>
 
 #include "gpu/device.h"
