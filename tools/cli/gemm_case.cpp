@@ -297,6 +297,13 @@ GemmCase kgroup_case(const KGroupedCase& k, const Tensor& a, const Tensor& b, BL
 
 }  // namespace
 
+std::int64_t kgroup_first_scale_row(std::span<const std::int64_t> offs, std::int64_t g,
+                                    std::int64_t blk) {
+  std::int64_t rb = 0, s = 0;
+  for (std::size_t h = 0; h < std::size_t(g); ++h) rb += ceil_div(offs[h] - s, blk), s = offs[h];
+  return rb;
+}
+
 GemmCase KGroupedCase::stacked() const {
   GemmCase c;
   c.M = G * M, c.N = N, c.K = K, c.G = G;
@@ -320,9 +327,9 @@ std::vector<T> transposed(const std::vector<T>& v, std::int64_t rows, std::int64
 void load_kgrouped_blocks(const TensorFile& tf, const GemmOptions& o, const Tensor& a,
                           const Tensor& b, BLayout layout, KGroupedCase& k, Scaling sc) {
   const std::int64_t blk = sc == Scaling::blockwise ? kScaleBlockK : kMxBlockK;
-  std::int64_t rb = 0, s = 0;
-  for (const std::int64_t e : k.offs) rb += ceil_div(e - s, blk), s = e;
-  rb += ceil_div(k.K - s, blk);
+  const std::int64_t last = k.offs.empty() ? 0 : k.offs.back();
+  const std::int64_t rb =
+      kgroup_first_scale_row(k.offs, std::int64_t(k.offs.size()), blk) + ceil_div(k.K - last, blk);
   const char* rule = sc == Scaling::blockwise
                          ? "(rows, R): 1x128 blocks along K restarting at each group start"
                          : "(rows, R): 1x32 blocks along K restarting at each group start";

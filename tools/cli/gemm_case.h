@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -73,6 +74,12 @@ KGroupedCase load_kgrouped_case(const tensor_io::TensorFile& tf, const GemmOptio
 
 // K elements per scale along K for the per-block scalings (0 for the scalar ones).
 std::int64_t scale_block_k(ref::Scaling s);
+
+// The first of group g's rows in KGroupedCase's (rows, R) block-scale layout: every group before
+// it takes ceil(k_h / blk) rows (group h spans offs[h-1]..offs[h], offs[-1] = 0). g = offs.size()
+// gives the first row of the trailing columns past offs.back().
+std::int64_t kgroup_first_scale_row(std::span<const std::int64_t> offs, std::int64_t g,
+                                    std::int64_t blk);
 
 [[noreturn]] void usage(const std::string& what);
 

@@ -20,11 +20,8 @@ using ref::Scaling;
 GemmCase kgroup_block_element(const KGroupedCase& k, std::int64_t g, std::int64_t row,
                               std::int64_t col) {
   const std::int64_t blk = k.block_scaling == Scaling::blockwise ? kScaleBlockK : kMxBlockK;
-  std::int64_t s = 0, rb = 0;
-  for (std::int64_t h = 0; h < g; ++h) {
-    rb += (k.offs[std::size_t(h)] - s + blk - 1) / blk;
-    s = k.offs[std::size_t(h)];
-  }
+  const std::int64_t s = g == 0 ? 0 : k.offs[std::size_t(g - 1)];
+  const std::int64_t rb = kgroup_first_scale_row(k.offs, g, blk);
   GemmCase e;
   e.M = 1, e.N = 1, e.K = k.offs[std::size_t(g)] - s, e.G = 1, e.fa = k.fa, e.fb = k.fb;
   e.scaling = k.block_scaling, e.b_layout = ref::BLayout::nk, e.offs = {1};
