@@ -201,16 +201,16 @@ constexpr int kTileBytes = 8 * kThreads * 16;  // one stage: eight chunks a thre
 // data path"). quantize_dual takes dual_tile_kernel (1x128) and dual_quad32_kernel (MX) below.
 template <int W>
 constexpr bool kStaged = W == 32;
-// Form and CTAs an SM of dual_tile_kernel (quantize_dual, 1x128 + 128x1), per scale kind, each
-// the fastest measured on the H200 (docs/benchmarks.md "Dual pass 2", "Dual pass 3"): deepgemm
-// takes cast_tile_stepped (64 registers, 8 bytes spilled, as measured) at four CTAs (ue8m0 88.2%
-// of copy vs 82.1% at three), every other kind cast_tile_lean (80 registers) at three (te 89.9%
-// in the harness of pass 3 vs 89.0% for pass 2's form). Both cast the same values to the same
-// bytes (the oracle's).
+// Form of dual_tile_kernel (quantize_dual, 1x128 + 128x1) per scale kind, three CTAs an SM (80
+// registers) for each, the fastest measured on the H200 (docs/benchmarks.md "Dual pass 3"):
+// deepgemm takes cast_tile_stepped with its fix code hoisted (ue8m0 89.3% of copy on the bench
+// tensor vs 88.7% for pass 2's stepped form at four CTAs; 87.9% hoisted at four), every other
+// kind cast_tile_lean (te 89.7% vs 89.0% for pass 2's form). Both cast the same values to the
+// same bytes (the oracle's).
 template <ScaleKind K>
 constexpr bool kDualStepped = K == ScaleKind::deepgemm;
 template <ScaleKind K>
-constexpr int kDualMinBlocks = kDualStepped<K> ? 4 : 3;
+constexpr int kDualMinBlocks = 3;
 // Warps a CTA and CTAs an SM of dual_quad32_kernel (quantize_dual, 1x32 + 32x1): four warps, five
 // CTAs (96 registers), the fastest measured on the H200 (docs/benchmarks.md "Dual pass 2").
 constexpr int kQuadWarps = 4, kQuadMinBlocks = 5;
@@ -317,10 +317,75 @@ __device__ __forceinline__ void cast_tile_lean(const DualLaunch& dl, std::int64_
   lean_cast<false>(q, q.codes, r0, r1, c0, v, f, f);
 }
 
-// deepgemm's tile (W = 128), the two barriers around the column scales as pass 2 kept them, with
-// the code stores' addresses advanced a row step at a time behind an asm barrier, so they are not
-// all computed before the loads and held through the tile (that fits the kernel in 64 registers:
-// four CTAs an SM). Same tile, same casts, same bytes as the oracle's.
+// --- deepgemm's 1x128 + 128x1 tiles (docs/benchmarks.md "Dual pass 2", "Dual pass 3") ----------
+// The row half first, the two barriers around the column scales, the code stores' addresses
+// advanced a row step at a time behind an asm barrier (not all held from the loads on). The
+// non-saturating fix sits in a second copy of each cast loop, taken only when a lane of the warp
+// has a block that may pass 464 (a NaN or Inf in it), so the usual path carries no fix code; the
+// row blocks' overflow flags travel as one ballot.
+
+// Factors of the thread's eight row blocks (pass 2's maxima: each chunk its own NaN test); lane
+// p < 8 of a half-warp computes and stores slot p's scale. Returns the ballot of the owners'
+// overflow flags (slot s of this half-warp: bit (lane & 16) + s).
+template <ScaleKind K>
+__device__ __forceinline__ std::uint32_t stepped_row_factors(const QuantizeLaunch& q,
+                                                             std::int64_t r0, std::int64_t c0,
+                                                             const uint4 (&v)[8], float (&rf)[8]) {
+  const int lane = int(threadIdx.x & 31), cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
+  std::uint32_t m[8];
+#pragma unroll
+  for (int s = 0; s < 8; ++s) {
+    const uint4 one[1] = {v[s]};
+    m[s] = chunks_max16(one, q.recipe.ignore_nan);
+  }
+#pragma unroll
+  for (int s = 0; s < 8; s += 2) {  // two slots a shuffle: 16-bit maxima, packed
+    std::uint32_t p = m[s] | (m[s + 1] << 16);
+#pragma unroll
+    for (int off = 8; off > 0; off >>= 1) p = max_u16x2(p, __shfl_xor_sync(0xFFFFFFFFu, p, off));
+    m[s] = p & 0xFFFFu, m[s + 1] = p >> 16;
+  }
+  const int s = cg % 8;
+  const DevScale d = block_scale_of<K>(q.recipe, std::int32_t(pick8(m, s) << 16));
+  const std::int64_t r = r0 + rg + 16 * s, c = c0 + 8 * cg;
+  if (cg < 8 && r < q.rows && c < q.cols) store_scale(q.scales, r, c / 128, d);
+#pragma unroll
+  for (int k = 0; k < 8; ++k) rf[k] = __shfl_sync(0xFFFFFFFFu, d.factor, (lane & 16) + k);
+  return __ballot_sync(0xFFFFFFFFu, d.may_overflow);
+}
+
+// Codes of chunks v[i] into codes (rows r0 + rg + 16 i), row i scaled by rf[i] with overflow flag
+// bit (lane & 16) + i of om (kRows), or column e by cf[e] with flag covf; kFix: the
+// non-saturating fix where flagged, else none.
+template <bool kRows, bool kFix>
+__device__ __forceinline__ void stepped_cast(const QuantizeLaunch& q, std::uint8_t* codes,
+                                             std::int64_t r0, std::int64_t r1, std::int64_t c0,
+                                             const uint4 (&v)[8], const float (&rf)[8],
+                                             std::uint32_t om, bool covf) {
+  const int lane = int(threadIdx.x & 31), cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
+  std::uint8_t* p = codes + (r0 + rg) * q.cols + c0 + 8 * cg;
+  const std::int64_t step = 16 * q.cols;
+  const bool live = c0 + 8 * cg < q.cols;
+  asm volatile("" : "+l"(p) : "f"(rf[0]));
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    if (live && r0 + rg + 16 * i < r1) {
+      if constexpr (kRows) {
+        std::uint32_t f[8];
+        unpack_bf16(v[i], f);
+        const bool ov = kFix && ((om >> ((lane & 16) + i)) & 1u);
+        *reinterpret_cast<uint2*>(p) = cast8(q.recipe, DevScale{0.0f, rf[i], false, 0, ov}, f);
+      } else {
+        *reinterpret_cast<uint2*>(p) = cast8_cols(q.recipe, rf, kFix && covf, v[i]);
+      }
+    }
+    p += step;
+    asm volatile("" : "+l"(p));
+  }
+}
+
+// deepgemm's tile in registers v (block row br, rows [r0, r1), columns from c0): both
+// orientations; the shared arrays are the step's own (parity).
 template <ScaleKind K>
 __device__ __forceinline__ void cast_tile_stepped(const DualLaunch& dl, std::int64_t br,
                                                   std::int64_t r0, std::int64_t r1, std::int64_t c0,
@@ -328,42 +393,24 @@ __device__ __forceinline__ void cast_tile_stepped(const DualLaunch& dl, std::int
                                                   std::uint32_t (*colmax)[Tile<128>::kCols / 2],
                                                   float* colfac, std::uint8_t* colovf) {
   const QuantizeLaunch& q = dl.col;
-  const int cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
-  RowScale rs[8];
-  row_scales<128, K>(dl.row, r0, c0, v, rs);
-  std::int64_t off = (r0 + rg) * q.cols + c0 + 8 * cg;  // chunk s: off + s * step
-  asm volatile("" : "+l"(off) : "f"(rs[0].factor));
-  const std::int64_t step = 16 * q.cols;
-  const bool live = c0 + 8 * cg < q.cols;
-  std::uint8_t* p = dl.row.codes + off;
-#pragma unroll
-  for (int s = 0; s < 8; ++s) {
-    if (live && r0 + rg + 16 * s < r1) {
-      std::uint32_t f[8];
-      unpack_bf16(v[s], f);
-      const DevScale d{0.0f, rs[s].factor, false, 0, rs[s].may_overflow};
-      *reinterpret_cast<uint2*>(p) = cast8(q.recipe, d, f);
-    }
-    p += step;
-    asm volatile("" : "+l"(p));
-  }
+  const int cg = int(threadIdx.x % 16);
+  float f[8];
+  const std::uint32_t om = stepped_row_factors<K>(dl.row, r0, c0, v, f);
+  if (om != 0)
+    stepped_cast<true, true>(q, dl.row.codes, r0, r1, c0, v, f, om, false);
+  else
+    stepped_cast<true, false>(q, dl.row.codes, r0, r1, c0, v, f, 0, false);
   column_maxima<128>(v, q.recipe.ignore_nan, colmax);
   __syncthreads();
   column_scales<128, K>(q, br, c0, colmax, colfac, colovf);
   __syncthreads();
-  float f[8];
   bool ovf = false;
 #pragma unroll
   for (int e = 0; e < 8; ++e) f[e] = colfac[8 * cg + e], ovf |= colovf[8 * cg + e] != 0;
-  p = q.codes + off;
-  asm volatile("" : "+l"(p) : "f"(f[0]));
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    if (live && r0 + rg + 16 * i < r1)
-      *reinterpret_cast<uint2*>(p) = cast8_cols(q.recipe, f, ovf, v[i]);
-    p += step;
-    asm volatile("" : "+l"(p));
-  }
+  if (__any_sync(0xFFFFFFFFu, ovf))
+    stepped_cast<false, true>(q, q.codes, r0, r1, c0, v, f, 0, ovf);
+  else
+    stepped_cast<false, false>(q, q.codes, r0, r1, c0, v, f, 0, false);
 }
 
 // CTAs over tiles: tile it = block row br (rows [r0, r1), at most W) x column tile ct, its
