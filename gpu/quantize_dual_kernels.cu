@@ -203,13 +203,12 @@ template <int W>
 constexpr bool kStaged = W == 32;
 // Form of dual_tile_kernel (quantize_dual, 1x128 + 128x1) per scale kind, three CTAs an SM (80
 // registers) for each, the fastest measured on the H200 (docs/benchmarks.md "Dual pass 3"):
-// deepgemm takes cast_tile_stepped with its fix code hoisted (ue8m0 89.3% of copy on the bench
-// tensor vs 88.7% for pass 2's stepped form at four CTAs; 87.9% hoisted at four), every other
-// kind cast_tile_lean (te 89.7% vs 89.0% for pass 2's form). Both cast the same values to the
-// same bytes (the oracle's).
+// deepgemm takes cast_tile_stepped with its fix code hoisted (ue8m0 89.9% of copy in the bench;
+// in the harness 89.3% vs 88.7% for pass 2's stepped form at four CTAs, 87.9% hoisted at four),
+// every other kind cast_tile_lean (te 89.9-90.3% in the bench; 89.7% vs 89.0% for pass 2's form
+// in the harness). Both cast the same values to the same bytes (the oracle's).
 template <ScaleKind K>
 constexpr bool kDualStepped = K == ScaleKind::deepgemm;
-template <ScaleKind K>
 constexpr int kDualMinBlocks = 3;
 // Warps a CTA and CTAs an SM of dual_quad32_kernel (quantize_dual, 1x32 + 32x1): four warps, five
 // CTAs (96 registers), the fastest measured on the H200 (docs/benchmarks.md "Dual pass 2").
@@ -777,8 +776,8 @@ void launch_dual_tiles(const DualLaunch& dl) {
     return;
   }
   constexpr bool stepped = kDualStepped<K>;
-  const auto kernel = q.recipe.e4m3 ? dual_tile_kernel<128, K, true, stepped, kDualMinBlocks<K>>
-                                    : dual_tile_kernel<128, K, false, stepped, kDualMinBlocks<K>>;
+  const auto kernel = q.recipe.e4m3 ? dual_tile_kernel<128, K, true, stepped, kDualMinBlocks>
+                                    : dual_tile_kernel<128, K, false, stepped, kDualMinBlocks>;
   kernel<<<dual_grid(nct, q.block_rows, q.max_blocks), kThreads, 0, q.stream>>>(dl);
 }
 
