@@ -160,9 +160,9 @@ void check_wgrad(const DeviceWgradOperands& op, std::span<const std::int64_t> of
 }
 
 // Blockwise 256-wide tiles (two 128-column halves, docs/gpu_gemm.md §2) for the forward and for
-// dgrad, one-line switches: the forward's measured 6-8% faster than 128-wide on the H200; dgrad
-// stays 128-wide until 256 is measured there (192-wide blockwise tiles measured slower for dgrad,
-// docs/benchmarks.md).
+// dgrad, one-line switches: the forward's measured 6-8% faster than 128-wide on the H200; dgrad's
+// measured 9% slower than 128-wide (as did 192-wide blockwise tiles, docs/benchmarks.md), so
+// dgrad stays 128-wide.
 constexpr bool kBlockwiseWideForward = true;
 constexpr bool kBlockwiseWideDgrad = false;
 

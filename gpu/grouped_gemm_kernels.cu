@@ -257,20 +257,37 @@ __device__ __forceinline__ void promote_blockwise(const BlockScalesB& b, const f
   }
 }
 
-// The block scales of K block kb for a 256-wide tile's halves: a0, a1 as in block_scales, `lo`
-// for the 128-column block of half 0 and `hi` for half 1 (0 past N). Addressed from the rows
-// each time rather than held as two row pointers: four registers fewer beside the 128 of the
-// accumulator and the 64 of a half's partial.
-__device__ __forceinline__ BlockScalesB half_scales(const GemmKernelArgs& a, const TileCoord& c,
-                                                    int local_row, int kb) {
-  const std::int64_t row = c.row0 + local_row;
-  const float* ra = a.scale_a + row * a.sa_row + kb;
-  const int nb = c.n0 / 128;
-  const float* sb = a.scale_b + c.g * a.sb_group + nb * a.sb_ntile + kb * a.sb_kblock;
-  BlockScalesB r{row < c.row_end ? ra[0] : 0.0f, row + 8 < c.row_end ? ra[8 * a.sa_row] : 0.0f,
-                 sb[0], 0.0f, 16};
-  if ((nb + 1) * 128 < a.N) r.hi = sb[a.sb_ntile];
-  return r;
+// The block scales of a 256-wide tile's halves, addressed once per tile (docs/gpu_gemm.md §2):
+// the thread's A scale rows local_row and local_row + 8, and one B scale column per lane, even
+// lanes that of half 0's 128-column block, odd lanes that of half 1's. A row past the group's
+// end reads the scale of the group's last row instead, and a half past N the B scale of half 0:
+// those rows and columns are never stored, so the loads need no predicate and stay inside the
+// group's scales. Per K block each load is then one index. Why (Nsight Compute profile and
+// A/B, docs/gpu_gemm.md §7, docs/benchmarks.md): the per-block address arithmetic sat between
+// the last promotion of a block and the next block's wgmma, and ptxas moved a warp-uniform
+// B-scale load into a uniform register right where it was issued, waiting there for the load;
+// addressed per tile, the blockwise forward ran 6% faster.
+struct HalfScales {
+  const float* a;  // row min(local_row, last) of A's scales
+  const float* b;  // this lane's column of B's scales
+  int a8;          // elements from that row to row min(local_row + 8, last): <= K / 16, an int
+                   // for every K that the kernel's 32-bit TMA coordinates reach
+};
+__device__ __forceinline__ HalfScales half_scales(const GemmKernelArgs& a, const TileCoord& c,
+                                                  int local_row) {
+  const std::int32_t last = c.row_end - 1;
+  const std::int64_t r0 = min(c.row0 + local_row, last), r1 = min(c.row0 + local_row + 8, last);
+  const int nb = c.n0 / 128 + ((threadIdx.x % 2) != 0 && c.n0 + 128 < a.N ? 1 : 0);
+  return {a.scale_a + r0 * a.sa_row, a.scale_b + c.g * a.sb_group + nb * a.sb_ntile,
+          int((r1 - r0) * a.sa_row)};
+}
+// K block kb's scales as loaded: a0, a1 of A; `b`, this lane's B scale (see HalfScales).
+struct HalfScalesLoaded {
+  float a0, a1, b;
+};
+__device__ __forceinline__ HalfScalesLoaded load_half_scales(const GemmKernelArgs& a,
+                                                             const HalfScales& h, int kb) {
+  return {h.a[kb], h.a[h.a8 + kb], h.b[kb * a.sb_kblock]};
 }
 
 // A consumer thread's warpgroup (its 64 rows of the tile's A) and its first row of the wgmma D
@@ -288,9 +305,9 @@ __device__ __forceinline__ ConsumerThread consumer_thread() {
 // accumulator would not fit the 232 registers): per K block, half 0's four k32 steps, wait, then
 // its promotion on columns 0..127, then half 1 on columns 128..255 (B rows 128.. of the stage).
 // Rowwise / tensorwise promote acc += t; blockwise acc = fmaf(RN(sa·sb), t, acc) with the B scale
-// of the half's own 128-column block (`lo` for half 0, `hi` for half 1, 0 past N), the scales
-// loaded two blocks ahead as in consume. The same operations on every element in the same order
-// as the 128-wide tiles (docs/gpu_gemm.md §2, §3).
+// of the half's own 128-column block (from lane 0 for half 0, lane 1 for half 1: HalfScales), the
+// scales loaded two blocks ahead as in consume. The same operations on every element in the same
+// order as the 128-wide tiles (docs/gpu_gemm.md §2, §3).
 template <bool AE5, bool BE5>
 __device__ void consume_halves(const GemmTmaParams& p, const Ring<256>& s, std::int64_t total,
                                int n_tiles) {
@@ -304,15 +321,18 @@ __device__ void consume_halves(const GemmTmaParams& p, const Ring<256>& s, std::
     float acc[128], t[64];  // acc: columns 8j.. at acc[4j..]; t: one half, from +0 per block
 #pragma unroll
     for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
-    BlockScalesB sb_next = blockwise ? half_scales(a, c, local_row, 0) : BlockScalesB{};
-    BlockScalesB sb_next2 = blockwise && nkb > 1 ? half_scales(a, c, local_row, 1) : BlockScalesB{};
+    const HalfScales hs = half_scales(a, c, local_row);
+    HalfScalesLoaded sb_next = blockwise ? load_half_scales(a, hs, 0) : HalfScalesLoaded{};
+    HalfScalesLoaded sb_next2 =
+        blockwise && nkb > 1 ? load_half_scales(a, hs, 1) : HalfScalesLoaded{};
     for (int kb = 0; kb < nkb; ++kb, ++it) {
       const int st = s.stage(it);
-      const BlockScalesB sb = sb_next;
+      const HalfScalesLoaded sb = sb_next;
       sb_next = sb_next2;
-      if (blockwise && kb + 2 < nkb) sb_next2 = half_scales(a, c, local_row, kb + 2);
+      if (blockwise && kb + 2 < nkb) sb_next2 = load_half_scales(a, hs, kb + 2);
       mbar_wait(s.full(st), s.parity(it));
       const std::uint32_t a_base = s.a_tile(st) + wg * 64 * 128;
+      float b_half[2] = {0.0f, 0.0f};  // the B scales of the halves, from lanes 0 and 1
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const std::uint32_t b_base = s.b_tile(st) + h * 128 * 128;
@@ -322,12 +342,15 @@ __device__ void consume_halves(const GemmTmaParams& p, const Ring<256>& s, std::
         for (int j = 0; j < kGemmBlockK / 32; ++j)  // T_kb of the half: four k32 steps from +0
           wgmma_k32<128, AE5, BE5>(t, smem_desc(a_base + j * 32), smem_desc(b_base + j * 32), j);
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        if (blockwise && h == 0)  // while half 0's wgmma runs; every lane of the warp takes part
+          b_half[0] = __shfl_sync(0xffffffffu, sb.b, 0),
+          b_half[1] = __shfl_sync(0xffffffffu, sb.b, 1);
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
         fence_regs(t);
         if (h == 1) s.release(it);
         float(&acc_h)[64] = *reinterpret_cast<float(*)[64]>(&acc[h * 64]);
         if (blockwise) {  // one 128-column block of B scales per half: no split
-          promote_blockwise<128>({sb.a0, sb.a1, h == 0 ? sb.lo : sb.hi, 0.0f, 16}, t, acc_h);
+          promote_blockwise<128>({sb.a0, sb.a1, b_half[h], 0.0f, 16}, t, acc_h);
         } else {
 #pragma unroll
           for (int i = 0; i < 64; ++i) acc_h[i] = __fadd_rn(acc_h[i], t[i]);

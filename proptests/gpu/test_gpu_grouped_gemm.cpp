@@ -115,6 +115,26 @@ TEST(GpuGroupedGemm, WideTilesPastNEqualTheModel) {
       }
 }
 
+// wgrad on group starts off 128-token alignment (docs/gpu_gemm.md §2, §7): starts 16 mod 32 (48,
+// 400, 592: every k32 step of a block straddles a 32-byte sector), 0 mod 32 but not mod 128 (320,
+// 576, 992), at 0, and empty groups; 1 to 4 blocks, last blocks of 16 to 80 tokens; 192-wide
+// (K = 384) and 128-wide (K = 512) tiles. The second draw's last group (16 tokens from 16) ends at
+// M = 32, past which a 128-token box reads zeros.
+TEST(GpuGroupedGemm, WgradGroupStartsOffAlignmentEqualTheModel) {
+  FP8REF_REQUIRE_DEVICE();
+  for (const gen::GroupSizes& gs :
+       {sizes({48, 0, 272, 80, 0, 176, 16, 400, 32}, 16), sizes({16, 16}, 0)})
+    for (std::int64_t K : {384, 512})
+      for (Scaling s : {Scaling::blockwise, Scaling::tensorwise})
+        for (OutDtype out : {OutDtype::f32, OutDtype::bf16}) {
+          const GpuGemmCase c =
+              make_case(GemmOp::wgrad, s, Format::e5m2, Format::e4m3, out, gs, 256, K);
+          const auto want = fuzz::oracle_gemm_bits(c);
+          ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
+          EXPECT_EQ(fuzz::first_gemm_mismatch(c, fuzz::kernel_gemm_bits(c), want), "");
+        }
+}
+
 // The operands separate the declared model from its neighbours: each neighbour differs from the
 // kernel somewhere, so a kernel implementing a neighbour would fail the bitwise tests.
 TEST(GpuGroupedGemm, NeighbouringModelsDisagreeWithTheKernel) {

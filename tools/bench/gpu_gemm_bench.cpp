@@ -4,9 +4,9 @@
 // (docs/benchmarks.md). `--csv FILE` writes the timings for bench/gpu_gemm_torch.py, which times
 // the torch peers in the same session and prints the ratios; `--check` compares every output
 // (wgrad included) with the GPU oracle bitwise after the timing; `--wgrad-only` times forward
-// blockwise (the reference of wgrad's ratio) and wgrad alone, wgrad also on `shift16`, a balanced
-// load whose groups start 16 tokens past a multiple of 128 (docs/benchmarks.md). A program that
-// prints ratios, not a test.
+// blockwise (the reference of wgrad's ratio) and wgrad alone, wgrad also on `shift16` and
+// `shift32`, balanced loads whose groups start 16 / 32 tokens past a multiple of 128
+// (docs/benchmarks.md). A program that prints ratios, not a test.
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -62,11 +62,12 @@ double time_ms(const std::function<void()>& fn) {
 }
 
 // Cumulative expert ends of a load: balanced, Zipf (size ~ 1/rank), two empty experts, or shift16
-// (balanced, the first expert 16 tokens longer and the last 16 shorter).
+// / shift32 (balanced, the first expert 16 / 32 tokens longer and the last as much shorter).
 std::vector<std::int64_t> expert_offs(const std::string& dist) {
-  if (dist == "shift16") {
+  if (dist == "shift16" || dist == "shift32") {
+    const std::int64_t shift = dist == "shift16" ? 16 : 32;
     std::vector<std::int64_t> offs;
-    for (std::int64_t e = 1; e <= kE; ++e) offs.push_back(e == kE ? kM : e * (kM / kE) + 16);
+    for (std::int64_t e = 1; e <= kE; ++e) offs.push_back(e == kE ? kM : e * (kM / kE) + shift);
     return offs;
   }
   std::vector<double> w(kE, 1.0);
@@ -278,11 +279,12 @@ void bench_forward_dgrad(bool check, bool wgrad_only, FILE* csv) {
   }
 }
 
-// The wgrad rows: blockwise, each load (groups rounded to 16 rows); with `shift16` that load too.
+// The wgrad rows: blockwise, each load (groups rounded to 16 rows); with `shift16` the loads
+// shift16 and shift32 too (group starts 16 and 32 tokens past a multiple of 128).
 void bench_wgrad(bool check, bool shift16, FILE* csv) {
   const double flop = 2.0 * double(kM) * double(kN) * double(kK);
   std::vector<const char*> loads = {"balanced", "zipf", "two_empty"};
-  if (shift16) loads.push_back("shift16");
+  if (shift16) loads.push_back("shift16"), loads.push_back("shift32");
   for (const char* dist : loads) {
     const auto [ms, diffs] = run_wgrad(expert_offs(dist), check);
     const double tf = flop / (ms * 1e-3) / 1e12;
