@@ -201,68 +201,190 @@ constexpr int kTileBytes = 8 * kThreads * 16;  // one stage: eight chunks a thre
 // data path"). quantize_dual takes dual_tile_kernel (1x128) and dual_quad32_kernel (MX) below.
 template <int W>
 constexpr bool kStaged = W == 32;
-// Form and CTAs an SM of dual_tile_kernel (quantize_dual, 1x128 + 128x1), per scale kind, each
-// the fastest measured on the H200 (docs/benchmarks.md "Dual pass 2"): deepgemm takes the stepped
-// code-store addresses (cast_tile_stepped: 64 registers, 8 bytes spilled, as measured) at four
-// CTAs (ue8m0 88.2% of copy vs 82.1% for the other form), every other kind cast_tile (80
-// registers) at three (te 89.8%). The two forms cast the same values to the same bytes; only the
-// address arithmetic differs.
+// Form of dual_tile_kernel (quantize_dual, 1x128 + 128x1) per scale kind, three CTAs an SM (80
+// registers) for each, the fastest measured on the H200 (docs/benchmarks.md "Dual pass 3"):
+// deepgemm takes cast_tile_stepped with its fix code hoisted (ue8m0 89.9% of copy in the bench;
+// in the harness 89.3% vs 88.7% for pass 2's stepped form at four CTAs, 87.9% hoisted at four),
+// every other kind cast_tile_lean (te 89.9-90.3% in the bench; 89.7% vs 89.0% for pass 2's form
+// in the harness). Both cast the same values to the same bytes (the oracle's).
 template <ScaleKind K>
 constexpr bool kDualStepped = K == ScaleKind::deepgemm;
-template <ScaleKind K>
-constexpr int kDualMinBlocks = kDualStepped<K> ? 4 : 3;
+constexpr int kDualMinBlocks = 3;
 // Warps a CTA and CTAs an SM of dual_quad32_kernel (quantize_dual, 1x32 + 32x1): four warps, five
 // CTAs (96 registers), the fastest measured on the H200 (docs/benchmarks.md "Dual pass 2").
 constexpr int kQuadWarps = 4, kQuadMinBlocks = 5;
 
-// One tile of quantize_dual in registers v (block row br, rows [r0, r1), columns from c0)
-// reduced and cast, its 1xW row blocks (dl.row) and Wx1 column blocks (dl.col); the shared arrays
-// are the step's own (parity). column_tile_kernel below holds the same steps inline (its compiled
-// code kept as verified on the device).
-template <int W, ScaleKind K>
-__device__ __forceinline__ void cast_tile(const DualLaunch& dl, std::int64_t br, std::int64_t r0,
-                                          std::int64_t r1, std::int64_t c0, const uint4 (&v)[8],
-                                          std::uint32_t (*colmax)[Tile<W>::kCols / 2],
-                                          float* colfac, std::uint8_t* colovf) {
-  using TL = Tile<W>;
-  const QuantizeLaunch& q = dl.col;
-  const int cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
-  RowScale rs[8];
-  row_scales<W, K>(dl.row, r0, c0, v, rs);
+// --- 1x128 + 128x1 tiles of every kind but deepgemm (docs/benchmarks.md "Dual pass 3") --------
+// One NaN test a thread serves both orientations (its column pass sees each of its elements). The
+// column maxima go to shared memory first, so the column scales (threads 0..127) and the whole row
+// half (row maxima, scales, codes) run between the two barriers, where the row work hides the
+// scales' latency. No overflow flags: only deepgemm's non-saturating cast needs them.
+
+// Factors of the thread's eight row blocks (rows r0 + rg + 16 s, columns from c0): maxima with
+// NaN patterns as 0 when nan, reduced over the 16 lanes of the row; lane p < 8 of a half-warp
+// computes and stores slot p's scale, every lane takes its eight factors by shuffles.
+template <ScaleKind K>
+__device__ __forceinline__ void lean_row_factors(const QuantizeLaunch& q, std::int64_t r0,
+                                                 std::int64_t c0, const uint4 (&v)[8], bool nan,
+                                                 float (&rf)[8]) {
+  const int lane = int(threadIdx.x & 31), cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
+  std::uint32_t m[8];
 #pragma unroll
-  for (int s = 0; s < 8; ++s) {
-    const std::int64_t r = r0 + rg + 16 * (s % TL::kRows);
-    const std::int64_t c = c0 + 128 * (s / TL::kRows) + 8 * cg;
-    if (r >= r1 || c >= q.cols) continue;
-    std::uint32_t f[8];
-    unpack_bf16(v[s], f);
-    const DevScale d{0.0f, rs[s].factor, false, 0, rs[s].may_overflow};
-    *reinterpret_cast<uint2*>(dl.row.codes + r * q.cols + c) = cast8(q.recipe, d, f);
+  for (int s = 0; s < 8; ++s)
+    m[s] = fold16(nan ? chunk_max16x2(v[s], Abs16x2NoNan{}) : chunk_max16x2(v[s], Abs16x2{}));
+#pragma unroll
+  for (int s = 0; s < 8; s += 2) {  // two slots a shuffle: 16-bit maxima, packed
+    std::uint32_t p = m[s] | (m[s + 1] << 16);
+#pragma unroll
+    for (int off = 8; off > 0; off >>= 1) p = max_u16x2(p, __shfl_xor_sync(0xFFFFFFFFu, p, off));
+    m[s] = p & 0xFFFFu, m[s + 1] = p >> 16;
   }
-  column_maxima<W>(v, q.recipe.ignore_nan, colmax);
-  __syncthreads();
-  column_scales<W, K>(q, br, c0, colmax, colfac, colovf);
-  __syncthreads();
+  const int s = cg % 8;
+  const DevScale d = block_scale_of<K>(q.recipe, std::int32_t(pick8(m, s) << 16));
+  const std::int64_t r = r0 + rg + 16 * s, c = c0 + 8 * cg;
+  if (cg < 8 && r < q.rows && c < q.cols) store_scale(q.scales, r, c / 128, d);
 #pragma unroll
-  for (int j = 0; j < TL::T; ++j) {
-    const int cl = 128 * j + 8 * cg;
-    float f[8];
-    bool ovf = false;
+  for (int k = 0; k < 8; ++k) rf[k] = __shfl_sync(0xFFFFFFFFu, d.factor, (lane & 16) + k);
+}
+
+// Codes of chunks v[i] (rows r0 + rg + 16 i, columns c0 + 8 cg ..) into codes, each row scaled
+// by rf[i] (row blocks) or each column by cf (column blocks); the store addresses advance a row
+// step at a time behind an asm barrier (not all held from the loads on: 80 registers).
+template <bool kRows>
+__device__ __forceinline__ void lean_cast(const QuantizeLaunch& q, std::uint8_t* codes,
+                                          std::int64_t r0, std::int64_t r1, std::int64_t c0,
+                                          const uint4 (&v)[8], const float (&rf)[8],
+                                          const float (&cf)[8]) {
+  const int cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
+  std::uint8_t* p = codes + (r0 + rg) * q.cols + c0 + 8 * cg;
+  const std::int64_t step = 16 * q.cols;
+  const bool live = c0 + 8 * cg < q.cols;
+  asm volatile("" : "+l"(p) : "f"(kRows ? rf[0] : cf[0]));
 #pragma unroll
-    for (int e = 0; e < 8; ++e) f[e] = colfac[cl + e], ovf |= colovf[cl + e] != 0;
-#pragma unroll
-    for (int i = 0; i < TL::kRows; ++i) {
-      const std::int64_t r = r0 + rg + 16 * i, c = c0 + cl;
-      if (r >= r1 || c >= q.cols) continue;
-      *reinterpret_cast<uint2*>(q.codes + r * q.cols + c) =
-          cast8_cols(q.recipe, f, ovf, v[j * TL::kRows + i]);
+  for (int i = 0; i < 8; ++i) {
+    if (live && r0 + rg + 16 * i < r1) {
+      if constexpr (kRows) {
+        std::uint32_t f[8];
+        unpack_bf16(v[i], f);
+        *reinterpret_cast<uint2*>(p) = cast8(q.recipe, DevScale{0.0f, rf[i], false, 0, false}, f);
+      } else {
+        *reinterpret_cast<uint2*>(p) = cast8_cols(q.recipe, cf, false, v[i]);
+      }
     }
+    p += step;
+    asm volatile("" : "+l"(p));
   }
 }
 
-// cast_tile for W = 128 with the code stores' addresses advanced a row step at a time behind an
-// asm barrier, so they are not all computed before the loads and held through the tile (that fits
-// the kernel in 64 registers: four CTAs an SM). Same tile, same casts, same bytes as cast_tile.
+// One tile of quantize_dual in registers v (block row br, rows [r0, r1) of at most 128, columns
+// from c0) reduced and cast, its 1x128 row blocks (dl.row) and 128x1 column blocks (dl.col); the
+// shared arrays are the step's own (parity).
+template <ScaleKind K>
+__device__ __forceinline__ void cast_tile_lean(const DualLaunch& dl, std::int64_t br,
+                                               std::int64_t r0, std::int64_t r1, std::int64_t c0,
+                                               const uint4 (&v)[8], std::uint32_t (*colmax)[64],
+                                               float* colfac) {
+  static_assert(K != ScaleKind::deepgemm, "deepgemm: cast_tile_stepped (overflow flags)");
+  const QuantizeLaunch& q = dl.col;
+  const int lane = int(threadIdx.x & 31), cg = int(threadIdx.x % 16);
+  std::uint32_t cm[1][4];
+  const std::uint32_t any = column_pass<128>(v, Abs16x2{}, cm);
+  const bool nan = q.recipe.ignore_nan && has_nan16x2(any);
+  if (nan) column_pass<128>(v, Abs16x2NoNan{}, cm);
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    const std::uint32_t c = max_u16x2(cm[0][w], __shfl_xor_sync(0xFFFFFFFFu, cm[0][w], 16));
+    if (lane < 16) colmax[threadIdx.x / 32][cg * 4 + w] = c;
+  }
+  __syncthreads();
+  if (threadIdx.x < 128) {  // column col's scale from the eight warps' maxima
+    const int col = int(threadIdx.x);
+    std::uint32_t mm = 0;
+#pragma unroll
+    for (int w = 0; w < kThreads / 32; ++w) mm = max_u16x2(mm, colmax[w][col / 2]);
+    mm = col % 2 ? mm >> 16 : mm & 0xFFFFu;
+    const DevScale d = block_scale_of<K>(q.recipe, std::int32_t(mm << 16));
+    colfac[col] = d.factor;
+    if (c0 + col < q.cols) store_scale(q.scales, br, c0 + col, d);
+  }
+  float f[8];
+  lean_row_factors<K>(dl.row, r0, c0, v, nan, f);
+  lean_cast<true>(q, dl.row.codes, r0, r1, c0, v, f, f);
+  __syncthreads();
+#pragma unroll
+  for (int e = 0; e < 8; ++e) f[e] = colfac[8 * cg + e];
+  lean_cast<false>(q, q.codes, r0, r1, c0, v, f, f);
+}
+
+// --- deepgemm's 1x128 + 128x1 tiles (docs/benchmarks.md "Dual pass 2", "Dual pass 3") ----------
+// The row half first, the two barriers around the column scales, the code stores' addresses
+// advanced a row step at a time behind an asm barrier (not all held from the loads on). The
+// non-saturating fix sits in a second copy of each cast loop, taken only when a lane of the warp
+// has a block that may pass 464 (a NaN or Inf in it), so the usual path carries no fix code; the
+// row blocks' overflow flags travel as one ballot.
+
+// Factors of the thread's eight row blocks (pass 2's maxima: each chunk its own NaN test); lane
+// p < 8 of a half-warp computes and stores slot p's scale. Returns the ballot of the owners'
+// overflow flags (slot s of this half-warp: bit (lane & 16) + s).
+template <ScaleKind K>
+__device__ __forceinline__ std::uint32_t stepped_row_factors(const QuantizeLaunch& q,
+                                                             std::int64_t r0, std::int64_t c0,
+                                                             const uint4 (&v)[8], float (&rf)[8]) {
+  const int lane = int(threadIdx.x & 31), cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
+  std::uint32_t m[8];
+#pragma unroll
+  for (int s = 0; s < 8; ++s) {
+    const uint4 one[1] = {v[s]};
+    m[s] = chunks_max16(one, q.recipe.ignore_nan);
+  }
+#pragma unroll
+  for (int s = 0; s < 8; s += 2) {  // two slots a shuffle: 16-bit maxima, packed
+    std::uint32_t p = m[s] | (m[s + 1] << 16);
+#pragma unroll
+    for (int off = 8; off > 0; off >>= 1) p = max_u16x2(p, __shfl_xor_sync(0xFFFFFFFFu, p, off));
+    m[s] = p & 0xFFFFu, m[s + 1] = p >> 16;
+  }
+  const int s = cg % 8;
+  const DevScale d = block_scale_of<K>(q.recipe, std::int32_t(pick8(m, s) << 16));
+  const std::int64_t r = r0 + rg + 16 * s, c = c0 + 8 * cg;
+  if (cg < 8 && r < q.rows && c < q.cols) store_scale(q.scales, r, c / 128, d);
+#pragma unroll
+  for (int k = 0; k < 8; ++k) rf[k] = __shfl_sync(0xFFFFFFFFu, d.factor, (lane & 16) + k);
+  return __ballot_sync(0xFFFFFFFFu, d.may_overflow);
+}
+
+// Codes of chunks v[i] into codes (rows r0 + rg + 16 i), row i scaled by rf[i] with overflow flag
+// bit (lane & 16) + i of om (kRows), or column e by cf[e] with flag covf; kFix: the
+// non-saturating fix where flagged, else none.
+template <bool kRows, bool kFix>
+__device__ __forceinline__ void stepped_cast(const QuantizeLaunch& q, std::uint8_t* codes,
+                                             std::int64_t r0, std::int64_t r1, std::int64_t c0,
+                                             const uint4 (&v)[8], const float (&rf)[8],
+                                             std::uint32_t om, bool covf) {
+  const int lane = int(threadIdx.x & 31), cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
+  std::uint8_t* p = codes + (r0 + rg) * q.cols + c0 + 8 * cg;
+  const std::int64_t step = 16 * q.cols;
+  const bool live = c0 + 8 * cg < q.cols;
+  asm volatile("" : "+l"(p) : "f"(rf[0]));
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    if (live && r0 + rg + 16 * i < r1) {
+      if constexpr (kRows) {
+        std::uint32_t f[8];
+        unpack_bf16(v[i], f);
+        const bool ov = kFix && ((om >> ((lane & 16) + i)) & 1u);
+        *reinterpret_cast<uint2*>(p) = cast8(q.recipe, DevScale{0.0f, rf[i], false, 0, ov}, f);
+      } else {
+        *reinterpret_cast<uint2*>(p) = cast8_cols(q.recipe, rf, kFix && covf, v[i]);
+      }
+    }
+    p += step;
+    asm volatile("" : "+l"(p));
+  }
+}
+
+// deepgemm's tile in registers v (block row br, rows [r0, r1), columns from c0): both
+// orientations; the shared arrays are the step's own (parity).
 template <ScaleKind K>
 __device__ __forceinline__ void cast_tile_stepped(const DualLaunch& dl, std::int64_t br,
                                                   std::int64_t r0, std::int64_t r1, std::int64_t c0,
@@ -270,42 +392,24 @@ __device__ __forceinline__ void cast_tile_stepped(const DualLaunch& dl, std::int
                                                   std::uint32_t (*colmax)[Tile<128>::kCols / 2],
                                                   float* colfac, std::uint8_t* colovf) {
   const QuantizeLaunch& q = dl.col;
-  const int cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
-  RowScale rs[8];
-  row_scales<128, K>(dl.row, r0, c0, v, rs);
-  std::int64_t off = (r0 + rg) * q.cols + c0 + 8 * cg;  // chunk s: off + s * step
-  asm volatile("" : "+l"(off) : "f"(rs[0].factor));
-  const std::int64_t step = 16 * q.cols;
-  const bool live = c0 + 8 * cg < q.cols;
-  std::uint8_t* p = dl.row.codes + off;
-#pragma unroll
-  for (int s = 0; s < 8; ++s) {
-    if (live && r0 + rg + 16 * s < r1) {
-      std::uint32_t f[8];
-      unpack_bf16(v[s], f);
-      const DevScale d{0.0f, rs[s].factor, false, 0, rs[s].may_overflow};
-      *reinterpret_cast<uint2*>(p) = cast8(q.recipe, d, f);
-    }
-    p += step;
-    asm volatile("" : "+l"(p));
-  }
+  const int cg = int(threadIdx.x % 16);
+  float f[8];
+  const std::uint32_t om = stepped_row_factors<K>(dl.row, r0, c0, v, f);
+  if (om != 0)
+    stepped_cast<true, true>(q, dl.row.codes, r0, r1, c0, v, f, om, false);
+  else
+    stepped_cast<true, false>(q, dl.row.codes, r0, r1, c0, v, f, 0, false);
   column_maxima<128>(v, q.recipe.ignore_nan, colmax);
   __syncthreads();
   column_scales<128, K>(q, br, c0, colmax, colfac, colovf);
   __syncthreads();
-  float f[8];
   bool ovf = false;
 #pragma unroll
   for (int e = 0; e < 8; ++e) f[e] = colfac[8 * cg + e], ovf |= colovf[8 * cg + e] != 0;
-  p = q.codes + off;
-  asm volatile("" : "+l"(p) : "f"(f[0]));
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    if (live && r0 + rg + 16 * i < r1)
-      *reinterpret_cast<uint2*>(p) = cast8_cols(q.recipe, f, ovf, v[i]);
-    p += step;
-    asm volatile("" : "+l"(p));
-  }
+  if (__any_sync(0xFFFFFFFFu, ovf))
+    stepped_cast<false, true>(q, q.codes, r0, r1, c0, v, f, 0, ovf);
+  else
+    stepped_cast<false, false>(q, q.codes, r0, r1, c0, v, f, 0, false);
 }
 
 // CTAs over tiles: tile it = block row br (rows [r0, r1), at most W) x column tile ct, its
@@ -383,13 +487,13 @@ __global__ void __launch_bounds__(kThreads, kStaged<W> ? 2 : 3) column_tile_kern
 // sits before the loads, which go straight into registers; kMinBlocks CTAs an SM. The element
 // format is a constant (kE4m3: one cvt a pair, not both formats predicated), and a grid with a
 // CTA a tile runs a copy of the body without loop state (fewer registers). kStepped: the tile is
-// cast by cast_tile_stepped (W = 128), else by cast_tile.
+// cast by cast_tile_stepped (deepgemm), else by cast_tile_lean.
 template <int W, ScaleKind K, bool kE4m3, bool kStepped, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) dual_tile_kernel(DualLaunch launch) {
-  static_assert(!kStepped || W == 128);
+  static_assert(W == 128, "1x128 + 128x1 tiles");
   using TL = Tile<W>;
   __shared__ std::uint32_t colmax[2][kThreads / 32][TL::kCols / 2];
-  __shared__ float colfac[2][TL::kCols];
+  __shared__ __align__(16) float colfac[2][TL::kCols];
   __shared__ std::uint8_t colovf[2][TL::kCols];
   DualLaunch dl = launch;
   dl.row.recipe.e4m3 = dl.col.recipe.e4m3 = kE4m3;
@@ -403,7 +507,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) dual_tile_kernel(DualLau
     if constexpr (kStepped)
       cast_tile_stepped<K>(dl, blockIdx.y, r0, r1, c0, v, colmax[0], colfac[0], colovf[0]);
     else
-      cast_tile<W, K>(dl, blockIdx.y, r0, r1, c0, v, colmax[0], colfac[0], colovf[0]);
+      cast_tile_lean<K>(dl, blockIdx.y, r0, r1, c0, v, colmax[0], colfac[0]);
     return;
   }
   int parity = 0;
@@ -416,7 +520,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) dual_tile_kernel(DualLau
       if constexpr (kStepped)
         cast_tile_stepped<K>(dl, br, r0, r1, c0, v, colmax[parity], colfac[parity], colovf[parity]);
       else
-        cast_tile<W, K>(dl, br, r0, r1, c0, v, colmax[parity], colfac[parity], colovf[parity]);
+        cast_tile_lean<K>(dl, br, r0, r1, c0, v, colmax[parity], colfac[parity]);
     }
 }
 
@@ -672,8 +776,8 @@ void launch_dual_tiles(const DualLaunch& dl) {
     return;
   }
   constexpr bool stepped = kDualStepped<K>;
-  const auto kernel = q.recipe.e4m3 ? dual_tile_kernel<128, K, true, stepped, kDualMinBlocks<K>>
-                                    : dual_tile_kernel<128, K, false, stepped, kDualMinBlocks<K>>;
+  const auto kernel = q.recipe.e4m3 ? dual_tile_kernel<128, K, true, stepped, kDualMinBlocks>
+                                    : dual_tile_kernel<128, K, false, stepped, kDualMinBlocks>;
   kernel<<<dual_grid(nct, q.block_rows, q.max_blocks), kThreads, 0, q.stream>>>(dl);
 }
 
