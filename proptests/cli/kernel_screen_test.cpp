@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/explain.h"
 #include "cli/kernel_match.h"
 #include "cli/oracle_run.h"
 #include "tensor_io/element_values.h"
@@ -325,6 +326,87 @@ TEST(KernelScreen, PassesTheScreenButDiffersOutsideIt) {
   EXPECT_FALSE(x.screened_out);  // it passed both stages of the screen ...
   EXPECT_EQ(x.mismatches, 1);    // ... and the full comparison found the flipped element
   EXPECT_FALSE(s.matched);
+}
+
+// got with its last compared element's lowest bit flipped: every configuration differs there.
+Tensor flip_last(const LoadedCase& lc, Tensor got) {
+  const std::vector<bool> rows = compared_rows(lc);
+  std::size_t i = got.numel() - 1;
+  while (!rows[i / std::size_t(lc.c.N)]) --i;
+  got.data[i * std::size_t(got.byte_size() / got.numel())] ^= 1u;  // little-endian: lowest bit
+  return got;
+}
+
+// explain with the screen (docs/cli.md "explain") against explain comparing every configuration
+// in full (screen 0), the oracle: the same verdict, best configuration and first failing element;
+// every configuration the screened report counts in full has screen 0's count, every screened
+// count is a lower bound of it; the planted configuration ranks first. With and without preset
+// members (the first three candidates: the story is then told against the best of them). Every
+// third case (bf16 and f32, M- and K-grouped, scalar and block scales; each explain at --screen 0
+// runs every candidate in full), every sixth under the sanitizers.
+TEST(KernelScreen, ExplainWithTheScreenKeepsTheFullVerdictAndCounts) {
+  const std::vector<Spec> all = specs();
+  constexpr std::size_t kExplainStride = kSpecStride == 1 ? 3 : 6;
+  for (std::size_t i = 1; i < all.size(); i += kExplainStride) {
+    const Spec& sp = all[i];
+    GemmOptions o;
+    const TensorFile tf = make_file(sp, o, std::uint32_t(70 + i));
+    const LoadedCase lc = load_for_run(tf, o);
+    const std::vector<ref::ModelChoice> wide = wide_candidates(lc, sp.out);
+    std::optional<Tensor> planted_got;
+    std::size_t p = std::min<std::size_t>(4, wide.size() - 1);
+    for (; !planted_got && p < wide.size(); ++p) try {
+        planted_got = planted(lc, wide[p], sp.out);
+      } catch (const std::invalid_argument&) {
+      }
+    ASSERT_TRUE(planted_got.has_value());
+    for (const auto& [flipped, members] :
+         {std::pair{false, std::size_t{0}}, std::pair{true, std::size_t{0}},
+          std::pair{true, std::size_t{3}}}) {
+      const std::string what = sp.scaling + " " + sp.layout + " " + sp.grouping +
+                               (flipped ? " flipped" : "") + " members " + std::to_string(members);
+      const Tensor got = flipped ? flip_last(lc, *planted_got) : *planted_got;
+      const ExplainReport s = explain(lc, got, wide, members, sp.out, 2, kScreen);
+      const ExplainReport f = explain(lc, got, wide, members, sp.out, 2, 0);
+      EXPECT_EQ(s.screened, kScreen) << what;
+      EXPECT_EQ(f.screened, 0u) << what;
+      EXPECT_EQ(ref::describe_member(s.best), ref::describe_member(f.best)) << what;
+      EXPECT_EQ(s.exact_match, f.exact_match) << what;
+      if (!flipped && members == 0) EXPECT_TRUE(s.exact_match) << what;
+      EXPECT_EQ(s.compared, f.compared) << what;
+      ASSERT_EQ(s.first.has_value(), f.first.has_value()) << what;
+      if (s.first) {
+        EXPECT_EQ(std::pair(s.first->row, s.first->col), std::pair(f.first->row, f.first->col))
+            << what;
+        EXPECT_EQ(s.first->ref_z, f.first->ref_z) << what;
+      }
+      ASSERT_EQ(s.ranked.size(), f.ranked.size()) << what;
+      EXPECT_EQ(ref::describe_member(s.ranked.front().m), ref::describe_member(f.ranked.front().m))
+          << what;
+      EXPECT_EQ(s.ranked.front().mismatches, flipped ? 1 : 0) << what;
+      EXPECT_FALSE(s.ranked.front().screened_out) << what;
+      std::size_t full = 0;
+      for (const MemberScore& x : s.ranked) {
+        const auto y = std::find_if(f.ranked.begin(), f.ranked.end(), [&](const MemberScore& z) {
+          return ref::describe_member(z.m) == ref::describe_member(x.m);
+        });
+        ASSERT_NE(y, f.ranked.end()) << what;
+        const std::string at = what + " " + ref::describe_member(x.m);
+        EXPECT_FALSE(y->screened_out) << at;
+        if (x.screened_out) {
+          EXPECT_GT(x.mismatches, 0) << at;
+          EXPECT_LE(x.mismatches, y->mismatches) << at;
+          EXPECT_LT(x.compared, y->compared) << at;
+        } else {
+          ++full;
+          EXPECT_EQ(x.mismatches, y->mismatches) << at;
+          EXPECT_EQ(x.compared, y->compared) << at;
+        }
+      }
+      if (sp.out == OutDtype::f32)  // f32 outputs of other configurations differ on the screen
+        EXPECT_LT(full, s.ranked.size()) << what;
+    }
+  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@ configuration gives. Exit 0 iff every check holds.
 Usage: test_explain.py --fp8-check PATH --workdir DIR
 """
 import argparse
+import json
 import os
 import sys
 
@@ -134,6 +135,48 @@ def main():
     rc, so, se = run(exe, "explain", "grouped-gemm", "--in", p("tw.safetensors"), *OPERANDS, "--got", "got",
                      "--got-file", p("gk_ba.safetensors"), "--kernel", "torch._scaled_mm", "--out-dtype", "f32")
     check(rc == 2 and se.count("\n") == 1, f"shape mismatch must be one line, exit 2: {rc} {se}")
+
+    # 8. The screen (docs/cli.md "explain") on an output large enough for verify's default screen
+    # (17280 compared elements > 4 x 4096: a grid of 64 rows x the 16 columns; 1080 compared rows
+    # >= 16 x 64, so its second stage runs on 67 whole rows),
+    # against --screen 0 (every configuration compared in full): the same verdict, best
+    # configuration and first failing element, and every count reported in full equal; the
+    # planted configuration ranked first. K = 512, N = 16 keep the 29 full runs of --screen 0 cheap.
+    k, mb, g = 512, 1088, 4
+    save_safetensors(p("big.safetensors"), {
+        "a": ("F8_E4M3", block_codes(rng, mb, k)), "b": ("F8_E4M3", block_codes(rng, g * 16, k).reshape(g, 16, k)),
+        "sa": ("F32", scales(rng, 1).reshape(())), "sb": ("F32", scales(rng, g)),
+        "offs": ("I32", np.array([272, 544, 816, 1080], np.int32))})
+    big = ["--scaling", "tensorwise", "--b-layout", "nk", "--out-dtype", "f32", "--offs", "offs"]
+    plant(exe, p("big.safetensors"), p("big_s2.safetensors"), "hopper_unpromoted", 2, 0, "b_then_a", big)
+    planted = "hopper_unpromoted split_k=2 epilogue=b_then_a"
+    with open(p("big_s2.safetensors"), "rb") as fh:
+        raw = bytearray(fh.read())
+    hl = int.from_bytes(raw[:8], "little")
+    off = 8 + hl + json.loads(raw[8:8 + hl])["got"]["data_offsets"][0]
+    raw[off + 4 * (1078 * 16 + 5)] ^= 1  # element [1078, 5]: in no row of either screen stage
+    with open(p("big_flip.safetensors"), "wb") as fh:
+        fh.write(raw)
+    for got, want_rc in (("big_s2", 0), ("big_flip", 1)):
+        args = ["--scaling", "tensorwise", "--offs", "offs"]
+        rc, j, err = explain(exe, p("big.safetensors"), p(got + ".safetensors"), *args)
+        rc0, j0, err0 = explain(exe, p("big.safetensors"), p(got + ".safetensors"), *args,
+                                "--screen", "0", "--top", "1000")
+        full0 = {r["configuration"]: r["mismatches"] for r in j0.get("ranking", [])}
+        r, f, f0 = j.get("ranking", [{}]), j.get("first") or {}, j0.get("first") or {}
+        check(rc == rc0 == want_rc and j.get("exact_match") == j0.get("exact_match")
+              and j.get("screen") == {"elements": 1024, "rows": 67} and j0.get("screen") == {"elements": 0, "rows": 0}
+              and r[0].get("configuration") == j0["ranking"][0]["configuration"] == planted
+              and r[0].get("mismatches") == (1 if want_rc else 0)
+              and (f.get("row"), f.get("col"), f.get("best")) == (f0.get("row"), f0.get("col"), f0.get("best"))
+              and len(full0) >= 20, f"screened explain {got}: {j or err} / {j0 or err0}")
+        check(all(not x["screened_out"] and x["mismatches"] == full0.get(x["configuration"])
+                  and x["compared"] == 17280 for x in r), f"screened explain {got}: full counts {r} vs {full0}")
+    rc, so, se = run(exe, "explain", "grouped-gemm", "--in", p("big.safetensors"), *OPERANDS, "--got", "got",
+                     "--got-file", p("big_flip.safetensors"), "--scaling", "tensorwise", "--offs", "offs")
+    line = [x for x in so.splitlines() if x.startswith("screen: ")]
+    check(rc == 1 and line and "1024 sampled elements and 67 whole rows" in line[0]
+          and f"of {len(full0)} compared on every element" in line[0], f"screen line: {so}{se}")
 
     print(f"{checks - len(fails)}/{checks} checks passed")
     for x in fails:

@@ -96,7 +96,8 @@ std::string explain(const std::map<std::string, PyTensor>& tensors, cli::GemmOpt
       throw UsageError("got: shape " + tensor_io::shape_string(got.shape) + " " +
                        std::string(tensor_io::dtype_name(got.dtype)) + ", expected " +
                        tensor_io::shape_string(lc.shape) + " " + o.out_dtype);
-    report = cli::explain_json(cli::explain(lc, got, c, members.size(), d), d, top).dump();
+    report = cli::explain_json(cli::explain(lc, got, c, members.size(), d, top, o.screen), d, top)
+                 .dump();
   }
   return report;
 }

@@ -10,8 +10,10 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include "cli/errors.h"
 #include "cli/kernel_screen.h"
@@ -203,6 +205,53 @@ nlohmann::json story_json(const ElementStory& s, OutDtype d) {
           {"chain", chain}};
 }
 
+// The ranking: the configurations compared in full by their mismatches, then the others by
+// their mismatches on the screen (one set of elements, the union of its stages, for all).
+bool ranked_before(const MemberScore& a, const MemberScore& b) {
+  return std::pair(a.screened_out, a.mismatches) < std::pair(b.screened_out, b.mismatches);
+}
+
+// Every candidate scored on the screen (the union of its stages, kernel_match.h MemberScreen),
+// then compared in full in screened order (fewest screened mismatches first, then candidate
+// order): the first `need`, and every later one that could still be the best, that is whose
+// (screened mismatches, index) is below the (full mismatches, index) of the best so far, among all
+// candidates or among the members. A configuration's full count is at least its screened one, so
+// the best found is the first of the fewest full mismatches, as without a screen; those that
+// reproduce every screened element are all compared. `best` is that configuration among the
+// members (all candidates when members is 0; none when every member was refused), `run` its run.
+struct Scored {
+  std::vector<MemberScore> scores;  // in candidate order
+  std::optional<std::size_t> best;
+  OracleRun run;
+};
+Scored score_candidates(const MemberScreen& sc, const std::vector<ref::ModelChoice>& candidates,
+                        std::size_t members, std::size_t need) {
+  Scored out;
+  for (const ref::ModelChoice& m : candidates) out.scores.push_back(sc.screen(m, true));
+  std::vector<std::size_t> order(out.scores.size());  // screened order
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  const auto key = [&](std::size_t j) { return std::pair(out.scores[j].mismatches, j); };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t x, std::size_t y) { return key(x) < key(y); });
+  std::size_t full = 0;
+  std::optional<std::size_t> best_all;  // the best of all candidates so far
+  const auto below = [&](std::size_t i, const std::optional<std::size_t>& b) {
+    return !b || key(i) < key(*b);
+  };
+  for (const std::size_t i : order) {
+    MemberScore& s = out.scores[i];
+    const bool is_member = members == 0 || i < members;
+    if (s.screened_out && full >= need && !below(i, best_all) && !(is_member && below(i, out.best)))
+      continue;
+    OracleRun run = sc.compare_full(s);
+    if (s.error) continue;
+    ++full;
+    if (below(i, best_all)) best_all = i;
+    if (is_member && below(i, out.best)) out.best = i, out.run = std::move(run);
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json explain_json(const ExplainReport& r, OutDtype d, std::size_t top) {
@@ -212,22 +261,23 @@ nlohmann::json explain_json(const ExplainReport& r, OutDtype d, std::size_t top)
                    {"compared", r.compared}};
   for (std::size_t i = 0; i < r.ranked.size() && i < top; ++i)
     j["ranking"].push_back({{"configuration", ref::describe_member(r.ranked[i].m)},
-                            {"mismatches", r.ranked[i].mismatches}});
+                            {"mismatches", r.ranked[i].mismatches},
+                            {"compared", r.ranked[i].compared},
+                            {"screened_out", r.ranked[i].screened_out}});
+  j["screen"] = {{"elements", r.screened}, {"rows", r.screened_rows}};
   j["first"] = r.first ? story_json(*r.first, d) : nlohmann::json(nullptr);
   return j;
 }
 
 ExplainReport explain(const LoadedCase& lc, const Tensor& got,
                       const std::vector<ref::ModelChoice>& candidates, std::size_t members,
-                      OutDtype d) {
+                      OutDtype d, std::size_t top, std::size_t screen) {
   ExplainReport r;
-  std::vector<MemberScore> preset;
-  const auto scores = score_members(lc, got, candidates, d, false, 0);
-  for (std::size_t i = 0; i < scores.size(); ++i) {
-    if (scores[i].error) continue;
-    r.ranked.push_back(scores[i]);
-    if (i < members) preset.push_back(scores[i]);
-  }
+  const MemberScreen sc(lc, got, d, false, screen);
+  r.screened = sc.elements(), r.screened_rows = sc.rows();
+  Scored scored = score_candidates(sc, candidates, members, std::max<std::size_t>(top, 2));
+  for (const MemberScore& s : scored.scores)
+    if (!s.error) r.ranked.push_back(s);
   const auto fp8 = [](Format f) { return f == Format::e4m3 || f == Format::e5m2; };
   if (r.ranked.empty())
     usage("explain: the reference accepts none of the configurations for this case" +
@@ -235,34 +285,30 @@ ExplainReport explain(const LoadedCase& lc, const Tensor& got,
                           ? ""
                           : " (FP6 / FP4 operands: name a Blackwell model, --model blackwell_* or "
                             "rtx_blackwell_*)"));
-  const auto fewer = [](const MemberScore& a, const MemberScore& b) {
-    return a.mismatches < b.mismatches;
-  };
-  std::stable_sort(r.ranked.begin(), r.ranked.end(), fewer);
-  std::stable_sort(preset.begin(), preset.end(), fewer);
+  std::stable_sort(r.ranked.begin(), r.ranked.end(), ranked_before);
   const std::vector<bool> rows = compared_rows(lc);
   const auto n = std::size_t(lc.c.N);
   for (std::size_t i = 0; i < got.numel(); ++i) r.compared += rows[i / n] ? 1 : 0;
   // The configuration the story is told against: the best preset member, or the best of all.
-  const MemberScore& best = members > 0 && !preset.empty() ? preset.front() : r.ranked.front();
-  r.exact_match = best.mismatches == 0;
+  const MemberScore& best = scored.best ? scored.scores[*scored.best] : r.ranked.front();
+  r.best = best.m, r.exact_match = best.mismatches == 0;
   const std::string cfg = ref::describe_member(best.m), all = std::to_string(r.compared);
   if (r.exact_match) {
     r.summary = "MATCH: " + cfg + " reproduces all " + all + " compared elements";
     return r;
   }
-  const OracleRun run = run_loaded(lc, best.m, d, false);
+  if (!scored.best) scored.run = run_loaded(lc, best.m, d, false);
   std::size_t i = 0;
-  while (!(rows[i / n] && run.bits[i] != std::uint32_t(raw_bits(got, i)))) ++i;
+  while (!(rows[i / n] && scored.run.bits[i] != std::uint32_t(raw_bits(got, i)))) ++i;
   const Located at = locate(lc, i);
   ElementStory s;
   s.row = at.row, s.col = at.col, s.group = at.group;
-  s.got = std::uint32_t(raw_bits(got, i)), s.ref_z = run.bits[i];
+  s.got = std::uint32_t(raw_bits(got, i)), s.ref_z = scored.run.bits[i];
   s.ulps = ordered(s.got, d) - ordered(s.ref_z, d);
   classify(s, at, lc, r.ranked, best.m, d);
   r.summary = "DIFFERS: best " + std::string(members > 0 ? "preset member " : "") + cfg + " (" +
               std::to_string(best.mismatches) + " of " + all + " elements differ";
-  if (members > 0 && r.ranked.front().mismatches == 0)
+  if (members > 0 && !r.ranked.front().screened_out && r.ranked.front().mismatches == 0)
     r.summary += "; " + ref::describe_member(r.ranked.front().m) + ", not a member, reproduces all";
   r.summary += "); first at [" + std::to_string(s.row) + ", " + std::to_string(s.col) + "] group " +
                std::to_string(s.group) + ": " + s.kind + ": " + s.because;

@@ -41,20 +41,33 @@ struct ElementStory {
 };
 
 struct ExplainReport {
-  std::vector<MemberScore> ranked;  // fewest mismatches first; refused configurations dropped
-  std::size_t members = 0;          // a preset's members among the candidates
-  std::int64_t compared = 0;        // elements compared
+  // Refused configurations dropped; those compared in full first, by mismatches, then those the
+  // screen dropped (screened_out: mismatches and compared are the screen stage's), in screened
+  // order (docs/cli.md "explain").
+  std::vector<MemberScore> ranked;
+  std::size_t members = 0;    // a preset's members among the candidates
+  std::int64_t compared = 0;  // elements compared
+  ref::ModelChoice best{AccumulationModel::exact,
+                        1};  // the configuration the story is told against
   bool exact_match = false;
+  std::size_t screened = 0;       // elements of the screen's grid (0: no screen)
+  std::size_t screened_rows = 0;  // rows of its second stage (kernel_screen.h; 0: none)
   std::optional<ElementStory> first;
   std::string summary;  // one line
 };
 
 // `candidates`' first `members` entries are a kernel preset's members (0: no preset): then the
 // report is an exact match only when a member reproduces every element, and the story is told
-// against the best member, with any configuration as the explanation.
+// against the best member, with any configuration as the explanation. With `screen` > 0 every
+// candidate is first scored on verify's screen (kernel_match.h MemberScreen), then compared on
+// every element in screened order: the first max(top, 2), every one that reproduces every
+// screened element, and every one the best full count so far cannot rule out (a full count is at
+// least the screened one). So the verdict, the best configuration (overall and among the
+// members), its first failing element, and every full count are those of `screen` 0; the others
+// keep their screened counts (screened_out).
 ExplainReport explain(const LoadedCase& lc, const tensor_io::Tensor& got,
                       const std::vector<ref::ModelChoice>& candidates, std::size_t members,
-                      OutDtype d);
+                      OutDtype d, std::size_t top, std::size_t screen);
 
 // The report as JSON (schema fp8ref.explain_grouped_gemm/1), ranking cut to `top` entries.
 nlohmann::json explain_json(const ExplainReport& r, OutDtype d, std::size_t top);

@@ -6,6 +6,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 
 #include "cli/errors.h"
 #include "cli/explain.h"
@@ -68,6 +69,13 @@ void print_story(const ElementStory& s, OutDtype d) {
   }
 }
 
+// A configuration's mismatches: a full count, or the screen's ("12 of 4096 screened").
+std::string count(const MemberScore& m) {
+  return m.screened_out
+             ? std::to_string(m.mismatches) + " of " + std::to_string(m.compared) + " screened"
+             : std::to_string(m.mismatches);
+}
+
 void print_report(const ExplainReport& r, const ExplainOptions& o, OutDtype d) {
   if (o.g.json) {
     const nlohmann::json j = explain_json(r, d, o.top);
@@ -75,14 +83,26 @@ void print_report(const ExplainReport& r, const ExplainOptions& o, OutDtype d) {
     return;
   }
   std::printf("explain grouped-gemm: %s\n", r.summary.c_str());
+  if (r.screened) {
+    const auto full = std::count_if(r.ranked.begin(), r.ranked.end(),
+                                    [](const MemberScore& m) { return !m.screened_out; });
+    std::printf(
+        "screen: each configuration first on %zu sampled elements%s; %zu of %zu compared on every "
+        "element (the first %zu by screened mismatches, and every one whose screened count "
+        "does not rule it out as the best), the others on the screen only (\"N of M "
+        "screened\")\n",
+        r.screened,
+        r.screened_rows ? (" and " + std::to_string(r.screened_rows) + " whole rows").c_str() : "",
+        std::size_t(full), r.ranked.size(), std::max<std::size_t>(o.top, 2));
+  }
   std::printf("ranking (fewest mismatches first, %zu configurations):\n", r.ranked.size());
   for (std::size_t i = 0; i < r.ranked.size() && i < o.top; ++i)
-    std::printf("  %2zu. %-64s %lld\n", i + 1, ref::describe_member(r.ranked[i].m).c_str(),
-                (long long)r.ranked[i].mismatches);
+    std::printf("  %2zu. %-64s %s\n", i + 1, ref::describe_member(r.ranked[i].m).c_str(),
+                count(r.ranked[i]).c_str());
   std::printf("best:      %s\n", ref::describe_member(r.ranked[0].m).c_str());
   if (r.ranked.size() > 1)
-    std::printf("runner-up: %s (%lld mismatches)\n", ref::describe_member(r.ranked[1].m).c_str(),
-                (long long)r.ranked[1].mismatches);
+    std::printf("runner-up: %s (%s mismatches)\n", ref::describe_member(r.ranked[1].m).c_str(),
+                count(r.ranked[1]).c_str());
   if (r.first) print_story(*r.first, d);
 }
 
@@ -101,7 +121,7 @@ void run_explain(ExplainOptions o, const GivenOptions& given) {
   if (got.shape != lc.shape || got.dtype != want)
     usage("--got: '" + o.g.got + "' is " + std::string(dtype_name(got.dtype)) + " " +
           shape_string(got.shape) + ", expected " + o.g.out_dtype + " " + shape_string(lc.shape));
-  const ExplainReport r = explain(lc, got, c, members.size(), d);
+  const ExplainReport r = explain(lc, got, c, members.size(), d, o.top, o.g.screen);
   print_report(r, o, d);
   if (!r.exact_match) throw ExitCode{1};
 }
@@ -125,6 +145,12 @@ void add_explain_command(CLI::App& app) {
       ->capture_default_str();
   c->add_flag("--json", o->g.json,
               "Print the report as JSON (schema fp8ref.explain_grouped_gemm/1)");
+  c->add_option("--screen", o->g.screen,
+                "Elements sampled (a grid of rows x columns, as verify's) on which each "
+                "configuration is scored before the report's few are compared on every element; "
+                "0: compare every configuration on every element")
+      ->check(count_in(0, 1u << 20))
+      ->capture_default_str();
   c->callback([o, f] { run_explain(*o, f.given()); });
 }
 

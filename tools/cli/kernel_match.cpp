@@ -181,15 +181,16 @@ std::vector<bool> compared_rows(const LoadedCase& lc) {
 namespace {
 
 // Mismatches of `bits` (the elements `index`, or every element when index is null) against got
-// over the compared rows.
+// over the compared rows, leaving out the entries `skip` marks.
 std::int64_t count_mismatches(const std::vector<std::uint32_t>& bits, const Tensor& got,
                               const std::vector<bool>& rows, std::size_t n,
-                              const std::vector<std::size_t>* index, std::int64_t& compared) {
+                              const std::vector<std::size_t>* index, std::int64_t& compared,
+                              const std::vector<bool>* skip = nullptr) {
   std::int64_t miss = 0;
   compared = 0;
   for (std::size_t j = 0; j < bits.size(); ++j) {
     const std::size_t i = index ? (*index)[j] : j;
-    if (!rows[i / n]) continue;
+    if (!rows[i / n] || (skip && (*skip)[j])) continue;
     ++compared;
     if (bits[j] != std::uint32_t(raw_bits(got, i))) ++miss;
   }
@@ -205,39 +206,75 @@ std::vector<std::size_t> screen_order(const ScreenCase& sc) {
 
 }  // namespace
 
+MemberScreen::MemberScreen(const LoadedCase& lc, const Tensor& got, OutDtype d, bool on_gpu,
+                           std::size_t screen)
+    : lc_(lc),
+      got_(got),
+      d_(d),
+      on_gpu_(on_gpu),
+      rows_(compared_rows(lc)),
+      stages_{screen_case(lc, screen_elements(lc, screen)), row_screen_case(lc, screen)},
+      orders_{screen_order(stages_[0]), screen_order(stages_[1])} {
+  std::vector<std::size_t> grid = orders_[0];
+  std::sort(grid.begin(), grid.end());
+  for (const std::size_t i : orders_[1])
+    again_.push_back(std::binary_search(grid.begin(), grid.end(), i));
+}
+
+std::size_t MemberScreen::rows() const {
+  return orders_[1].size() / std::size_t(std::max<std::int64_t>(lc_.c.N, 1));
+}
+
+MemberScore MemberScreen::screen(const ref::ModelChoice& m, bool every_stage) const {
+  MemberScore s;
+  s.m = m;
+  for (int st = 0; st < 2 && (every_stage || !s.screened_out); ++st) {
+    if (orders_[st].empty()) continue;
+    std::vector<std::uint32_t> bits;
+    try {
+      bits = run_screen(stages_[st], m, d_, on_gpu_);
+    } catch (const std::invalid_argument&) {
+      // A refusal is the full run's to report, with the full case's message.
+      if (every_stage) s.mismatches = 0, s.compared = 0, s.screened_out = false;
+      return s;
+    }
+    // The union counts each element once; verify's second stage counts its own elements.
+    const std::vector<bool>* skip = st == 1 && every_stage ? &again_ : nullptr;
+    std::int64_t compared = 0;
+    const std::int64_t miss =
+        count_mismatches(bits, got_, rows_, std::size_t(lc_.c.N), &orders_[st], compared, skip);
+    s.mismatches = every_stage ? s.mismatches + miss : miss;
+    s.compared = every_stage ? s.compared + compared : compared;
+    s.screened_out = s.mismatches > 0;
+  }
+  return s;
+}
+
+OracleRun MemberScreen::compare_full(MemberScore& s) const {
+  s.screened_out = false;
+  try {
+    OracleRun r = run_loaded(lc_, s.m, d_, on_gpu_);
+    s.mismatches = count_mismatches(r.bits, got_, rows_, std::size_t(lc_.c.N), nullptr, s.compared);
+    return r;
+  } catch (const std::invalid_argument& e) {
+    s.error = true, s.why = e.what();
+    return {};
+  }
+}
+
 std::vector<MemberScore> score_members(const LoadedCase& lc, const Tensor& got,
                                        const std::vector<ref::ModelChoice>& members, OutDtype d,
                                        bool on_gpu, std::size_t screen,
                                        std::optional<OracleRun>* keep) {
-  const std::vector<bool> rows = compared_rows(lc);
-  const auto n = std::size_t(lc.c.N);
-  const ScreenCase stages[] = {screen_case(lc, screen_elements(lc, screen)),
-                               row_screen_case(lc, screen)};
-  const std::vector<std::size_t> orders[] = {screen_order(stages[0]), screen_order(stages[1])};
+  const MemberScreen sc(lc, got, d, on_gpu, screen);
   std::optional<std::int64_t> kept;  // mismatches of the run in *keep
   std::vector<MemberScore> out;
   for (const ref::ModelChoice& m : members) {
-    MemberScore s;
-    s.m = m;
-    try {
-      for (int st = 0; st < 2 && !s.screened_out; ++st) {
-        if (orders[st].empty()) continue;
-        std::vector<std::uint32_t> bits;
-        try {
-          bits = run_screen(stages[st], m, d, on_gpu);
-        } catch (const std::invalid_argument&) {
-          break;  // a refusal is the full run's to report, with the full case's message
-        }
-        s.mismatches = count_mismatches(bits, got, rows, n, &orders[st], s.compared);
-        s.screened_out = s.mismatches > 0;
-      }
-      if (!s.screened_out) {
-        OracleRun r = run_loaded(lc, m, d, on_gpu);
-        s.mismatches = count_mismatches(r.bits, got, rows, n, nullptr, s.compared);
-        if (keep && (!kept || s.mismatches < *kept)) *keep = std::move(r), kept = s.mismatches;
-      }
-    } catch (const std::invalid_argument& e) {
-      s.error = true, s.why = e.what();
+    MemberScore s = sc.screen(m);
+    if (!s.screened_out) {
+      OracleRun r = sc.compare_full(s);
+      if (keep && !s.error && (!kept || s.mismatches < *kept))
+        *keep = std::move(r), kept = s.mismatches;
     }
     out.push_back(s);
   }

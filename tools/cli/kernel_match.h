@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/gemm_case.h"
+#include "cli/kernel_screen.h"
 #include "cli/oracle_run.h"
 #include "reference/kernel_preset.h"
 #include "tensor_io/tensor_file.h"
@@ -49,6 +50,36 @@ struct MemberScore {
   bool screened_out = false;    // differs on the screen: mismatches counts the screen's only
   bool error = false;           // the reference refused this configuration for the case
   std::string why;              // its message
+};
+
+// The screen of one case (docs/cli.md "The screen"): its two stages (kernel_screen.h) built once,
+// and the comparison of a configuration's bits with got on them or on every compared element.
+// score_members and explain (explain.h) score through it.
+class MemberScreen {
+ public:
+  MemberScreen(const LoadedCase& lc, const tensor_io::Tensor& got, OutDtype d, bool on_gpu,
+               std::size_t screen);
+  std::size_t elements() const { return orders_[0].size(); }  // the grid (0: no screen)
+  std::size_t rows() const;                                   // the second stage's rows
+  // m on the stages in turn, up to the first where it differs (screened_out, that stage's
+  // counts: verify's screen), or with `every_stage` on all of them (counts over their union, each
+  // element once: explain's common sample). Not screened out: it reproduces every screened element
+  // or the reference refused it on the screen (the full comparison reports the refusal with the
+  // case's message).
+  MemberScore screen(const ref::ModelChoice& m, bool every_stage = false) const;
+  // s.m on every compared element: s's counts replaced, screened_out cleared; a refusal sets
+  // error and why. Returns the run (empty bits on a refusal).
+  OracleRun compare_full(MemberScore& s) const;
+
+ private:
+  const LoadedCase& lc_;
+  const tensor_io::Tensor& got_;
+  OutDtype d_;
+  bool on_gpu_;
+  std::vector<bool> rows_;
+  ScreenCase stages_[2];
+  std::vector<std::size_t> orders_[2];  // each stage's elements in run_screen's order
+  std::vector<bool> again_;             // the second stage's elements that the grid has
 };
 
 // Scores each member in order (docs/cli.md "The screen"). With `screen` > 0, each member is first
