@@ -170,8 +170,8 @@ def main():
               and r[0].get("mismatches") == (1 if want_rc else 0)
               and (f.get("row"), f.get("col"), f.get("best")) == (f0.get("row"), f0.get("col"), f0.get("best"))
               and len(full0) >= 20, f"screened explain {got}: {j or err} / {j0 or err0}")
-        check(all(not x["screened_out"] and x["mismatches"] == full0.get(x["configuration"])
-                  and x["compared"] == 17280 for x in r), f"screened explain {got}: full counts {r} vs {full0}")
+        check(all("screened_out" not in x and x["mismatches"] == full0.get(x["configuration"]) for x in r),
+              f"screened explain {got}: full counts {r} vs {full0}")
     rc, so, se = run(exe, "explain", "grouped-gemm", "--in", p("big.safetensors"), *OPERANDS, "--got", "got",
                      "--got-file", p("big_flip.safetensors"), "--scaling", "tensorwise", "--offs", "offs")
     line = [x for x in so.splitlines() if x.startswith("screen: ")]

@@ -103,15 +103,19 @@ def verify_kernel(got, a, b, scale_a, scale_b, offs, *, kernel, fast_accum, with
 
 class ExplainReport:
     """fp8-check explain's report (schema fp8ref.explain_grouped_gemm/1) as attributes: summary,
-    exact_match, compared, ranking [{configuration, mismatches}], first (the story of the first
-    failing element: row, col, group, got, best, ulps, kind, because, reproduced_by, chain...)."""
+    exact_match, compared, ranking [{configuration, mismatches; screened_out and compared when
+    counted on the screen only}], screen ({elements, rows}: verify's screen, docs/cli.md
+    "explain"), first (the story of the first failing element: row, col, group, got, best, ulps,
+    kind, because, reproduced_by, chain...)."""
 
     def __init__(self, fields):
         self.__dict__.update(fields)
 
     def __str__(self):
         lines = [f"explain grouped-gemm: {self.summary}"]
-        lines += [f"  {r['configuration']}: {r['mismatches']}" for r in self.ranking or []]
+        lines += [f"  {r['configuration']}: {r['mismatches']}"
+                  + (f" of {r['compared']} screened" if r.get("screened_out") else "")
+                  for r in self.ranking or []]
         if self.first:
             f = self.first
             lines.append(f"  first [{f['row']}, {f['col']}] group {f['group']}: got {f['got']} "

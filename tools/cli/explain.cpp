@@ -259,11 +259,13 @@ nlohmann::json explain_json(const ExplainReport& r, OutDtype d, std::size_t top)
                    {"summary", r.summary},
                    {"exact_match", r.exact_match},
                    {"compared", r.compared}};
-  for (std::size_t i = 0; i < r.ranked.size() && i < top; ++i)
-    j["ranking"].push_back({{"configuration", ref::describe_member(r.ranked[i].m)},
-                            {"mismatches", r.ranked[i].mismatches},
-                            {"compared", r.ranked[i].compared},
-                            {"screened_out", r.ranked[i].screened_out}});
+  for (std::size_t i = 0; i < r.ranked.size() && i < top; ++i) {
+    const MemberScore& m = r.ranked[i];
+    nlohmann::json e{{"configuration", ref::describe_member(m.m)}, {"mismatches", m.mismatches}};
+    // A count of the screen's elements only says so (a full count's entry is as it always was).
+    if (m.screened_out) e["screened_out"] = true, e["compared"] = m.compared;
+    j["ranking"].push_back(e);
+  }
   j["screen"] = {{"elements", r.screened}, {"rows", r.screened_rows}};
   j["first"] = r.first ? story_json(*r.first, d) : nlohmann::json(nullptr);
   return j;
