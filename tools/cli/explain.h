@@ -41,14 +41,14 @@ struct ElementStory {
 };
 
 struct ExplainReport {
-  // Refused configurations dropped; those compared in full first, by mismatches, then those the
-  // screen dropped (screened_out: mismatches and compared are the screen stage's), in screened
-  // order (docs/cli.md "explain").
+  // Refused configurations dropped; those compared in full first, by mismatches, then those
+  // counted on the screen only (screened_out: mismatches and compared over the union of the
+  // screen's stages), by those counts (docs/cli.md "explain").
   std::vector<MemberScore> ranked;
   std::size_t members = 0;    // a preset's members among the candidates
   std::int64_t compared = 0;  // elements compared
-  ref::ModelChoice best{AccumulationModel::exact,
-                        1};  // the configuration the story is told against
+  // The configuration the story is told against (the best member, or the best of all).
+  ref::ModelChoice best{AccumulationModel::exact, 1};
   bool exact_match = false;
   std::size_t screened = 0;       // elements of the screen's grid (0: no screen)
   std::size_t screened_rows = 0;  // rows of its second stage (kernel_screen.h; 0: none)

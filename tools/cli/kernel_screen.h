@@ -1,6 +1,7 @@
 // Output elements cut from a loaded grouped-GEMM case (docs/cli.md "Kernel presets"): one element
 // as a 1x1 case (its row of A, its group's column of B and their scales), used by `explain`'s
-// element stories, and the screen of `verify --kernel` / `--strength`: a deterministic grid of
+// element stories, and the screen of `verify --kernel` / `--strength` and of `explain`'s ranking
+// (kernel_match.h MemberScreen): a deterministic grid of
 // the compared elements (rows x columns), stacked into small cases, then (large M) a sixteenth of
 // the rows, on which every configuration is evaluated before the survivors are evaluated in full.
 // Every model computes an output element from that element's row, column and scales alone
