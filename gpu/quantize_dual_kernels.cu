@@ -220,18 +220,14 @@ constexpr int kQuadWarps = 4, kQuadMinBlocks = 5;
 // half (row maxima, scales, codes) run between the two barriers, where the row work hides the
 // scales' latency. No overflow flags: only deepgemm's non-saturating cast needs them.
 
-// Factors of the thread's eight row blocks (rows r0 + rg + 16 s, columns from c0): maxima with
-// NaN patterns as 0 when nan, reduced over the 16 lanes of the row; lane p < 8 of a half-warp
-// computes and stores slot p's scale, every lane takes its eight factors by shuffles.
+// The thread's eight row blocks (rows r0 + rg + 16 s, columns from c0) from its chunk maxima m:
+// reduced over the 16 lanes of the row; lane p < 8 of a half-warp computes and stores slot p's
+// scale, every lane takes its eight factors by shuffles. Returns the lane's own slot's scale.
 template <ScaleKind K>
-__device__ __forceinline__ void lean_row_factors(const QuantizeLaunch& q, std::int64_t r0,
-                                                 std::int64_t c0, const uint4 (&v)[8], bool nan,
-                                                 float (&rf)[8]) {
+__device__ __forceinline__ DevScale row_block_factors(const QuantizeLaunch& q, std::int64_t r0,
+                                                      std::int64_t c0, std::uint32_t (&m)[8],
+                                                      float (&rf)[8]) {
   const int lane = int(threadIdx.x & 31), cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
-  std::uint32_t m[8];
-#pragma unroll
-  for (int s = 0; s < 8; ++s)
-    m[s] = fold16(nan ? chunk_max16x2(v[s], Abs16x2NoNan{}) : chunk_max16x2(v[s], Abs16x2{}));
 #pragma unroll
   for (int s = 0; s < 8; s += 2) {  // two slots a shuffle: 16-bit maxima, packed
     std::uint32_t p = m[s] | (m[s + 1] << 16);
@@ -245,30 +241,47 @@ __device__ __forceinline__ void lean_row_factors(const QuantizeLaunch& q, std::i
   if (cg < 8 && r < q.rows && c < q.cols) store_scale(q.scales, r, c / 128, d);
 #pragma unroll
   for (int k = 0; k < 8; ++k) rf[k] = __shfl_sync(0xFFFFFFFFu, d.factor, (lane & 16) + k);
+  return d;
 }
 
-// Codes of chunks v[i] (rows r0 + rg + 16 i, columns c0 + 8 cg ..) into codes, each row scaled
-// by rf[i] (row blocks) or each column by cf (column blocks); the store addresses advance a row
-// step at a time behind an asm barrier (not all held from the loads on: 80 registers).
-template <bool kRows>
-__device__ __forceinline__ void lean_cast(const QuantizeLaunch& q, std::uint8_t* codes,
-                                          std::int64_t r0, std::int64_t r1, std::int64_t c0,
-                                          const uint4 (&v)[8], const float (&rf)[8],
-                                          const float (&cf)[8]) {
-  const int cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
+// Factors of the thread's eight row blocks (row_block_factors) from maxima with NaN patterns as 0
+// when nan.
+template <ScaleKind K>
+__device__ __forceinline__ void lean_row_factors(const QuantizeLaunch& q, std::int64_t r0,
+                                                 std::int64_t c0, const uint4 (&v)[8], bool nan,
+                                                 float (&rf)[8]) {
+  std::uint32_t m[8];
+#pragma unroll
+  for (int s = 0; s < 8; ++s)
+    m[s] = fold16(nan ? chunk_max16x2(v[s], Abs16x2NoNan{}) : chunk_max16x2(v[s], Abs16x2{}));
+  row_block_factors<K>(q, r0, c0, m, rf);
+}
+
+// Codes of chunks v[i] into codes (rows r0 + rg + 16 i, columns c0 + 8 cg ..), row i scaled by
+// rf[i] with overflow flag bit (lane & 16) + i of om (kRows), or column c0 + 8 cg + e by rf[e]
+// with flag covf; kFix: deepgemm's non-saturating fix where flagged, else none (every other kind).
+// The store addresses advance a row step at a time behind an asm barrier (not all held from the
+// loads on: 80 registers).
+template <bool kRows, bool kFix>
+__device__ __forceinline__ void cast_codes(const QuantizeLaunch& q, std::uint8_t* codes,
+                                           std::int64_t r0, std::int64_t r1, std::int64_t c0,
+                                           const uint4 (&v)[8], const float (&rf)[8],
+                                           std::uint32_t om, bool covf) {
+  const int lane = int(threadIdx.x & 31), cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
   std::uint8_t* p = codes + (r0 + rg) * q.cols + c0 + 8 * cg;
   const std::int64_t step = 16 * q.cols;
   const bool live = c0 + 8 * cg < q.cols;
-  asm volatile("" : "+l"(p) : "f"(kRows ? rf[0] : cf[0]));
+  asm volatile("" : "+l"(p) : "f"(rf[0]));
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     if (live && r0 + rg + 16 * i < r1) {
       if constexpr (kRows) {
         std::uint32_t f[8];
         unpack_bf16(v[i], f);
-        *reinterpret_cast<uint2*>(p) = cast8(q.recipe, DevScale{0.0f, rf[i], false, 0, false}, f);
+        const bool ov = kFix && ((om >> ((lane & 16) + i)) & 1u);
+        *reinterpret_cast<uint2*>(p) = cast8(q.recipe, DevScale{0.0f, rf[i], false, 0, ov}, f);
       } else {
-        *reinterpret_cast<uint2*>(p) = cast8_cols(q.recipe, cf, false, v[i]);
+        *reinterpret_cast<uint2*>(p) = cast8_cols(q.recipe, rf, kFix && covf, v[i]);
       }
     }
     p += step;
@@ -309,11 +322,11 @@ __device__ __forceinline__ void cast_tile_lean(const DualLaunch& dl, std::int64_
   }
   float f[8];
   lean_row_factors<K>(dl.row, r0, c0, v, nan, f);
-  lean_cast<true>(q, dl.row.codes, r0, r1, c0, v, f, f);
+  cast_codes<true, false>(q, dl.row.codes, r0, r1, c0, v, f, 0, false);
   __syncthreads();
 #pragma unroll
   for (int e = 0; e < 8; ++e) f[e] = colfac[8 * cg + e];
-  lean_cast<false>(q, q.codes, r0, r1, c0, v, f, f);
+  cast_codes<false, false>(q, q.codes, r0, r1, c0, v, f, 0, false);
 }
 
 // --- deepgemm's 1x128 + 128x1 tiles (docs/benchmarks.md "Dual pass 2", "Dual pass 3") ----------
@@ -323,64 +336,20 @@ __device__ __forceinline__ void cast_tile_lean(const DualLaunch& dl, std::int64_
 // has a block that may pass 464 (a NaN or Inf in it), so the usual path carries no fix code; the
 // row blocks' overflow flags travel as one ballot.
 
-// Factors of the thread's eight row blocks (pass 2's maxima: each chunk its own NaN test); lane
-// p < 8 of a half-warp computes and stores slot p's scale. Returns the ballot of the owners'
-// overflow flags (slot s of this half-warp: bit (lane & 16) + s).
+// Factors of the thread's eight row blocks (row_block_factors) from pass 2's maxima (each chunk
+// its own NaN test). Returns the ballot of the owners' overflow flags (slot s of this half-warp:
+// bit (lane & 16) + s).
 template <ScaleKind K>
 __device__ __forceinline__ std::uint32_t stepped_row_factors(const QuantizeLaunch& q,
                                                              std::int64_t r0, std::int64_t c0,
                                                              const uint4 (&v)[8], float (&rf)[8]) {
-  const int lane = int(threadIdx.x & 31), cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
   std::uint32_t m[8];
 #pragma unroll
   for (int s = 0; s < 8; ++s) {
     const uint4 one[1] = {v[s]};
     m[s] = chunks_max16(one, q.recipe.ignore_nan);
   }
-#pragma unroll
-  for (int s = 0; s < 8; s += 2) {  // two slots a shuffle: 16-bit maxima, packed
-    std::uint32_t p = m[s] | (m[s + 1] << 16);
-#pragma unroll
-    for (int off = 8; off > 0; off >>= 1) p = max_u16x2(p, __shfl_xor_sync(0xFFFFFFFFu, p, off));
-    m[s] = p & 0xFFFFu, m[s + 1] = p >> 16;
-  }
-  const int s = cg % 8;
-  const DevScale d = block_scale_of<K>(q.recipe, std::int32_t(pick8(m, s) << 16));
-  const std::int64_t r = r0 + rg + 16 * s, c = c0 + 8 * cg;
-  if (cg < 8 && r < q.rows && c < q.cols) store_scale(q.scales, r, c / 128, d);
-#pragma unroll
-  for (int k = 0; k < 8; ++k) rf[k] = __shfl_sync(0xFFFFFFFFu, d.factor, (lane & 16) + k);
-  return __ballot_sync(0xFFFFFFFFu, d.may_overflow);
-}
-
-// Codes of chunks v[i] into codes (rows r0 + rg + 16 i), row i scaled by rf[i] with overflow flag
-// bit (lane & 16) + i of om (kRows), or column e by cf[e] with flag covf; kFix: the
-// non-saturating fix where flagged, else none.
-template <bool kRows, bool kFix>
-__device__ __forceinline__ void stepped_cast(const QuantizeLaunch& q, std::uint8_t* codes,
-                                             std::int64_t r0, std::int64_t r1, std::int64_t c0,
-                                             const uint4 (&v)[8], const float (&rf)[8],
-                                             std::uint32_t om, bool covf) {
-  const int lane = int(threadIdx.x & 31), cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
-  std::uint8_t* p = codes + (r0 + rg) * q.cols + c0 + 8 * cg;
-  const std::int64_t step = 16 * q.cols;
-  const bool live = c0 + 8 * cg < q.cols;
-  asm volatile("" : "+l"(p) : "f"(rf[0]));
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    if (live && r0 + rg + 16 * i < r1) {
-      if constexpr (kRows) {
-        std::uint32_t f[8];
-        unpack_bf16(v[i], f);
-        const bool ov = kFix && ((om >> ((lane & 16) + i)) & 1u);
-        *reinterpret_cast<uint2*>(p) = cast8(q.recipe, DevScale{0.0f, rf[i], false, 0, ov}, f);
-      } else {
-        *reinterpret_cast<uint2*>(p) = cast8_cols(q.recipe, rf, kFix && covf, v[i]);
-      }
-    }
-    p += step;
-    asm volatile("" : "+l"(p));
-  }
+  return __ballot_sync(0xFFFFFFFFu, row_block_factors<K>(q, r0, c0, m, rf).may_overflow);
 }
 
 // deepgemm's tile in registers v (block row br, rows [r0, r1), columns from c0): both
@@ -396,9 +365,9 @@ __device__ __forceinline__ void cast_tile_stepped(const DualLaunch& dl, std::int
   float f[8];
   const std::uint32_t om = stepped_row_factors<K>(dl.row, r0, c0, v, f);
   if (om != 0)
-    stepped_cast<true, true>(q, dl.row.codes, r0, r1, c0, v, f, om, false);
+    cast_codes<true, true>(q, dl.row.codes, r0, r1, c0, v, f, om, false);
   else
-    stepped_cast<true, false>(q, dl.row.codes, r0, r1, c0, v, f, 0, false);
+    cast_codes<true, false>(q, dl.row.codes, r0, r1, c0, v, f, 0, false);
   column_maxima<128>(v, q.recipe.ignore_nan, colmax);
   __syncthreads();
   column_scales<128, K>(q, br, c0, colmax, colfac, colovf);
@@ -407,9 +376,9 @@ __device__ __forceinline__ void cast_tile_stepped(const DualLaunch& dl, std::int
 #pragma unroll
   for (int e = 0; e < 8; ++e) f[e] = colfac[8 * cg + e], ovf |= colovf[8 * cg + e] != 0;
   if (__any_sync(0xFFFFFFFFu, ovf))
-    stepped_cast<false, true>(q, q.codes, r0, r1, c0, v, f, 0, ovf);
+    cast_codes<false, true>(q, q.codes, r0, r1, c0, v, f, 0, ovf);
   else
-    stepped_cast<false, false>(q, q.codes, r0, r1, c0, v, f, 0, false);
+    cast_codes<false, false>(q, q.codes, r0, r1, c0, v, f, 0, false);
 }
 
 // CTAs over tiles: tile it = block row br (rows [r0, r1), at most W) x column tile ct, its
