@@ -2,13 +2,14 @@
 // tokens of group g as the reduction, read by TMA from token-contiguous dYᵀ and Xᵀ (the K-major
 // operands FP8 wgmma takes) through the warp-specialised pipeline of gpu/tma_pipeline_sm90.cuh.
 // Persistent CTAs walk the 128 × BK tiles of every dW[g] (BK = 128 or 192 columns of K,
-// docs/gpu_gemm.md §2), the groups with most tokens first, K-tile outer, in a snake over waves;
+// docs/gpu_gemm.md §2), the groups with most tokens first in pairs whose tiles alternate, K-tile
+// outer, in a snake over waves;
 // 128-token blocks from the group's start, the 16-token chunks of the last one past the group's
 // end zeroed in shared memory before the tensor cores read them; per block T = four chained wgmma
 // k32 steps from +0, promoted as hopper_promoted_blockwise (acc = fmaf(RN(sdy·sx), T, acc), a
 // scale per row and column of the tile) or hopper_promoted_tensorwise; then dW = RN_out(RN(C +
-// acc)); an empty group gives C (docs/gpu_gemm.md §3). A build switch stages C and dW through the
-// stage ring instead (FP8REF_WGRAD_STAGED_EPILOGUE below; docs/gpu_gemm.md §7, not yet measured).
+// acc)), C read and dW written as streaming data (evict first); an empty group gives C
+// (docs/gpu_gemm.md §3).
 #include <cuda_bf16.h>
 
 #include "gpu/device.h"
@@ -31,56 +32,6 @@ struct WgradTmaParams {
 template <int BK>
 using Ring = StageRing<128 * 128, BK * 128, BK == 128 ? 6 : 5, 128 + BK>;
 
-// The epilogue (docs/gpu_gemm.md §7, "staged epilogue", prepared, not yet measured): 0 = the
-// consumers read C from global memory into registers and store dW from them (the kept kernel);
-// 1 and 2 = C and dW through the stage ring (StagedC below), the C stages freed as soon as the
-// stores have read them (1) or after the next tile's first wgmma is issued (2); 3 = C through the
-// stages, dW stored from registers (as 0), the stages freed after the reads: what staging C alone
-// gains. A build option (CMake FP8REF_WGRAD_STAGED_EPILOGUE); 0 compiles to the kept kernel's code.
-#ifndef FP8REF_WGRAD_STAGED_EPILOGUE
-#define FP8REF_WGRAD_STAGED_EPILOGUE 0
-#endif
-constexpr int kStagedEpilogue = FP8REF_WGRAD_STAGED_EPILOGUE;
-static_assert(kStagedEpilogue >= 0 && kStagedEpilogue <= 3);
-
-// A tile's 128 rows of C staged in three consecutive stages of the ring, 48 rows each (the rows
-// of three consumer warps; 32 in the last), loaded row by row by bulk copies (cp.async.bulk),
-// added to in place and stored row by row. A row is BK + 8 floats apart: (BK + 8) mod 32 = 8
-// words, so the 4 rows of a half-warp's float2 accesses (8 consecutive floats each) fall in
-// distinct banks. The stages after the tile's last K block: the producer loads C while the
-// consumers run the last blocks, and the stages' next use waits only for the stores' reads.
-template <int BK>
-struct StagedC {
-  static constexpr int kPitch = BK + 8;  // floats
-  static constexpr int kRows = 48, kStages = 3;
-  static_assert(kPitch % 32 == 8 && kPitch * 4 % 16 == 0);
-  static_assert(kRows * kPitch * 4 <= Ring<BK>::kStageBytes && kRows * kStages >= 128);
-  static_assert(kStages < Ring<BK>::kStages && kRows % 16 == 0);
-  __device__ static int rows(int c) { return min(kRows, 128 - kRows * c); }
-};
-
-// Bulk copies (PTX ISA "cp.async.bulk"): `bytes` (a multiple of 16) between 16-byte aligned
-// addresses; global -> shared completes the bytes on an mbarrier, shared -> global joins the
-// thread's bulk group, whose reads of shared memory wait_group.read waits for.
-[[maybe_unused]] __device__ __forceinline__ void bulk_load(std::uint32_t dst, const void* src,
-                                                           std::uint32_t bytes, std::uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
-          "r"(dst),
-      "l"(src), "r"(bytes), "r"(bar)
-      : "memory");
-}
-[[maybe_unused]] __device__ __forceinline__ void bulk_store(void* dst, std::uint32_t src,
-                                                            std::uint32_t bytes) {
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(src),
-               "r"(bytes)
-               : "memory");
-  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-}
-[[maybe_unused]] __device__ __forceinline__ void bulk_wait_read() {
-  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
-}
-
 struct WgradTile {
   int g;
   std::int32_t n0, k0;  // first row (n) and column (k) of the tile in dW[g]
@@ -88,15 +39,21 @@ struct WgradTile {
   int nkb;
 };
 
-// Tile `tile` of the walk: the groups in p.order (most tokens first), within a group the K tiles
-// outer and the n tiles inner, so that the CTAs of a wave share each X tile (the larger operand)
-// in L2 and read fewer distinct bytes per token block (docs/benchmarks.md: +4% on skewed loads).
+// Tile `tile` of the walk: the groups in p.order (most tokens first) taken in pairs (the last
+// alone when their count is odd), the tiles of a pair alternating between its two groups, so that
+// a wave's CTAs read two groups' token ranges at once (docs/gpu_gemm.md §7: +5% Zipf, +9% two
+// empty, balanced within noise); within a group the K tiles outer and the n tiles inner, so that
+// the CTAs of a wave share each X tile (the larger operand) in L2 and read fewer distinct bytes
+// per token block (docs/benchmarks.md: +4% on skewed loads).
 template <int BK>
 __device__ __forceinline__ WgradTile wgrad_tile(const WgradKernelArgs& p, std::int64_t tile) {
   const std::int64_t kt = (p.K + BK - 1) / BK, per_group = (p.N / 128) * kt;
   WgradTile t;
-  t.g = p.order[tile / per_group];
-  const std::int64_t i = tile % per_group;
+  constexpr int kWalk = 2;  // groups whose tiles alternate
+  const std::int64_t set = tile / (kWalk * per_group), r = tile % (kWalk * per_group);
+  const std::int64_t in_set = min(std::int64_t(kWalk), std::int64_t(p.groups) - set * kWalk);
+  t.g = p.order[set * kWalk + r % in_set];
+  const std::int64_t i = r / in_set;
   const std::int64_t nt = p.N / 128;
   t.k0 = std::int32_t(i / nt) * BK, t.n0 = std::int32_t(i % nt) * 128;
   t.tok0 = p.start[t.g], t.tok_end = p.end[t.g];
@@ -113,31 +70,9 @@ __device__ __forceinline__ std::int64_t walk(std::int64_t i) {
   return i * grid + (i & 1 ? grid - 1 - b : b);
 }
 
-// The producer warp, staged epilogue: after a tile's K blocks, its 128 rows of C (the columns
-// < K) into the next StagedC<BK>::kStages stages, one bulk copy per row; `full` completes on the
-// bytes (blockwise, also on 32 plain arrivals in place of the scale copies it counts).
-template <int BK>
-__device__ void produce_c(const WgradKernelArgs& a, const Ring<BK>& s, const WgradTile& t,
-                          std::uint32_t it) {
-  using SC = StagedC<BK>;
-  const int lane = int(threadIdx.x % 32);
-  const std::uint32_t row_bytes = std::uint32_t(min(std::int64_t(BK), a.K - t.k0)) * 4;
-  for (int c = 0; c < SC::kStages; ++c, ++it) {
-    const int st = s.stage(it), rows = SC::rows(c);
-    s.wait_empty(it);
-    if (lane == 0) mbar_arrive_expect_tx(s.full(st), std::uint32_t(rows) * row_bytes);
-    __syncwarp();
-    for (int r = lane; r < rows; r += 32)
-      bulk_load(s.a_tile(st) + std::uint32_t(r * SC::kPitch * 4),
-                a.c + (std::int64_t(t.g) * a.N + t.n0 + SC::kRows * c + r) * a.K + t.k0, row_bytes,
-                s.full(st));
-    if (a.blockwise) mbar_arrive(s.full(st));
-  }
-}
-
-// The producer warp: at a tile's start the lanes prefetch its 128 rows of C into L2 (the epilogue
-// reads them); per token block, lane 0 loads both tiles by TMA (tokens past M, and columns past K
-// of a 192-wide tile, read zeros; tokens of the next group are zeroed by the consumers);
+// The producer warp (C is not prefetched into L2: that measured 2-3% slower on the skewed loads,
+// docs/gpu_gemm.md §7): per token block, lane 0 loads both tiles by TMA (tokens past M, and columns
+// past K of a 192-wide tile, read zeros; tokens of the next group are zeroed by the consumers);
 // blockwise, the lanes copy the block's 128 dY scales and BK X scales (zero past K, not read).
 template <int BK>
 __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t total) {
@@ -149,10 +84,6 @@ __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
     const std::int64_t tile = walk(w);
     if (tile >= total) break;
     const WgradTile t = wgrad_tile<BK>(a, tile);
-    const std::uint32_t c_bytes = std::uint32_t(min(std::int64_t(BK), a.K - t.k0)) * 4;
-#pragma unroll
-    for (int i = 0; i < 4; ++i)  // up to BK f32 of a row of C: contiguous bytes
-      prefetch_l2(a.c + (std::int64_t(t.g) * a.N + t.n0 + lane + 32 * i) * a.K + t.k0, c_bytes);
     for (int kb = 0; kb < t.nkb; ++kb, ++it) {
       const int st = s.stage(it);
       const std::int32_t tok = t.tok0 + kb * 128;
@@ -178,7 +109,6 @@ __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
       }
       cp_async_arrive_noinc(s.full(st));
     }
-    if constexpr (kStagedEpilogue != 0) produce_c<BK>(a, s, t, it), it += StagedC<BK>::kStages;
   }
 }
 
@@ -224,6 +154,8 @@ __device__ __forceinline__ void promote_blockwise(const float* s, const float (&
 // tile) are neither read nor written. All of the thread's values of C (both rows: up to 96
 // registers, free once the last block is promoted) are loaded before the first store, so that the
 // loads are in flight together (a load after a store to dW, which might alias, would wait for it).
+// Both as streaming accesses (ld/st .cs: evict first), each byte being used once, so that C and
+// dW leave L2 to the tiles of dYᵀ and Xᵀ other CTAs read (docs/gpu_gemm.md §7).
 template <int BK>
 __device__ __forceinline__ void store_wgrad(const WgradKernelArgs& p, const WgradTile& t,
                                             const float (&acc)[BK / 2], int local_row) {
@@ -241,7 +173,7 @@ __device__ __forceinline__ void store_wgrad(const WgradKernelArgs& p, const Wgra
       const float2* row = reinterpret_cast<const float2*>(p.c + base + 8 * (h0 + h) * p.K);
 #pragma unroll
       for (int j = 0; j < BK / 8; ++j)  // cols % 64 == 0: all of the 8 columns or none
-        c[h][j] = BK == 128 || j * 8 < cols ? row[j * 4] : make_float2(0.0f, 0.0f);
+        c[h][j] = BK == 128 || j * 8 < cols ? __ldcs(row + j * 4) : make_float2(0.0f, 0.0f);
     }
 #pragma unroll
     for (int h = 0; h < kHalves; ++h) {
@@ -257,83 +189,14 @@ __device__ __forceinline__ void store_wgrad(const WgradKernelArgs& p, const Wgra
             const float a = acc[j * 4 + half * 2 + e];
             v[e] = __fadd_rn(v[e], p.blockwise ? a : __fmul_rn(a, ts));
           }
+        __nv_bfloat162* const wb = static_cast<__nv_bfloat162*>(p.dw) + at + j * 4;
+        float2* const wf = reinterpret_cast<float2*>(p.dw) + at + j * 4;
         if (p.out_bf16)
-          static_cast<__nv_bfloat162*>(p.dw)[at + j * 4] = __floats2bfloat162_rn(v[0], v[1]);
+          __stcs(wb, __floats2bfloat162_rn(v[0], v[1]));
         else
-          reinterpret_cast<float2*>(p.dw)[at + j * 4] = make_float2(v[0], v[1]);
+          __stcs(wf, make_float2(v[0], v[1]));
       }
     }
-  }
-}
-
-// Staged epilogue, consumer warp w (rows 16w..16w+15 of the tile, in C stage w / 3): wait for
-// the stage, dW = RN_out(RN(C + acc')) as store_wgrad computes it, written over the warp's own
-// rows of C (bf16: the row's first half; all reads of a row come before its writes, since a bf16
-// pair lands on another lane's floats), then each of lanes 0..15 stores one row by a bulk copy.
-template <int BK>
-__device__ void store_staged(const WgradKernelArgs& p, const Ring<BK>& s, const WgradTile& t,
-                             const float (&acc)[BK / 2], std::uint32_t it) {
-  using SC = StagedC<BK>;
-  const int warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32), c = warp / 3;
-  const int st = s.stage(it + c), r0 = 16 * warp - SC::kRows * c;  // the warp's rows in the stage
-  const float ts = p.blockwise ? 1.0f : __fmul_rn(p.scale_dy[0], p.scale_x[0]);
-  const std::int32_t cols = std::int32_t(min(std::int64_t(BK), p.K - t.k0));
-  std::uint8_t* const stage = s.base + st * Ring<BK>::kStageBytes;
-  mbar_wait(s.full(st), s.parity(it + c));
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {  // row local_row + 8h: first all reads, then all writes
-    std::uint8_t* const row = stage + (r0 + lane / 4 + 8 * h) * SC::kPitch * 4;
-    float2 v[BK / 8];
-#pragma unroll
-    for (int j = 0; j < BK / 8; ++j) {  // cols % 64 == 0: all of the 8 columns or none
-      v[j] = BK == 128 || j * 8 < cols
-                 ? *reinterpret_cast<const float2*>(row + (j * 8 + (lane % 4) * 2) * 4)
-                 : make_float2(0.0f, 0.0f);
-      if (t.nkb > 0) {
-        const float a0 = acc[j * 4 + h * 2], a1 = acc[j * 4 + h * 2 + 1];
-        v[j].x = __fadd_rn(v[j].x, p.blockwise ? a0 : __fmul_rn(a0, ts));
-        v[j].y = __fadd_rn(v[j].y, p.blockwise ? a1 : __fmul_rn(a1, ts));
-      }
-    }
-    __syncwarp();
-    std::uint8_t* const out =  // 3: the row of dW in global memory
-        kStagedEpilogue != 3
-            ? row
-            : static_cast<std::uint8_t*>(p.dw) +
-                  ((std::int64_t(t.g) * p.N + t.n0 + 16 * warp + lane / 4 + 8 * h) * p.K + t.k0) *
-                      (p.out_bf16 ? 2 : 4);
-#pragma unroll
-    for (int j = 0; j < BK / 8; ++j) {
-      if (BK > 128 && j * 8 >= cols) continue;
-      const int col = j * 8 + (lane % 4) * 2;
-      if (p.out_bf16)
-        *reinterpret_cast<__nv_bfloat162*>(out + col * 2) = __floats2bfloat162_rn(v[j].x, v[j].y);
-      else
-        *reinterpret_cast<float2*>(out + col * 4) = v[j];
-    }
-  }
-  if constexpr (kStagedEpilogue == 3) return;
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the stores read by TMA
-  __syncwarp();
-  if (lane < 16) {
-    const std::int64_t row = std::int64_t(t.g) * p.N + t.n0 + 16 * warp + lane;
-    const int esize = p.out_bf16 ? 2 : 4;
-    bulk_store(static_cast<std::uint8_t*>(p.dw) + (row * p.K + t.k0) * esize,
-               smem_u32(stage + (r0 + lane) * SC::kPitch * 4), std::uint32_t(cols * esize));
-  }
-}
-
-// Staged epilogue: free the C stages of the epilogue whose first stage is block `it`: the warp's
-// own once lanes 0..15's stores have read it (3: at once), the others once their `full` phase is
-// seen complete (an arrival before it could count toward the stage's previous use, which the other
-// warpgroup may still be reading).
-template <int BK>
-__device__ void release_c(const Ring<BK>& s, std::uint32_t it) {
-  const int warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
-  for (int c = 0; c < StagedC<BK>::kStages; ++c) {
-    mbar_wait(s.full(s.stage(it + c)), s.parity(it + c));
-    if (kStagedEpilogue != 3 && c == warp / 3 && lane < 16) bulk_wait_read();
-    s.release(it + c);
   }
 }
 
@@ -346,8 +209,6 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
   const int wg = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
   const int local_row = wg * 64 + warp * 16 + lane / 4;
   std::uint32_t it = 0;
-  [[maybe_unused]] std::uint32_t c_it = 0;  // staged epilogue 2: the C stages not freed yet
-  [[maybe_unused]] bool c_pending = false;
   for (std::int64_t w = 0;; ++w) {
     const std::int64_t tile = walk(w);
     if (tile >= total) break;
@@ -366,8 +227,6 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
       for (int j = 0; j < 4; ++j)
         wgmma_k32<BK, AE5, BE5>(d, smem_desc(a_base + j * 32), smem_desc(b_base + j * 32), j);
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-      if constexpr (kStagedEpilogue == 2)
-        if (c_pending) release_c<BK>(s, c_it), c_pending = false;  // while the wgmma runs
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
       fence_regs(d);
       if (a.blockwise) {
@@ -378,17 +237,8 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
       }
       s.release(it);
     }
-    if constexpr (kStagedEpilogue == 0) {
-      store_wgrad<BK>(a, t, acc, local_row);
-    } else {
-      if (c_pending) release_c<BK>(s, c_it);  // a tile without blocks came after the last one
-      store_staged<BK>(a, s, t, acc, it);
-      c_it = it, it += StagedC<BK>::kStages, c_pending = kStagedEpilogue == 2;
-      if (!c_pending) release_c<BK>(s, c_it);
-    }
+    store_wgrad<BK>(a, t, acc, local_row);
   }
-  if constexpr (kStagedEpilogue == 2)
-    if (c_pending) release_c<BK>(s, c_it);  // the stores read shared memory before the CTA ends
 }
 
 template <int BK, bool AE5, bool BE5>
