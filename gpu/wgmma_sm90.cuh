@@ -60,10 +60,6 @@ __device__ __forceinline__ void tma_load_2d(std::uint32_t dst, const void* tenso
       "l"(tensor_map), "r"(inner), "r"(row), "r"(bar)
       : "memory");
 }
-// `bytes` (a multiple of 16) of global memory from a 16-byte aligned address into L2.
-__device__ __forceinline__ void prefetch_l2(const void* p, std::uint32_t bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
-}
 __device__ __forceinline__ void tma_prefetch_map(const void* tensor_map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(tensor_map) : "memory");
 }
