@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/device.h"
 #include "gpu/grouped_gemm_kernels.h"
 
 namespace fp8ref::gpu {
@@ -95,12 +96,17 @@ void contiguous_groups(GemmKernelArgs& p, std::int64_t G, std::span<const std::i
 // Forward-shaped operands (A (M, K), B (G, N, K)) with their scales into p.
 void set_operands(GemmKernelArgs& p, std::int64_t G, Format fa, Format fb, const std::uint8_t* a,
                   const std::uint8_t* b, Scaling scaling, const float* sa, std::int64_t sa_size,
-                  const float* sb, std::int64_t sb_size, bool dgrad) {
+                  const float* sb, std::int64_t sb_size, bool dgrad,
+                  ScaleLayoutF32 sa_layout = ScaleLayoutF32::row_major) {
   p.a_e5m2 = is_e5m2(fa, "A"), p.b_e5m2 = is_e5m2(fb, "B");
   p.mode = scale_mode(scaling);
   if (p.M > 0) check_aligned(a, "A");
   check_aligned(b, "B");
   const std::int64_t nkb = p.K / kGemmBlockK, nnb = p.N / 128;
+  const bool mn_major = sa_layout == ScaleLayoutF32::tma_mn_major;
+  if (sa_layout != ScaleLayoutF32::row_major && (!mn_major || p.mode != GemmScaleMode::blockwise))
+    bad("scale_a_layout " + std::string(to_string(sa_layout)) +
+        " is not accepted (row_major; blockwise also tma_mn_major)");
   switch (p.mode) {
     case GemmScaleMode::tensorwise:
       check_size(sa_size, 1, "scale_a (tensorwise)"),
@@ -111,9 +117,17 @@ void set_operands(GemmKernelArgs& p, std::int64_t G, Format fa, Format fb, const
       check_size(sb_size, G * p.N, "scale_b (rowwise)");
       break;
     case GemmScaleMode::blockwise:
-      check_size(sa_size, p.M * nkb, "scale_a (blockwise 1x128)");
+      if (mn_major) {
+        const std::int64_t ld = (p.M + 3) / 4 * 4;
+        check_size(sa_size, nkb * ld, "scale_a (blockwise 1x128, tma_mn_major)");
+        if (p.M > 0) check_aligned(sa, "scale_a (tma_mn_major)");
+        p.sa_row = 1, p.sa_kb = ld, p.sa_mn_ld = ld;
+      } else {
+        check_size(sa_size, p.M * nkb, "scale_a (blockwise 1x128)");
+        p.sa_row = nkb, p.sa_kb = 1;
+      }
       check_size(sb_size, G * nnb * nkb, "scale_b (blockwise 128x128)");
-      p.sa_row = nkb, p.sb_group = nnb * nkb;
+      p.sb_group = nnb * nkb;
       p.sb_ntile = dgrad ? 1 : nkb, p.sb_kblock = dgrad ? nnb : 1;
       break;
   }
@@ -171,6 +185,30 @@ constexpr bool kBlockwiseWideDgrad = false;
 // wider tile saves (blockwise: where the switch above allows), else rowwise / tensorwise 192
 // where N is a multiple of 192, else 128 (192-wide blockwise tiles measured slower for dgrad and
 // no faster for the forward, docs/benchmarks.md).
+// Row-major blockwise A scales of the forward's 256-wide tiles: transposed by a pre-kernel into
+// an MN-major copy in stream-ordered scratch memory, so that the tiles stage them (the producer
+// warp's coalesced loads, docs/gpu_gemm.md §2; pre-kernel included, +1.5-1.9% over the
+// consumers' own loads of the row-major scales, docs/benchmarks.md), or read as they are (false:
+// the consumers' own loads), a one-line switch.
+constexpr bool kTransposeRowMajorScales = true;
+
+// launch_grouped_gemm on an MN-major copy of p's row-major blockwise A scales, made in
+// stream-ordered scratch memory that is freed (stream-ordered) after the launch.
+void launch_transposed(GemmKernelArgs p, int block_n, cudaStream_t stream) {
+  const std::int64_t ld = (p.M + 3) / 4 * 4, nkb = p.K / kGemmBlockK;
+  void* mn = nullptr;
+  FP8REF_CUDA_CHECK(cudaMallocAsync(&mn, std::size_t(ld * nkb) * 4, stream));
+  try {
+    detail::launch_scales_mn_major(p.scale_a, static_cast<float*>(mn), p.M, int(nkb), ld, stream);
+    p.scale_a = static_cast<const float*>(mn), p.sa_row = 1, p.sa_kb = ld, p.sa_mn_ld = ld;
+    detail::launch_grouped_gemm(p, block_n, stream);
+  } catch (...) {
+    cudaFreeAsync(mn, stream);
+    throw;
+  }
+  FP8REF_CUDA_CHECK(cudaFreeAsync(mn, stream));
+}
+
 void launch(const GemmKernelArgs& p, bool dgrad, cudaStream_t stream) {
   const bool blockwise = p.mode == GemmScaleMode::blockwise;
   const bool wide_ok = !blockwise || (dgrad ? kBlockwiseWideDgrad : kBlockwiseWideForward);
@@ -179,6 +217,9 @@ void launch(const GemmKernelArgs& p, bool dgrad, cudaStream_t stream) {
     block_n = 256;
   else if (!blockwise && p.N % 192 == 0)
     block_n = 192;
+  if (kTransposeRowMajorScales && blockwise && !dgrad && block_n == 256 && p.sa_mn_ld == 0 &&
+      p.groups.tile_prefix[p.groups.count] > 0)
+    return launch_transposed(p, block_n, stream);
   detail::launch_grouped_gemm(p, block_n, stream);
 }
 
@@ -198,7 +239,7 @@ void grouped_gemm_forward(const DeviceGemmOperands& op, std::span<const std::int
                           const DeviceGemmOutput& y, cudaStream_t stream) {
   GemmKernelArgs p = kernel_view(op.M, op.N, op.K, op.G, y);
   set_operands(p, op.G, op.fa, op.fb, op.a, op.b, op.scaling, op.scale_a, op.scale_a_size,
-               op.scale_b, op.scale_b_size, false);
+               op.scale_b, op.scale_b_size, false, op.scale_a_layout);
   contiguous_groups(p, op.G, offs);
   launch(p, false, stream);
 }
@@ -208,7 +249,7 @@ void grouped_gemm_forward_masked(const DeviceGemmOperands& op, std::int64_t m_ma
                                  cudaStream_t stream) {
   GemmKernelArgs p = kernel_view(op.M, op.N, op.K, op.G, y);
   set_operands(p, op.G, op.fa, op.fb, op.a, op.b, op.scaling, op.scale_a, op.scale_a_size,
-               op.scale_b, op.scale_b_size, false);
+               op.scale_b, op.scale_b_size, false, op.scale_a_layout);
   if (m_max < 0 || op.G * m_max != op.M) bad("masked layout needs M = G * m_max");
   if (std::int64_t(masked_m.size()) != op.G) bad("masked_m must have G entries");
   std::vector<std::int64_t> start(masked_m.size()), end(masked_m.size());

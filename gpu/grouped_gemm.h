@@ -12,6 +12,7 @@
 
 #include "numerics/grouped_gemm_types.h"
 #include "numerics/out_dtype.h"
+#include "numerics/scale_layout.h"
 
 namespace fp8ref::gpu {
 
@@ -27,6 +28,13 @@ ModelChoice grouped_gemm_declared_model(Scaling s);
 // the sizes are element counts, checked against the shapes. Requirements, checked before any
 // launch (std::invalid_argument, one line): N and K multiples of 128, M < 2^31, G <= 256,
 // pointers 16-byte aligned, fa / fb e4m3 or e5m2, scaling tensorwise / rowwise / blockwise.
+// scale_a_layout: row_major (the default; (M, K/128) for blockwise), or for blockwise only
+// tma_mn_major, the MN-major copy (K/128, M rounded up to 4; the padding is never stored from)
+// that DeepGEMM and `_scaled_mm` take (the quantizers' `tma_mn_major` output; scale_a then
+// 16-byte aligned, its size K/128 · align(M, 4)). The 256-wide tiles stage MN-major scales in
+// shared memory; row-major ones are first transposed into a stream-ordered scratch copy
+// (cudaMallocAsync on `stream`), so passing tma_mn_major saves that pre-kernel
+// (docs/gpu_gemm.md §2). Any other layout is refused.
 struct DeviceGemmOperands {
   std::int64_t M, N, K, G;
   Format fa, fb;
@@ -37,6 +45,7 @@ struct DeviceGemmOperands {
   std::int64_t scale_a_size;
   const float* scale_b;
   std::int64_t scale_b_size;
+  ScaleLayoutF32 scale_a_layout = ScaleLayoutF32::row_major;
 };
 // Y (M, N) row-major: f32, or bf16 bit patterns; `size` in elements.
 struct DeviceGemmOutput {
@@ -100,12 +109,14 @@ void grouped_gemm_wgrad(const DeviceWgradOperands& op, std::span<const std::int6
                         const DeviceGemmOutput& dw, cudaStream_t stream);
 
 // Host-memory conveniences for tests and tools: the operands travel to the device and back in
-// each call; `out` (f32 or u16 span of M·N) keeps what it held in rows of no group.
+// each call; `out` (f32 or u16 span of M·N) keeps what it held in rows of no group. The forwards'
+// op.scale_a is in scale_a_layout (DeviceGemmOperands::scale_a_layout).
 void grouped_gemm_forward_host(const GroupedGemmOperands& op, std::span<const std::int64_t> offs,
-                               const GemmOutput& out);
+                               const GemmOutput& out,
+                               ScaleLayoutF32 scale_a_layout = ScaleLayoutF32::row_major);
 void grouped_gemm_forward_masked_host(const GroupedGemmOperands& op, std::int64_t m_max,
-                                      std::span<const std::int64_t> masked_m,
-                                      const GemmOutput& out);
+                                      std::span<const std::int64_t> masked_m, const GemmOutput& out,
+                                      ScaleLayoutF32 scale_a_layout = ScaleLayoutF32::row_major);
 void grouped_gemm_dgrad_host(const DgradOperands& op, std::span<const std::int64_t> offs,
                              const GemmOutput& out);
 struct HostWgradOperands {

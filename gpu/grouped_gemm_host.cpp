@@ -60,7 +60,8 @@ void with_output(const GemmOutput& out, Launch launch) {
 }
 
 template <class Run>
-void forward_on_device(const GroupedGemmOperands& op, const GemmOutput& out, Run run) {
+void forward_on_device(const GroupedGemmOperands& op, const GemmOutput& out,
+                       ScaleLayoutF32 sa_layout, Run run) {
   if (op.b_layout != BLayout::nk)
     throw std::invalid_argument("fp8ref gpu grouped GEMM: B must be stored (G, N, K) (nk)");
   DeviceBuffer a{op.a}, b{op.b}, sa{op.scale_a}, sb{op.scale_b};
@@ -76,25 +77,28 @@ void forward_on_device(const GroupedGemmOperands& op, const GemmOutput& out, Run
                              sa.as<const float>(),
                              std::int64_t(op.scale_a.size()),
                              sb.as<const float>(),
-                             std::int64_t(op.scale_b.size())};
+                             std::int64_t(op.scale_b.size()),
+                             sa_layout};
   with_output(out, [&](const DeviceGemmOutput& y) { run(d, y); });
 }
 
 }  // namespace
 
 void grouped_gemm_forward_host(const GroupedGemmOperands& op, std::span<const std::int64_t> offs,
-                               const GemmOutput& out) {
-  forward_on_device(op, out, [&](const DeviceGemmOperands& d, const DeviceGemmOutput& y) {
-    grouped_gemm_forward(d, offs, y, nullptr);
-  });
+                               const GemmOutput& out, ScaleLayoutF32 scale_a_layout) {
+  forward_on_device(op, out, scale_a_layout,
+                    [&](const DeviceGemmOperands& d, const DeviceGemmOutput& y) {
+                      grouped_gemm_forward(d, offs, y, nullptr);
+                    });
 }
 
 void grouped_gemm_forward_masked_host(const GroupedGemmOperands& op, std::int64_t m_max,
-                                      std::span<const std::int64_t> masked_m,
-                                      const GemmOutput& out) {
-  forward_on_device(op, out, [&](const DeviceGemmOperands& d, const DeviceGemmOutput& y) {
-    grouped_gemm_forward_masked(d, m_max, masked_m, y, nullptr);
-  });
+                                      std::span<const std::int64_t> masked_m, const GemmOutput& out,
+                                      ScaleLayoutF32 scale_a_layout) {
+  forward_on_device(op, out, scale_a_layout,
+                    [&](const DeviceGemmOperands& d, const DeviceGemmOutput& y) {
+                      grouped_gemm_forward_masked(d, m_max, masked_m, y, nullptr);
+                    });
 }
 
 void grouped_gemm_dgrad_host(const DgradOperands& op, std::span<const std::int64_t> offs,

@@ -6,7 +6,8 @@
 //   acc = fmaf(RN(sa·sb), T_kb, acc)   (hopper_promoted_blockwise),
 // rowwise / tensorwise acc = acc + T_kb, scales in the epilogue (hopper_promoted_rowwise a_then_b,
 // hopper_promoted_tensorwise). T_kb = four chained wgmma k32 steps from +0; the block scales are
-// loaded by the consumers from global memory two blocks ahead. 256-wide tiles run T_kb one
+// loaded by the consumers from global memory two blocks ahead, or, on 256-wide tiles with
+// MN-major A scales, staged in shared memory by the producer warp. 256-wide tiles run T_kb one
 // 128-column half at a time (consume_halves). One CTA per SM walks the tiles
 // statically; no atomics, no split-K.
 #include <cuda_bf16.h>
@@ -29,17 +30,27 @@ struct GemmTmaParams {
   GemmKernelArgs args;
 };
 
-// Stages of a 128 × 128 A tile and a BN × 128 B tile (the block scales are not staged: the
-// consumers load them from global memory two blocks ahead); as many as fit in shared memory.
-template <int BN>
+// A stage's scale slot when the scales are staged (256-wide blockwise tiles on MN-major A scales,
+// docs/gpu_gemm.md §2): floats 0..127 the A scales of the tile's 128 rows for the stage's K block,
+// 128 and 129 the B scales of the two 128-column halves, stored by the producer warp; 160 floats
+// keep every slot 128-byte aligned.
+constexpr int kSlotFloats = 160, kSlotB = 128;
+
+// Stages of a 128 × 128 A tile and a BN × 128 B tile, as many as fit in shared memory. Unstaged,
+// the block scales are loaded by the consumers from global memory two blocks ahead; Staged (256
+// only), each stage also holds its K block's scale slot, and the ring drops its alignment slack
+// to stay inside the 196 KB carveout (199,232 bytes; the carveout above it costs ~1% even on
+// rowwise, docs/gpu_gemm.md §7).
+template <int BN, bool Staged = false>
 using Ring = StageRing<kGemmBlockM * kGemmBlockK, BN * kGemmBlockK,
                        BN == 128   ? 7
                        : BN == 192 ? 5
                                    : 4,
-                       0>;
+                       Staged ? kSlotFloats : 0, Staged>;
 static_assert(Ring<128>::kBytes <= 227 * 1024 && Ring<192>::kBytes <= 227 * 1024 &&
                   Ring<256>::kBytes <= 227 * 1024,
               "sm_90's opt-in shared memory per block");
+static_assert(Ring<256, true>::kBytes + 1024 <= 196 * 1024, "inside the 196 KB carveout");
 
 // The tile: group g, rows [row0, row_end) of A and Y, columns [n0, n0 + BN) (those < N).
 struct TileCoord {
@@ -66,21 +77,50 @@ __device__ __forceinline__ TileCoord tile_coord(const GemmGroupTable& t, std::in
 // the stage, then lane 0 issues the TMA copies of the A tile (rows row0.. : rows past the group's
 // end are other rows of A, never stored, or zeros past M) and the B tile (rows g·N + n0.. of B
 // seen as (G·N, K)).
-template <int BN>
-__device__ void produce(const GemmTmaParams& p, const Ring<BN>& s, std::int64_t total,
+// Staged (docs/gpu_gemm.md §2): the whole warp also fills the stage's scale slot. Each lane loads
+// 4 of the 128 A-row scales of the block from the MN-major copy (rows row0 + lane + 32j:
+// contiguous, so the warp's loads are four 128-byte lines; rows past the group's end are other
+// rows' scales or the layout's padding, zeros past it: they reach only rows never stored) and
+// lane 0 the two halves' B scales (half 1 past N takes half 0's: its columns are never stored),
+// all before the wait for the stage, so that their latency hides behind it; after the wait each
+// lane stores its values and arrives on `full` (32 arrivals, lane 0's with the TMA bytes), which
+// releases them to the consumers.
+template <int BN, bool Staged>
+__device__ void produce(const GemmTmaParams& p, const Ring<BN, Staged>& s, std::int64_t total,
                         int n_tiles) {
   const GemmKernelArgs& a = p.args;
   const int lane = int(threadIdx.x % 32), nkb = int(a.K / kGemmBlockK);
-  if (lane != 0) return;
-  tma_prefetch_map(&p.map_a), tma_prefetch_map(&p.map_b);
+  if (!Staged && lane != 0) return;
+  if (lane == 0) tma_prefetch_map(&p.map_a), tma_prefetch_map(&p.map_b);
   std::uint32_t it = 0;
   for (std::int64_t tile = blockIdx.x; tile < total; tile += gridDim.x) {
     const TileCoord c = tile_coord<BN>(a.groups, tile, n_tiles);
     const std::int32_t b_row = c.g * std::int32_t(a.N) + c.n0;
+    const float* sb = a.scale_b + c.g * a.sb_group + (c.n0 / 128) * a.sb_ntile;
+    const std::int64_t sb_hi = c.n0 + 128 < a.N ? a.sb_ntile : 0;
+    const std::int64_t r_lane = c.row0 + lane;
     for (int kb = 0; kb < nkb; ++kb, ++it) {
       const int st = s.stage(it);
+      float av[4] = {0.0f, 0.0f, 0.0f, 0.0f}, b0 = 0.0f, b1 = 0.0f;
+      if constexpr (Staged) {
+        const float* sa = a.scale_a + kb * a.sa_kb;
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          if (r_lane + 32 * j < a.sa_mn_ld) av[j] = sa[r_lane + 32 * j];
+        if (lane == 0) b0 = sb[kb * a.sb_kblock], b1 = sb[sb_hi + kb * a.sb_kblock];
+      }
       s.wait_empty(it);
-      mbar_arrive_expect_tx(s.full(st), Ring<BN>::kStageBytes);
+      if constexpr (Staged) {
+        float* slot = s.scales(st);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) slot[lane + 32 * j] = av[j];
+        if (lane != 0) {
+          mbar_arrive(s.full(st));
+          continue;
+        }
+        slot[kSlotB] = b0, slot[kSlotB + 1] = b1;
+      }
+      mbar_arrive_expect_tx(s.full(st), Ring<BN, Staged>::kStageBytes);
       tma_load_2d(s.a_tile(st), &p.map_a, kb * kGemmBlockK, c.row0, s.full(st));
       tma_load_2d(s.b_tile(st), &p.map_b, kb * kGemmBlockK, b_row, s.full(st));
     }
@@ -230,12 +270,14 @@ __device__ __forceinline__ ScaleRowsA scale_rows_a(const GemmKernelArgs& a, cons
   const float* r0 = a.scale_a + row * a.sa_row;
   return {row < c.row_end ? r0 : nullptr, row + 8 < c.row_end ? r0 + 8 * a.sa_row : nullptr};
 }
-template <int BN>
+// MnA: A's scales MN-major (sa_row = 1, block kb at kb·sa_kb), the index computed only then.
+template <int BN, bool MnA>
 __device__ __forceinline__ BlockScalesB block_scales(const GemmKernelArgs& a, const TileCoord& c,
                                                      const ScaleRowsA& ra, int kb) {
   const int nb = c.n0 / 128;
   const float* sb = a.scale_b + c.g * a.sb_group + nb * a.sb_ntile + kb * a.sb_kblock;
-  BlockScalesB r{ra.r0 ? ra.r0[kb] : 0.0f, ra.r1 ? ra.r1[kb] : 0.0f, sb[0], 0.0f, BN / 8};
+  const std::int64_t ka = MnA ? kb * a.sa_kb : kb;
+  BlockScalesB r{ra.r0 ? ra.r0[ka] : 0.0f, ra.r1 ? ra.r1[ka] : 0.0f, sb[0], 0.0f, BN / 8};
   if (BN > 128) {
     r.split = (128 - c.n0 % 128) / 8;
     if ((nb + 1) * 128 < a.N) r.hi = sb[a.sb_ntile];
@@ -308,31 +350,69 @@ __device__ __forceinline__ ConsumerThread consumer_thread() {
 // of the half's own 128-column block (from lane 0 for half 0, lane 1 for half 1: HalfScales), the
 // scales loaded two blocks ahead as in consume. The same operations on every element in the same
 // order as the 128-wide tiles (docs/gpu_gemm.md §2, §3).
-template <bool AE5, bool BE5>
-__device__ void consume_halves(const GemmTmaParams& p, const Ring<256>& s, std::int64_t total,
-                               int n_tiles) {
+// A float of the stage's scale slot by its shared-memory address (32-bit: a generic pointer made
+// ptxas emit generic loads with 64-bit address arithmetic, docs/gpu_gemm.md §7). Volatile with a
+// memory clobber, it stays where it is written relative to the wgmma and barrier asm around it.
+__device__ __forceinline__ float ld_shared_f32(std::uint32_t addr) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
+  return v;
+}
+
+// Where the consumers read a staged slot: right after the `full` wait (false), or after half 0's
+// wgmma is issued (true), a one-line switch; the wait measured 0.3-0.5% faster (docs/gpu_gemm.md
+// §7, docs/benchmarks.md).
+constexpr bool kSlotReadAfterHalf0 = false;
+
+// Consumers of 256-wide tiles: the 64 × 256 f32 accumulator is 128 registers, so T_kb is
+// computed one 128-column half at a time into a 64-register t (a 64 × 256 t beside the
+// accumulator would not fit the 232 registers): per K block, half 0's four k32 steps, wait, then
+// its promotion on columns 0..127, then half 1 on columns 128..255 (B rows 128.. of the stage).
+// Rowwise / tensorwise promote acc += t; blockwise acc = fmaf(RN(sa·sb), t, acc) with the B scale
+// of the half's own 128-column block. Unstaged, the scales are loaded two blocks ahead as in
+// consume (B from lane 0 for half 0, lane 1 for half 1: HalfScales); Staged, they are read from
+// the stage's slot (A rows local_row and local_row + 8, the halves' B scales) once `full` has
+// completed. The same operations on every element in the same order as the 128-wide tiles
+// (docs/gpu_gemm.md §2, §3).
+template <bool AE5, bool BE5, bool Staged>
+__device__ void consume_halves(const GemmTmaParams& p, const Ring<256, Staged>& s,
+                               std::int64_t total, int n_tiles) {
   const GemmKernelArgs& a = p.args;
   const auto [wg, local_row] = consumer_thread();
   const int nkb = int(a.K / kGemmBlockK);
-  const bool blockwise = a.mode == GemmScaleMode::blockwise;
+  const bool blockwise = Staged || a.mode == GemmScaleMode::blockwise;
   std::uint32_t it = 0;
   for (std::int64_t tile = blockIdx.x; tile < total; tile += gridDim.x) {
     const TileCoord c = tile_coord<256>(a.groups, tile, n_tiles);
     float acc[128], t[64];  // acc: columns 8j.. at acc[4j..]; t: one half, from +0 per block
 #pragma unroll
     for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
-    const HalfScales hs = half_scales(a, c, local_row);
-    HalfScalesLoaded sb_next = blockwise ? load_half_scales(a, hs, 0) : HalfScalesLoaded{};
-    HalfScalesLoaded sb_next2 =
-        blockwise && nkb > 1 ? load_half_scales(a, hs, 1) : HalfScalesLoaded{};
+    HalfScales hs{};
+    HalfScalesLoaded sb_next{}, sb_next2{};
+    if constexpr (!Staged) {
+      hs = half_scales(a, c, local_row);
+      if (blockwise) sb_next = load_half_scales(a, hs, 0);
+      if (blockwise && nkb > 1) sb_next2 = load_half_scales(a, hs, 1);
+    }
     for (int kb = 0; kb < nkb; ++kb, ++it) {
       const int st = s.stage(it);
-      const HalfScalesLoaded sb = sb_next;
-      sb_next = sb_next2;
-      if (blockwise && kb + 2 < nkb) sb_next2 = load_half_scales(a, hs, kb + 2);
+      HalfScalesLoaded sb{};
+      if constexpr (!Staged) {
+        sb = sb_next;
+        sb_next = sb_next2;
+        if (blockwise && kb + 2 < nkb) sb_next2 = load_half_scales(a, hs, kb + 2);
+      }
       mbar_wait(s.full(st), s.parity(it));
       const std::uint32_t a_base = s.a_tile(st) + wg * 64 * 128;
-      float b_half[2] = {0.0f, 0.0f};  // the B scales of the halves, from lanes 0 and 1
+      const std::uint32_t slot = smem_u32(s.scales(st));
+      float b_half[2] = {0.0f, 0.0f};  // the B scales of the halves
+      const auto read_slot = [&] {
+        sb.a0 = ld_shared_f32(slot + 4 * local_row),
+        sb.a1 = ld_shared_f32(slot + 4 * local_row + 32);
+        b_half[0] = ld_shared_f32(slot + 4 * kSlotB),
+        b_half[1] = ld_shared_f32(slot + 4 * kSlotB + 4);
+      };
+      if (Staged && !kSlotReadAfterHalf0) read_slot();
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const std::uint32_t b_base = s.b_tile(st) + h * 128 * 128;
@@ -342,7 +422,8 @@ __device__ void consume_halves(const GemmTmaParams& p, const Ring<256>& s, std::
         for (int j = 0; j < kGemmBlockK / 32; ++j)  // T_kb of the half: four k32 steps from +0
           wgmma_k32<128, AE5, BE5>(t, smem_desc(a_base + j * 32), smem_desc(b_base + j * 32), j);
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        if (blockwise && h == 0)  // while half 0's wgmma runs; every lane of the warp takes part
+        if (Staged && kSlotReadAfterHalf0 && h == 0) read_slot();  // while half 0's wgmma runs
+        if (!Staged && blockwise && h == 0)  // while half 0's wgmma runs; every lane takes part
           b_half[0] = __shfl_sync(0xffffffffu, sb.b, 0),
           b_half[1] = __shfl_sync(0xffffffffu, sb.b, 1);
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
@@ -363,7 +444,7 @@ __device__ void consume_halves(const GemmTmaParams& p, const Ring<256>& s, std::
 
 // The consumer warpgroups: per K block, wait for the stage, run T_kb on it, free it and promote;
 // after the last block, the epilogue stores the tile while the producer already loads the next.
-template <int BN, bool AE5, bool BE5>
+template <int BN, bool AE5, bool BE5, bool MnA>
 __device__ void consume(const GemmTmaParams& p, const Ring<BN>& s, std::int64_t total,
                         int n_tiles) {
   const GemmKernelArgs& a = p.args;
@@ -379,13 +460,14 @@ __device__ void consume(const GemmTmaParams& p, const Ring<BN>& s, std::int64_t 
     // The scales of block kb + 2 are loaded while block kb runs: their latency hides behind two
     // blocks (a load of block kb's own scales would stall its promotion).
     const ScaleRowsA ra = scale_rows_a(a, c, local_row);
-    BlockScalesB sb_next = blockwise ? block_scales<BN>(a, c, ra, 0) : BlockScalesB{};
-    BlockScalesB sb_next2 = blockwise && nkb > 1 ? block_scales<BN>(a, c, ra, 1) : BlockScalesB{};
+    BlockScalesB sb_next = blockwise ? block_scales<BN, MnA>(a, c, ra, 0) : BlockScalesB{};
+    BlockScalesB sb_next2 =
+        blockwise && nkb > 1 ? block_scales<BN, MnA>(a, c, ra, 1) : BlockScalesB{};
     for (int kb = 0; kb < nkb; ++kb, ++it) {
       const int st = s.stage(it);
       const BlockScalesB sb = sb_next;
       sb_next = sb_next2;
-      if (blockwise && kb + 2 < nkb) sb_next2 = block_scales<BN>(a, c, ra, kb + 2);
+      if (blockwise && kb + 2 < nkb) sb_next2 = block_scales<BN, MnA>(a, c, ra, kb + 2);
       mbar_wait(s.full(st), s.parity(it));
       const std::uint32_t a_base = s.a_tile(st) + wg * 64 * 128, b_base = s.b_tile(st);
       fence_regs(t);
@@ -408,29 +490,34 @@ __device__ void consume(const GemmTmaParams& p, const Ring<BN>& s, std::int64_t 
   }
 }
 
-template <int BN, bool AE5, bool BE5>
+// MnA: A's block scales are MN-major (GemmKernelArgs::sa_mn_ld); 256-wide tiles then stage the
+// scales (Staged), 128-wide ones index them by K block.
+template <int BN, bool AE5, bool BE5, bool MnA>
 __global__ void __launch_bounds__(kPipelineThreads, 1)
     grouped_gemm_kernel(const __grid_constant__ GemmTmaParams p) {
-  extern __shared__ std::uint8_t smem_raw[];
-  const Ring<BN> s = Ring<BN>::at(smem_raw);
+  constexpr bool Staged = MnA && BN == 256;
+  extern __shared__ __align__(1024) std::uint8_t smem_raw[];
+  const Ring<BN, Staged> s = Ring<BN, Staged>::at(smem_raw);
   const int n_tiles = int((p.args.N + BN - 1) / BN);
   const std::int64_t total = std::int64_t(p.args.groups.tile_prefix[p.args.groups.count]) * n_tiles;
-  if (threadIdx.x == 0) s.init(false);
+  if (threadIdx.x == 0) Staged ? s.init_full(32) : s.init(false);
   __syncthreads();
   if (threadIdx.x >= kConsumerThreads) {
     setmaxnreg_dec<kProducerRegs>();
-    if (threadIdx.x < kConsumerThreads + 32) produce<BN>(p, s, total, n_tiles);
+    if (threadIdx.x < kConsumerThreads + 32) produce<BN, Staged>(p, s, total, n_tiles);
   } else {
     setmaxnreg_inc<kConsumerRegs>();
     if constexpr (BN == 256)
-      consume_halves<AE5, BE5>(p, s, total, n_tiles);
+      consume_halves<AE5, BE5, Staged>(p, s, total, n_tiles);
     else
-      consume<BN, AE5, BE5>(p, s, total, n_tiles);
+      consume<BN, AE5, BE5, MnA>(p, s, total, n_tiles);
   }
 }
 
-template <int BN, bool AE5, bool BE5>
+template <int BN, bool AE5, bool BE5, bool MnA>
 void launch_typed(const GemmKernelArgs& args, cudaStream_t stream) {
+  constexpr bool Staged = MnA && BN == 256;
+  constexpr int kBytes = Ring<BN, Staged>::kBytes;
   const std::int64_t tiles =
       std::int64_t(args.groups.tile_prefix[args.groups.count]) * ((args.N + BN - 1) / BN);
   if (tiles == 0) return;
@@ -438,23 +525,51 @@ void launch_typed(const GemmKernelArgs& args, cudaStream_t stream) {
   p.args = args;
   p.map_a = fp8_tile_map(args.a, args.K, args.M, kGemmBlockM);
   p.map_b = fp8_tile_map(args.b, args.K, std::int64_t(args.groups.count) * args.N, BN);
-  const auto kernel = grouped_gemm_kernel<BN, AE5, BE5>;
+  const auto kernel = grouped_gemm_kernel<BN, AE5, BE5, MnA>;
   FP8REF_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Ring<BN>::kBytes));
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes));
   const unsigned grid = unsigned(std::min<std::int64_t>(tiles, current_device_sm_count()));
-  kernel<<<grid, kPipelineThreads, Ring<BN>::kBytes, stream>>>(p);
+  kernel<<<grid, kPipelineThreads, kBytes, stream>>>(p);
   FP8REF_CUDA_CHECK(cudaGetLastError());
 }
 
-template <int BN>
+// MnA (GemmKernelArgs::sa_mn_ld > 0, blockwise forward only) on 128- and 256-wide tiles.
+template <int BN, bool MnA = false>
 void launch_tile(const GemmKernelArgs& args, cudaStream_t stream) {
-  if (!args.a_e5m2 && !args.b_e5m2) return launch_typed<BN, false, false>(args, stream);
-  if (!args.a_e5m2 && args.b_e5m2) return launch_typed<BN, false, true>(args, stream);
-  if (args.a_e5m2 && !args.b_e5m2) return launch_typed<BN, true, false>(args, stream);
-  launch_typed<BN, true, true>(args, stream);
+  if constexpr (BN != 192 && !MnA) {
+    if (args.sa_mn_ld > 0) return launch_tile<BN, true>(args, stream);
+  }
+  if (!args.a_e5m2 && !args.b_e5m2) return launch_typed<BN, false, false, MnA>(args, stream);
+  if (!args.a_e5m2 && args.b_e5m2) return launch_typed<BN, false, true, MnA>(args, stream);
+  if (args.a_e5m2 && !args.b_e5m2) return launch_typed<BN, true, false, MnA>(args, stream);
+  launch_typed<BN, true, true, MnA>(args, stream);
+}
+
+// out[kb·ld + r] = in[r·nkb + kb] for r < M, 0 for M <= r < ld: one 32 × 32 tile of (row, K
+// block) a CTA of 32 × 8 threads, through shared memory so that both sides are coalesced.
+__global__ void scales_mn_major_kernel(const float* in, float* out, std::int64_t M, int nkb,
+                                       std::int64_t ld) {
+  __shared__ float tile[32][33];
+  const std::int64_t r0 = std::int64_t(blockIdx.x) * 32;
+  const int k0 = int(blockIdx.y) * 32, x = int(threadIdx.x);
+  for (int i = int(threadIdx.y); i < 32; i += 8) {
+    const std::int64_t r = r0 + i;
+    tile[i][x] = r < M && k0 + x < nkb ? in[r * nkb + k0 + x] : 0.0f;
+  }
+  __syncthreads();
+  for (int i = int(threadIdx.y); i < 32; i += 8)
+    if (k0 + i < nkb && r0 + x < ld) out[std::int64_t(k0 + i) * ld + r0 + x] = tile[x][i];
 }
 
 }  // namespace
+
+void launch_scales_mn_major(const float* in, float* out, std::int64_t M, int nkb, std::int64_t ld,
+                            cudaStream_t stream) {
+  if (ld == 0 || nkb == 0) return;
+  const dim3 grid(unsigned((ld + 31) / 32), unsigned((nkb + 31) / 32)), block(32, 8);
+  scales_mn_major_kernel<<<grid, block, 0, stream>>>(in, out, M, nkb, ld);
+  FP8REF_CUDA_CHECK(cudaGetLastError());
+}
 
 void launch_grouped_gemm(const GemmKernelArgs& args, int block_n, cudaStream_t stream) {
   if (block_n == 256) return launch_tile<256>(args, stream);

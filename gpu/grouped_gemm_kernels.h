@@ -28,7 +28,10 @@ struct GemmGroupTable {
 // Scales (f32 decode scales):
 //   tensorwise: scale_a[0], scale_b[g]
 //   rowwise:    scale_a[r], scale_b[g·N + n]
-//   blockwise:  scale_a[r·sa_row + kb], scale_b[g·sb_group + (n/128)·sb_ntile + kb·sb_kblock]
+//   blockwise:  scale_a[r·sa_row + kb·sa_kb], scale_b[g·sb_group + (n/128)·sb_ntile + kb·sb_kblock]
+// sa_mn_ld > 0: the forward's A scales are MN-major, (K/128, sa_mn_ld) with sa_mn_ld = M rounded
+// up to 4 (ScaleLayoutF32::tma_mn_major): sa_row = 1, sa_kb = sa_mn_ld; 256-wide tiles then stage
+// the block scales in shared memory (docs/gpu_gemm.md §2). 0: row-major, sa_row = K/128, sa_kb = 1.
 struct GemmKernelArgs {
   const std::uint8_t* a;
   const std::uint8_t* b;
@@ -37,6 +40,7 @@ struct GemmKernelArgs {
   void* y;
   std::int64_t M, N, K;
   std::int64_t sa_row, sb_group, sb_ntile, sb_kblock;
+  std::int64_t sa_kb, sa_mn_ld;
   GemmScaleMode mode;
   bool out_bf16;
   bool a_e5m2, b_e5m2;
@@ -47,6 +51,11 @@ struct GemmKernelArgs {
 // output columns of a tile, 128, 192 or 256 (gpu/grouped_gemm.cpp picks it, blockwise 128 or 256,
 // docs/gpu_gemm.md §2).
 void launch_grouped_gemm(const GemmKernelArgs& args, int block_n, cudaStream_t stream);
+
+// Row-major (M, nkb) block scales `in` into the MN-major (nkb, ld) copy `out` (ld >= M, rows
+// M .. ld - 1 zero): the layout GemmKernelArgs::sa_mn_ld describes.
+void launch_scales_mn_major(const float* in, float* out, std::int64_t M, int nkb, std::int64_t ld,
+                            cudaStream_t stream);
 
 // K-grouped wgrad dW[g] (N, K) = C[g] + sum over the tokens t of group g of dY[t, n]·X[t, k], on
 // the token-contiguous copies dYᵀ (N, M) and Xᵀ (K, M) (device pointers). Group g = tokens

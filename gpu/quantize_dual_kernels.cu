@@ -201,32 +201,28 @@ constexpr int kTileBytes = 8 * kThreads * 16;  // one stage: eight chunks a thre
 // data path"). quantize_dual takes dual_tile_kernel (1x128) and dual_quad32_kernel (MX) below.
 template <int W>
 constexpr bool kStaged = W == 32;
-// Form of dual_tile_kernel (quantize_dual, 1x128 + 128x1) per scale kind, three CTAs an SM (80
-// registers) for each, the fastest measured on the H200 (docs/benchmarks.md "Dual pass 3"):
-// deepgemm takes cast_tile_stepped with its fix code hoisted (ue8m0 89.9% of copy in the bench;
-// in the harness 89.3% vs 88.7% for pass 2's stepped form at four CTAs, 87.9% hoisted at four),
-// every other kind cast_tile_lean (te 89.9-90.3% in the bench; 89.7% vs 89.0% for pass 2's form
-// in the harness). Both cast the same values to the same bytes (the oracle's).
-template <ScaleKind K>
-constexpr bool kDualStepped = K == ScaleKind::deepgemm;
+// dual_tile_kernel (quantize_dual, 1x128 + 128x1) casts every kind's tiles by cast_tile_lean at
+// three CTAs an SM (80 registers), the fastest measured on the H200 (docs/benchmarks.md "Dual pass
+// 3", "Dual pass 4"; deepgemm's special tiles are cast again with the fix, see fix_tile).
 constexpr int kDualMinBlocks = 3;
 // Warps a CTA and CTAs an SM of dual_quad32_kernel (quantize_dual, 1x32 + 32x1): four warps, five
 // CTAs (96 registers), the fastest measured on the H200 (docs/benchmarks.md "Dual pass 2").
 constexpr int kQuadWarps = 4, kQuadMinBlocks = 5;
 
-// --- 1x128 + 128x1 tiles of every kind but deepgemm (docs/benchmarks.md "Dual pass 3") --------
+// --- 1x128 + 128x1 tiles (docs/benchmarks.md "Dual pass 3", "Dual pass 4") -------------------
 // One NaN test a thread serves both orientations (its column pass sees each of its elements). The
 // column maxima go to shared memory first, so the column scales (threads 0..127) and the whole row
 // half (row maxima, scales, codes) run between the two barriers, where the row work hides the
-// scales' latency. No overflow flags: only deepgemm's non-saturating cast needs them.
+// scales' latency. The casts carry no overflow code: deepgemm's non-saturating fix runs only on a
+// tile with a NaN or Inf in it (fix_tile), the only tiles whose blocks can pass 464.
 
 // The thread's eight row blocks (rows r0 + rg + 16 s, columns from c0) from its chunk maxima m:
-// reduced over the 16 lanes of the row; lane p < 8 of a half-warp computes and stores slot p's
-// scale, every lane takes its eight factors by shuffles. Returns the lane's own slot's scale.
-template <ScaleKind K>
-__device__ __forceinline__ DevScale row_block_factors(const QuantizeLaunch& q, std::int64_t r0,
-                                                      std::int64_t c0, std::uint32_t (&m)[8],
-                                                      float (&rf)[8]) {
+// reduced over the 16 lanes of the row; lane p < 8 of a half-warp computes and (kStore) stores slot
+// p's scale, every lane takes its eight factors by shuffles.
+template <ScaleKind K, bool kStore>
+__device__ __forceinline__ void row_block_factors(const QuantizeLaunch& q, std::int64_t r0,
+                                                  std::int64_t c0, std::uint32_t (&m)[8],
+                                                  float (&rf)[8]) {
   const int lane = int(threadIdx.x & 31), cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
 #pragma unroll
   for (int s = 0; s < 8; s += 2) {  // two slots a shuffle: 16-bit maxima, packed
@@ -238,15 +234,14 @@ __device__ __forceinline__ DevScale row_block_factors(const QuantizeLaunch& q, s
   const int s = cg % 8;
   const DevScale d = block_scale_of<K>(q.recipe, std::int32_t(pick8(m, s) << 16));
   const std::int64_t r = r0 + rg + 16 * s, c = c0 + 8 * cg;
-  if (cg < 8 && r < q.rows && c < q.cols) store_scale(q.scales, r, c / 128, d);
+  if (kStore && cg < 8 && r < q.rows && c < q.cols) store_scale(q.scales, r, c / 128, d);
 #pragma unroll
   for (int k = 0; k < 8; ++k) rf[k] = __shfl_sync(0xFFFFFFFFu, d.factor, (lane & 16) + k);
-  return d;
 }
 
 // Factors of the thread's eight row blocks (row_block_factors) from maxima with NaN patterns as 0
-// when nan.
-template <ScaleKind K>
+// when nan; kStore: the scales stored too.
+template <ScaleKind K, bool kStore = true>
 __device__ __forceinline__ void lean_row_factors(const QuantizeLaunch& q, std::int64_t r0,
                                                  std::int64_t c0, const uint4 (&v)[8], bool nan,
                                                  float (&rf)[8]) {
@@ -254,20 +249,18 @@ __device__ __forceinline__ void lean_row_factors(const QuantizeLaunch& q, std::i
 #pragma unroll
   for (int s = 0; s < 8; ++s)
     m[s] = fold16(nan ? chunk_max16x2(v[s], Abs16x2NoNan{}) : chunk_max16x2(v[s], Abs16x2{}));
-  row_block_factors<K>(q, r0, c0, m, rf);
+  row_block_factors<K, kStore>(q, r0, c0, m, rf);
 }
 
 // Codes of chunks v[i] into codes (rows r0 + rg + 16 i, columns c0 + 8 cg ..), row i scaled by
-// rf[i] with overflow flag bit (lane & 16) + i of om (kRows), or column c0 + 8 cg + e by rf[e]
-// with flag covf; kFix: deepgemm's non-saturating fix where flagged, else none (every other kind).
-// The store addresses advance a row step at a time behind an asm barrier (not all held from the
-// loads on: 80 registers).
+// rf[i] (kRows), or column c0 + 8 cg + e by rf[e]; kFix: deepgemm's non-saturating fix on every
+// element (it changes only |y| > 464), else none. The store addresses advance a row step at a
+// time behind an asm barrier (not all held from the loads on: 80 registers).
 template <bool kRows, bool kFix>
 __device__ __forceinline__ void cast_codes(const QuantizeLaunch& q, std::uint8_t* codes,
                                            std::int64_t r0, std::int64_t r1, std::int64_t c0,
-                                           const uint4 (&v)[8], const float (&rf)[8],
-                                           std::uint32_t om, bool covf) {
-  const int lane = int(threadIdx.x & 31), cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
+                                           const uint4 (&v)[8], const float (&rf)[8]) {
+  const int cg = int(threadIdx.x % 16), rg = int(threadIdx.x / 16);
   std::uint8_t* p = codes + (r0 + rg) * q.cols + c0 + 8 * cg;
   const std::int64_t step = 16 * q.cols;
   const bool live = c0 + 8 * cg < q.cols;
@@ -278,10 +271,9 @@ __device__ __forceinline__ void cast_codes(const QuantizeLaunch& q, std::uint8_t
       if constexpr (kRows) {
         std::uint32_t f[8];
         unpack_bf16(v[i], f);
-        const bool ov = kFix && ((om >> ((lane & 16) + i)) & 1u);
-        *reinterpret_cast<uint2*>(p) = cast8(q.recipe, DevScale{0.0f, rf[i], false, 0, ov}, f);
+        *reinterpret_cast<uint2*>(p) = cast8(q.recipe, DevScale{0.0f, rf[i], false, 0, kFix}, f);
       } else {
-        *reinterpret_cast<uint2*>(p) = cast8_cols(q.recipe, rf, kFix && covf, v[i]);
+        *reinterpret_cast<uint2*>(p) = cast8_cols(q.recipe, rf, kFix, v[i]);
       }
     }
     p += step;
@@ -289,15 +281,41 @@ __device__ __forceinline__ void cast_codes(const QuantizeLaunch& q, std::uint8_t
   }
 }
 
-// One tile of quantize_dual in registers v (block row br, rows [r0, r1) of at most 128, columns
-// from c0) reduced and cast, its 1x128 row blocks (dl.row) and 128x1 column blocks (dl.col); the
-// shared arrays are the step's own (parity).
+// deepgemm's special tile (block row br, column tile ct: a NaN or Inf in it) after cast_tile_lean
+// wrote it without the fix: both orientations' codes cast again with the fix on every element. A
+// block without NaN or Inf cannot pass 464 (its amax times its factor is 448 to a few ulps), so
+// only these tiles can differ. Everything is derived again (the tile from global memory, the NaN
+// test, the row factors; the column factors from shared memory), so the usual path keeps nothing
+// live for this one.
 template <ScaleKind K>
+__device__ __forceinline__ void fix_tile(const DualLaunch& dl, int br, int ct,
+                                         const float* colfac) {
+  const QuantizeLaunch& q = dl.col;
+  const int cg = int(threadIdx.x % 16);
+  const std::int64_t r0 = std::int64_t(br) * 128, c0 = std::int64_t(ct) * 128;
+  const std::int64_t r1 = r0 + 128 < q.rows ? r0 + 128 : q.rows;
+  uint4 v[8];
+  load_tile<128>(q, r0, r1, c0, v);
+  std::uint32_t cm[1][4];
+  const bool nan = q.recipe.ignore_nan && has_nan16x2(column_pass<128>(v, Abs16x2{}, cm));
+  float f[8];
+  lean_row_factors<K, false>(dl.row, r0, c0, v, nan, f);
+  cast_codes<true, true>(q, dl.row.codes, r0, r1, c0, v, f);
+#pragma unroll
+  for (int e = 0; e < 8; ++e) f[e] = colfac[8 * cg + e];
+  cast_codes<false, true>(q, q.codes, r0, r1, c0, v, f);
+}
+
+// One tile of quantize_dual in registers v (block row br, rows [r0, r1) of at most 128, columns
+// from c0) reduced and cast, its 1x128 row blocks (dl.row) and 128x1 column blocks
+// (dl.col); the shared arrays are the step's own (parity). deepgemm: whether the tile is special
+// (a NaN or Inf pattern in it; every tile for e5m2, whose blocks pass 464) comes with the first
+// barrier (__syncthreads_or), and a special tile is cast again by fix_tile.
+template <ScaleKind K, bool kE4m3>
 __device__ __forceinline__ void cast_tile_lean(const DualLaunch& dl, std::int64_t br,
                                                std::int64_t r0, std::int64_t r1, std::int64_t c0,
                                                const uint4 (&v)[8], std::uint32_t (*colmax)[64],
                                                float* colfac) {
-  static_assert(K != ScaleKind::deepgemm, "deepgemm: cast_tile_stepped (overflow flags)");
   const QuantizeLaunch& q = dl.col;
   const int lane = int(threadIdx.x & 31), cg = int(threadIdx.x % 16);
   std::uint32_t cm[1][4];
@@ -309,7 +327,11 @@ __device__ __forceinline__ void cast_tile_lean(const DualLaunch& dl, std::int64_
     const std::uint32_t c = max_u16x2(cm[0][w], __shfl_xor_sync(0xFFFFFFFFu, cm[0][w], 16));
     if (lane < 16) colmax[threadIdx.x / 32][cg * 4 + w] = c;
   }
-  __syncthreads();
+  bool special = false;
+  if constexpr (K == ScaleKind::deepgemm)
+    special = __syncthreads_or(!kE4m3 || (any & 0xFFFFu) >= 0x7F80u || (any >> 16) >= 0x7F80u);
+  else
+    __syncthreads();
   if (threadIdx.x < 128) {  // column col's scale from the eight warps' maxima
     const int col = int(threadIdx.x);
     std::uint32_t mm = 0;
@@ -322,63 +344,12 @@ __device__ __forceinline__ void cast_tile_lean(const DualLaunch& dl, std::int64_
   }
   float f[8];
   lean_row_factors<K>(dl.row, r0, c0, v, nan, f);
-  cast_codes<true, false>(q, dl.row.codes, r0, r1, c0, v, f, 0, false);
+  cast_codes<true, false>(q, dl.row.codes, r0, r1, c0, v, f);
   __syncthreads();
 #pragma unroll
   for (int e = 0; e < 8; ++e) f[e] = colfac[8 * cg + e];
-  cast_codes<false, false>(q, q.codes, r0, r1, c0, v, f, 0, false);
-}
-
-// --- deepgemm's 1x128 + 128x1 tiles (docs/benchmarks.md "Dual pass 2", "Dual pass 3") ----------
-// The row half first, the two barriers around the column scales, the code stores' addresses
-// advanced a row step at a time behind an asm barrier (not all held from the loads on). The
-// non-saturating fix sits in a second copy of each cast loop, taken only when a lane of the warp
-// has a block that may pass 464 (a NaN or Inf in it), so the usual path carries no fix code; the
-// row blocks' overflow flags travel as one ballot.
-
-// Factors of the thread's eight row blocks (row_block_factors) from pass 2's maxima (each chunk
-// its own NaN test). Returns the ballot of the owners' overflow flags (slot s of this half-warp:
-// bit (lane & 16) + s).
-template <ScaleKind K>
-__device__ __forceinline__ std::uint32_t stepped_row_factors(const QuantizeLaunch& q,
-                                                             std::int64_t r0, std::int64_t c0,
-                                                             const uint4 (&v)[8], float (&rf)[8]) {
-  std::uint32_t m[8];
-#pragma unroll
-  for (int s = 0; s < 8; ++s) {
-    const uint4 one[1] = {v[s]};
-    m[s] = chunks_max16(one, q.recipe.ignore_nan);
-  }
-  return __ballot_sync(0xFFFFFFFFu, row_block_factors<K>(q, r0, c0, m, rf).may_overflow);
-}
-
-// deepgemm's tile in registers v (block row br, rows [r0, r1), columns from c0): both
-// orientations; the shared arrays are the step's own (parity).
-template <ScaleKind K>
-__device__ __forceinline__ void cast_tile_stepped(const DualLaunch& dl, std::int64_t br,
-                                                  std::int64_t r0, std::int64_t r1, std::int64_t c0,
-                                                  const uint4 (&v)[8],
-                                                  std::uint32_t (*colmax)[Tile<128>::kCols / 2],
-                                                  float* colfac, std::uint8_t* colovf) {
-  const QuantizeLaunch& q = dl.col;
-  const int cg = int(threadIdx.x % 16);
-  float f[8];
-  const std::uint32_t om = stepped_row_factors<K>(dl.row, r0, c0, v, f);
-  if (om != 0)
-    cast_codes<true, true>(q, dl.row.codes, r0, r1, c0, v, f, om, false);
-  else
-    cast_codes<true, false>(q, dl.row.codes, r0, r1, c0, v, f, 0, false);
-  column_maxima<128>(v, q.recipe.ignore_nan, colmax);
-  __syncthreads();
-  column_scales<128, K>(q, br, c0, colmax, colfac, colovf);
-  __syncthreads();
-  bool ovf = false;
-#pragma unroll
-  for (int e = 0; e < 8; ++e) f[e] = colfac[8 * cg + e], ovf |= colovf[8 * cg + e] != 0;
-  if (__any_sync(0xFFFFFFFFu, ovf))
-    cast_codes<false, true>(q, q.codes, r0, r1, c0, v, f, 0, ovf);
-  else
-    cast_codes<false, false>(q, q.codes, r0, r1, c0, v, f, 0, false);
+  cast_codes<false, false>(q, q.codes, r0, r1, c0, v, f);
+  if (K == ScaleKind::deepgemm && special) fix_tile<K>(dl, int(br), int(c0 / 128), colfac);
 }
 
 // CTAs over tiles: tile it = block row br (rows [r0, r1), at most W) x column tile ct, its
@@ -455,15 +426,14 @@ __global__ void __launch_bounds__(kThreads, kStaged<W> ? 2 : 3) column_tile_kern
 // blockIdx.y: block row; a grid smaller than the tile grid strides over both), so no division
 // sits before the loads, which go straight into registers; kMinBlocks CTAs an SM. The element
 // format is a constant (kE4m3: one cvt a pair, not both formats predicated), and a grid with a
-// CTA a tile runs a copy of the body without loop state (fewer registers). kStepped: the tile is
-// cast by cast_tile_stepped (deepgemm), else by cast_tile_lean.
-template <int W, ScaleKind K, bool kE4m3, bool kStepped, int kMinBlocks>
+// CTA a tile runs a copy of the body without loop state (fewer registers). Each tile is cast by
+// cast_tile_lean.
+template <int W, ScaleKind K, bool kE4m3, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) dual_tile_kernel(DualLaunch launch) {
   static_assert(W == 128, "1x128 + 128x1 tiles");
   using TL = Tile<W>;
   __shared__ std::uint32_t colmax[2][kThreads / 32][TL::kCols / 2];
   __shared__ __align__(16) float colfac[2][TL::kCols];
-  __shared__ std::uint8_t colovf[2][TL::kCols];
   DualLaunch dl = launch;
   dl.row.recipe.e4m3 = dl.col.recipe.e4m3 = kE4m3;
   const QuantizeLaunch& q = dl.col;
@@ -473,10 +443,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) dual_tile_kernel(DualLau
     const std::int64_t r1 = r0 + W < q.rows ? r0 + W : q.rows;
     uint4 v[8];
     load_tile<W>(q, r0, r1, c0, v);
-    if constexpr (kStepped)
-      cast_tile_stepped<K>(dl, blockIdx.y, r0, r1, c0, v, colmax[0], colfac[0], colovf[0]);
-    else
-      cast_tile_lean<K>(dl, blockIdx.y, r0, r1, c0, v, colmax[0], colfac[0]);
+    cast_tile_lean<K, kE4m3>(dl, blockIdx.y, r0, r1, c0, v, colmax[0], colfac[0]);
     return;
   }
   int parity = 0;
@@ -486,10 +453,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) dual_tile_kernel(DualLau
       const std::int64_t r1 = r0 + W < q.rows ? r0 + W : q.rows;
       uint4 v[8];
       load_tile<W>(q, r0, r1, c0, v);
-      if constexpr (kStepped)
-        cast_tile_stepped<K>(dl, br, r0, r1, c0, v, colmax[parity], colfac[parity], colovf[parity]);
-      else
-        cast_tile_lean<K>(dl, br, r0, r1, c0, v, colmax[parity], colfac[parity]);
+      cast_tile_lean<K, kE4m3>(dl, br, r0, r1, c0, v, colmax[parity], colfac[parity]);
     }
 }
 
@@ -744,9 +708,8 @@ void launch_dual_tiles(const DualLaunch& dl) {
     launch_column_tiles<128, K, true>(dl);
     return;
   }
-  constexpr bool stepped = kDualStepped<K>;
-  const auto kernel = q.recipe.e4m3 ? dual_tile_kernel<128, K, true, stepped, kDualMinBlocks>
-                                    : dual_tile_kernel<128, K, false, stepped, kDualMinBlocks>;
+  const auto kernel = q.recipe.e4m3 ? dual_tile_kernel<128, K, true, kDualMinBlocks>
+                                    : dual_tile_kernel<128, K, false, kDualMinBlocks>;
   kernel<<<dual_grid(nct, q.block_rows, q.max_blocks), kThreads, 0, q.stream>>>(dl);
 }
 

@@ -20,18 +20,25 @@ static_assert(kConsumerThreads * kConsumerRegs + 128 * kProducerRegs <= 65536);
 
 // Shared memory: kStages × (A tile, B tile) at 1024-byte aligned offsets (the 128-byte swizzle
 // repeats every 8 rows of 128 bytes), the scales of each stage, then full[] and empty[].
-template <int ATile, int BTile, int Stages, int ScaleFloats>
+// AlignedBase: the dynamic shared memory is declared 1024-aligned, so no alignment slack is
+// reserved (a ring that must stay inside the 196 KB carveout, docs/gpu_gemm.md §2); `at` traps on
+// a base that is not.
+template <int ATile, int BTile, int Stages, int ScaleFloats, bool AlignedBase = false>
 struct StageRing {
   static constexpr int kStages = Stages;
   static constexpr int kStageBytes = ATile + BTile;
   static_assert(ATile % 1024 == 0 && BTile % 1024 == 0);
   static constexpr int kScales = kStages * kStageBytes;
   static constexpr int kBars = kScales + kStages * ScaleFloats * 4;
-  static constexpr int kBytes = kBars + 2 * kStages * 8 + 1024;  // + alignment to 1024
+  static constexpr int kBytes = kBars + 2 * kStages * 8 + (AlignedBase ? 0 : 1024);
   std::uint8_t* base;
   __device__ static StageRing at(std::uint8_t* raw) {
-    return {reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(raw) + 1023) &
-                                            ~std::uintptr_t(1023))};
+    const auto p = reinterpret_cast<std::uintptr_t>(raw);
+    if constexpr (AlignedBase) {
+      if (p % 1024 != 0) __trap();
+      return {raw};
+    }
+    return {reinterpret_cast<std::uint8_t*>((p + 1023) & ~std::uintptr_t(1023))};
   }
   __device__ std::uint32_t a_tile(int s) const { return smem_u32(base + s * kStageBytes); }
   __device__ std::uint32_t b_tile(int s) const { return a_tile(s) + ATile; }
@@ -41,9 +48,11 @@ struct StageRing {
   __device__ std::uint32_t full(int s) const { return smem_u32(base + kBars) + 8 * s; }
   __device__ std::uint32_t empty(int s) const { return full(kStages + s); }
   // Thread 0 initialises the barriers; the caller then synchronises the CTA.
-  __device__ void init(bool scale_copies) const {
+  __device__ void init(bool scale_copies) const { init_full(scale_copies ? 33 : 1); }
+  // The same with `full_arrivals` arrivals completing a `full` phase (besides its TMA bytes).
+  __device__ void init_full(int full_arrivals) const {
     for (int s = 0; s < kStages; ++s)
-      mbar_init(full(s), scale_copies ? 33 : 1), mbar_init(empty(s), kConsumerWarps);
+      mbar_init(full(s), full_arrivals), mbar_init(empty(s), kConsumerWarps);
     mbar_init_fence();
   }
   // Stage and phase parity of the it-th block of the CTA (producer and consumers count alike).

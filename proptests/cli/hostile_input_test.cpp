@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "hostile_files.h"
 
@@ -93,6 +94,28 @@ TEST_F(Hostile, FuzzThreadCountOutsideItsRangeIsRefused) {
   for (const char* n : {"100000", "0", "-1", "1e3"})
     expect_refused(check({"fuzz", "--threads", n, "--cases", "1", "--quiet"}),
                    std::string("--threads ") + n);
+}
+
+// The summary's total row says what its suites did: a GPU suite run where it is skipped (no
+// device, no CUDA build) must not total "passed"; where it ran, its row and the total agree.
+TEST_F(Hostile, FuzzTotalOfSkippedSuitesSaysSkipped) {
+  if (!have_fuzz()) GTEST_SKIP() << "fp8-check built without `fuzz` (no RapidCheck)";
+  const LimitedRun r = check({"fuzz", "--suite", "gpu.pad", "--cases", "2"}, 120s);
+  ASSERT_FALSE(r.timed_out);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto status_of = [&](const std::string& row) {
+    const auto at = r.out.find("\n" + row + " ");
+    if (at == std::string::npos) return std::string("(no row " + row + ")");
+    std::istringstream line(r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1));
+    std::string name, label, status;
+    line >> name >> label;
+    if (row == "total") return label;  // the total row has no label column
+    line >> status;
+    return status;
+  };
+  const std::string suite = status_of("gpu.pad");
+  EXPECT_TRUE(suite == "skipped" || suite == "passed") << r.out;
+  EXPECT_EQ(status_of("total"), suite) << r.out;
 }
 
 // --- hangs and memory blow-ups ------------------------------------------------------------------

@@ -8,6 +8,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <bit>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -197,6 +198,27 @@ TEST(GpuGroupedGemm, ManyWavesEqualTheGpuOracle) {
   }
 }
 
+// Blockwise A scales passed MN-major (DeviceGemmOperands::scale_a_layout = tma_mn_major,
+// docs/gpu_gemm.md §2) equal the declared model bitwise: 256-wide tiles that stage them (N = 256;
+// N = 2176, whose last tile's second half is past N), 128-wide tiles that index them (N = 1152),
+// forward and masked, groups of 1, 77, 128, 129 and 300 rows (group ends inside a 128-row tile),
+// empty groups, padding rows, M not a multiple of 4, e4m3 and e5m2, bf16 and f32.
+TEST(GpuGroupedGemm, MnMajorScalesEqualTheModel) {
+  FP8REF_REQUIRE_DEVICE();
+  const gen::GroupSizes gs = sizes({0, 300, 1, 128, 0, 77, 129, 0}, 6);
+  for (std::int64_t N : {256, 2176, 1152})
+    for (GemmOp op : {GemmOp::forward, GemmOp::masked})
+      for (auto [fa, fb] : {std::pair{Format::e4m3, Format::e4m3}, {Format::e5m2, Format::e4m3}})
+        for (OutDtype out : {OutDtype::bf16, OutDtype::f32}) {
+          GpuGemmCase c = make_case(op, Scaling::blockwise, fa, fb, out, gs, N, 384);
+          c.sa_layout = ScaleLayoutF32::tma_mn_major;  // fuzz::mn_major_scales_a, padding NaN
+          const auto want = fuzz::oracle_gemm_bits(c);
+          ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
+          EXPECT_EQ(fuzz::first_gemm_mismatch(c, fuzz::kernel_gemm_bits(c), want), "")
+              << fuzz::describe(c);
+        }
+}
+
 // Merged gate/up: B = concat(W1, W3) along N (N = 2H, H % 128 == 0) gives, column half by column
 // half, the bits of the two separate forwards.
 TEST(GpuGroupedGemm, MergedGateUpEqualsTwoForwards) {
@@ -259,6 +281,16 @@ TEST(GpuGroupedGemm, BadInputIsRefusedBeforeAnyLaunch) {
   refused(ok, {256}, y, "offsets of the wrong length");
   refused(ok, offs, {OutDtype::f16, py, 256 * 256}, "f16 output");
   refused(ok, offs, {OutDtype::bf16, py, 100}, "output of the wrong size");
+  // A's scales MN-major (docs/gpu_gemm.md §1): blockwise only, of K/128 · align(M, 4) entries,
+  // 16-byte aligned; no other layout.
+  op = ok, op.scale_a_layout = ScaleLayoutF32::col_major,
+  refused(op, offs, y, "col_major A scales");
+  op = ok, op.scaling = Scaling::rowwise, op.scale_a_size = 256, op.scale_b_size = 2 * 256;
+  op.scale_a_layout = ScaleLayoutF32::tma_mn_major, refused(op, offs, y, "rowwise MN-major scales");
+  op = ok, op.M = 254, op.scale_a_size = 254 * 4, op.scale_a_layout = ScaleLayoutF32::tma_mn_major;
+  refused(op, {100, 254}, {OutDtype::bf16, py, 254 * 256}, "MN-major scales without padding");
+  op = ok, op.scale_a_layout = ScaleLayoutF32::tma_mn_major, op.scale_a = pf + 1;
+  refused(op, offs, y, "misaligned MN-major scales");
   const gpu::DeviceDgradOperands d{256,          256, 512, 2,           Format::e4m3,
                                    Format::e4m3, p8,  p8,  BLayout::nk, Scaling::rowwise,
                                    pf,           256, pf,  2 * 512};

@@ -134,16 +134,17 @@ TEST(GpuQuantizeDual, GridSizeChangesNoBit) {
   FP8REF_REQUIRE_DEVICE();
   const Recipe te{RecipeKind::te, Format::e4m3, Runtime::cuda_kernel, false, 0.0f};
   const Recipe mx{RecipeKind::mx_rceil, Format::e4m3, Runtime::cuda_kernel, false, 0.0f};
-  // deepgemm takes the stepped-address form of the 1x128 tile kernel, te the other form
-  // (gpu/quantize_dual_kernels.cu kDualStepped): both through the strided grid loop.
+  // deepgemm: its tiles with a NaN or Inf (value class nan_inf, variant 5) are cast again with
+  // the non-saturating fix (gpu/quantize_dual_kernels.cu fix_tile), also in the strided grid loop.
   const Recipe dg{RecipeKind::deepgemm, Format::e4m3, Runtime::torch_cuda, true, 0.0f};
   // MX with row-major E8M0 scales takes the packed row-scale stores (a barrier a grid step).
   for (const Recipe& r : {te, dg, mx})
     for (ScaleLayoutE8m0 e8l : {ScaleLayoutE8m0::blocked_128x4, ScaleLayoutE8m0::row_major})
-      for (int blocks : {1, 3, 7, 0}) {  // 7: a grid stride that leaves a tail
-        const Case c{r, Source::bf16, 384, 512, ScaleLayoutF32::tma_mn_major, e8l, 9};
-        EXPECT_EQ(compare_dual(c, {blocks}), "") << name_of(c) << " with " << blocks << " blocks";
-      }
+      for (int variant : {9, 5})           // value classes near_max, nan_inf
+        for (int blocks : {1, 3, 7, 0}) {  // 7: a grid stride that leaves a tail
+          const Case c{r, Source::bf16, 384, 512, ScaleLayoutF32::tma_mn_major, e8l, variant};
+          EXPECT_EQ(compare_dual(c, {blocks}), "") << name_of(c) << " with " << blocks << " blocks";
+        }
 }
 
 TEST(GpuQuantizeDual, BadInputIsRefusedBeforeAnyLaunch) {

@@ -1,12 +1,12 @@
 // fp8ref_gpu_gemm_bench: the FP8 grouped GEMM kernel (gpu/grouped_gemm.h) on the MoE layer shape
 // M = 32768 tokens, E = 8 experts, N = 2048, K = 7168 with balanced, Zipf-skewed and two-empty
-// expert loads: forward (blockwise, rowwise, tensorwise) and dgrad (blockwise), TFLOP/s each
-// (docs/benchmarks.md). `--csv FILE` writes the timings for bench/gpu_gemm_torch.py, which times
-// the torch peers in the same session and prints the ratios; `--check` compares every output
-// (wgrad included) with the GPU oracle bitwise after the timing; `--wgrad-only` times forward
-// blockwise (the reference of wgrad's ratio) and wgrad alone, wgrad also on `shift16` and
-// `shift32`, balanced loads whose groups start 16 / 32 tokens past a multiple of 128
-// (docs/benchmarks.md). A program that prints ratios, not a test.
+// expert loads: forward (blockwise, blockwise_mn = blockwise with A's scales passed MN-major,
+// rowwise, tensorwise) and dgrad (blockwise), TFLOP/s each (docs/benchmarks.md). `--csv FILE`
+// writes the timings for bench/gpu_gemm_torch.py, which times the torch peers in the same session
+// and prints the ratios; `--check` compares every output (wgrad included) with the GPU oracle
+// bitwise after the timing; `--wgrad-only` times forward blockwise (the reference of wgrad's ratio)
+// and wgrad alone, wgrad also on `shift16` and `shift32`, balanced loads whose groups start 16 / 32
+// tokens past a multiple of 128 (docs/benchmarks.md). A program that prints ratios, not a test.
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -102,7 +102,18 @@ std::vector<float> random_scales(std::size_t n, std::uint64_t seed) {
 struct Config {
   const char* op;  // forward or dgrad
   Scaling scaling;
+  bool mn_major = false;  // blockwise forward: A scales passed MN-major (tma_mn_major)
+  const char* label() const { return mn_major ? "blockwise_mn" : to_string(scaling); }
 };
+
+// Row-major (M, nkb) 1x128 scales as the tma_mn_major copy (nkb, align(M, 4)), padding zero.
+std::vector<float> mn_major(const std::vector<float>& v, std::int64_t rows, std::int64_t nkb) {
+  const std::int64_t ld = (rows + 3) / 4 * 4;
+  std::vector<float> t(std::size_t(nkb * ld), 0.0f);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t k = 0; k < nkb; ++k) t[std::size_t(k * ld + r)] = v[std::size_t(r * nkb + k)];
+  return t;
+}
 
 struct Host {
   std::vector<std::uint8_t> a, b;  // A (M, K), B (E, N, K); dgrad: dY (M, N), W (E, K, N)
@@ -139,7 +150,8 @@ std::pair<double, std::int64_t> run(const Config& c, const Host& h,
                                     const std::vector<std::int64_t>& offs, bool check) {
   const bool dgrad = std::strcmp(c.op, "dgrad") == 0;
   const std::int64_t out_cols = dgrad ? kK : kN;
-  DeviceArray a(h.a), b(h.b), sa(h.sa), sb(h.sb), y(std::size_t(kM * out_cols) * 2);
+  const std::vector<float> sa_h = c.mn_major ? mn_major(h.sa, kM, kK / 128) : h.sa;
+  DeviceArray a(h.a), b(h.b), sa(sa_h), sb(h.sb), y(std::size_t(kM * out_cols) * 2);
   const gpu::DeviceGemmOutput out{OutDtype::bf16, y.p, kM * out_cols};
   std::function<void()> launch;
   if (dgrad) {
@@ -159,19 +171,21 @@ std::pair<double, std::int64_t> run(const Config& c, const Host& h,
                                      std::int64_t(h.sb.size())};
     launch = [=] { gpu::grouped_gemm_dgrad(d, offs, out, nullptr); };
   } else {
-    const gpu::DeviceGemmOperands f{kM,
-                                    kN,
-                                    kK,
-                                    kE,
-                                    Format::e4m3,
-                                    Format::e4m3,
-                                    a.as<std::uint8_t>(),
-                                    b.as<std::uint8_t>(),
-                                    c.scaling,
-                                    sa.as<float>(),
-                                    std::int64_t(h.sa.size()),
-                                    sb.as<float>(),
-                                    std::int64_t(h.sb.size())};
+    const gpu::DeviceGemmOperands f{
+        kM,
+        kN,
+        kK,
+        kE,
+        Format::e4m3,
+        Format::e4m3,
+        a.as<std::uint8_t>(),
+        b.as<std::uint8_t>(),
+        c.scaling,
+        sa.as<float>(),
+        std::int64_t(sa_h.size()),
+        sb.as<float>(),
+        std::int64_t(h.sb.size()),
+        c.mn_major ? ScaleLayoutF32::tma_mn_major : ScaleLayoutF32::row_major};
     launch = [=] { gpu::grouped_gemm_forward(f, offs, out, nullptr); };
   }
   const double ms = time_ms(launch);
@@ -255,8 +269,9 @@ std::pair<double, std::int64_t> run_wgrad(std::vector<std::int64_t> offs, bool c
 void bench_forward_dgrad(bool check, bool wgrad_only, FILE* csv) {
   const double flop = 2.0 * double(kM) * double(kN) * double(kK);
   std::vector<Config> configs = {
-      Config{"forward", Scaling::blockwise}, Config{"forward", Scaling::rowwise},
-      Config{"forward", Scaling::tensorwise}, Config{"dgrad", Scaling::blockwise}};
+      Config{"forward", Scaling::blockwise}, Config{"forward", Scaling::blockwise, true},
+      Config{"forward", Scaling::rowwise}, Config{"forward", Scaling::tensorwise},
+      Config{"dgrad", Scaling::blockwise}};
   if (wgrad_only) configs.resize(1);
   for (const Config& c : configs) {
     const Host h = make_host(c);
@@ -264,7 +279,7 @@ void bench_forward_dgrad(bool check, bool wgrad_only, FILE* csv) {
       const auto offs = expert_offs(dist);
       const auto [ms, diffs] = run(c, h, offs, check);
       const double tf = flop / (ms * 1e-3) / 1e12;
-      std::printf("%-8s %-11s %-10s %9.3f %9.1f %s\n", c.op, to_string(c.scaling), dist, ms, tf,
+      std::printf("%-8s %-12s %-10s %9.3f %9.1f %s\n", c.op, c.label(), dist, ms, tf,
                   diffs < 0 ? "" : std::to_string(diffs).c_str());
       if (csv) {
         std::string o;
@@ -272,8 +287,7 @@ void bench_forward_dgrad(bool check, bool wgrad_only, FILE* csv) {
           if (!o.empty()) o += ' ';
           o += std::to_string(x);
         }
-        std::fprintf(csv, "%s,%s,%s,%s,%.4f,%.2f\n", c.op, to_string(c.scaling), dist, o.c_str(),
-                     ms, tf);
+        std::fprintf(csv, "%s,%s,%s,%s,%.4f,%.2f\n", c.op, c.label(), dist, o.c_str(), ms, tf);
       }
     }
   }
@@ -288,7 +302,7 @@ void bench_wgrad(bool check, bool shift16, FILE* csv) {
   for (const char* dist : loads) {
     const auto [ms, diffs] = run_wgrad(expert_offs(dist), check);
     const double tf = flop / (ms * 1e-3) / 1e12;
-    std::printf("%-8s %-11s %-10s %9.3f %9.1f %s\n", "wgrad", "blockwise", dist, ms, tf,
+    std::printf("%-8s %-12s %-10s %9.3f %9.1f %s\n", "wgrad", "blockwise", dist, ms, tf,
                 diffs < 0 ? "" : (std::to_string(diffs) + " (f32 C and dW)").c_str());
     if (csv) {
       std::string o;
@@ -325,7 +339,7 @@ int main(int argc, char** argv) {
   std::printf("%s; M=%lld E=%lld N=%lld K=%lld, e4m3, bf16 output\n",
               gpu::device_description().c_str(), (long long)kM, (long long)kE, (long long)kN,
               (long long)kK);
-  std::printf("%-8s %-11s %-10s %9s %9s %s\n", "op", "scaling", "load", "ms", "TFLOP/s",
+  std::printf("%-8s %-12s %-10s %9s %9s %s\n", "op", "scaling", "load", "ms", "TFLOP/s",
               check ? "mismatches vs GPU oracle" : "");
   FILE* csv = csv_path.empty() ? nullptr : std::fopen(csv_path.c_str(), "w");
   if (csv) std::fprintf(csv, "op,scaling,load,offs,ms,tflops\n");

@@ -105,7 +105,7 @@ def main():
         else:
             cmp = ["_scaled_grouped_mm rowwise", "bf16 _grouped_mm", "per-expert _scaled_mm loop"]
         parts = [f"{c}: {p[(c, offs)]:.0f} ({tf / p[(c, offs)]:.2f}x)" for c in cmp]
-        if r["op"] == "forward" and r["scaling"] == "blockwise":
+        if r["op"] == "forward" and r["scaling"].startswith("blockwise"):
             d = p["dense blockwise _scaled_mm"]
             parts.append(f"dense blockwise _scaled_mm: {d:.0f} ({tf / d:.2f}x)")
         if r["op"] == "wgrad" and r["load"] in fwd:

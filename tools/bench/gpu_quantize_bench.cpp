@@ -139,8 +139,8 @@ void fused_rows(const Buffers& b, std::vector<Row>& rows) {
   const Recipe mx{RecipeKind::mx_rceil, Format::e4m3, Runtime::cuda_kernel, false, 0};
   ms = time_ms([&] { gpu::quantize_dual(x, mx, row, col, nullptr); });
   rows.push_back({"dual 1x32 + 32x1 mx_rceil", ms, in + 2 * codes + 2 * kM * kK / 32.0});
-  // The other dual forms (docs/recipes.md): deepgemm's power-of-two f32 scales (the stepped 1x128
-  // tile form) and MX floor scales.
+  // The other dual forms (docs/recipes.md): deepgemm's power-of-two f32 scales (the 1x128 tile
+  // form of te, its tiles with a NaN or Inf cast again with the fix) and MX floor scales.
   const Recipe dg{RecipeKind::deepgemm, Format::e4m3, Runtime::torch_cuda, true, 0};
   ms = time_ms([&] { gpu::quantize_dual(x, dg, row, col, nullptr); });
   rows.push_back(

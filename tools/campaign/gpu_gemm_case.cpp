@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <random>
 #include <stdexcept>
 
@@ -132,10 +133,17 @@ bool operands_nonzero(const GpuGemmCase& c) {
 
 GpuGemmCase make_gpu_gemm_case(GemmOp op, const gen::GroupSizes& gs, std::int64_t N, std::int64_t K,
                                Format fa, Format fb, Scaling scaling, OutDtype out,
-                               gen::ValueClass va, gen::ValueClass vb, std::uint64_t seed) {
+                               gen::ValueClass va, gen::ValueClass vb, std::uint64_t seed,
+                               ScaleLayoutF32 sa_layout) {
+  const bool forward = op == GemmOp::forward || op == GemmOp::masked;
+  if (sa_layout != ScaleLayoutF32::row_major &&
+      !(sa_layout == ScaleLayoutF32::tma_mn_major && forward && scaling == Scaling::blockwise))
+    throw std::invalid_argument("gpu.grouped_gemm case: A scales " +
+                                std::string(to_string(sa_layout)) +
+                                " need a blockwise forward or masked case (row_major otherwise)");
   GpuGemmCase c;
   c.op = op, c.gs = gs, c.N = N, c.K = K, c.fa = fa, c.fb = fb, c.scaling = scaling, c.out = out;
-  c.va = va, c.vb = vb, c.seed = seed;
+  c.va = va, c.vb = vb, c.seed = seed, c.sa_layout = sa_layout;
   c.desc = op == GemmOp::masked ? cases::Desc::masked : cases::Desc::offs;
   set_rows(c);
   std::mt19937_64 rng(seed + 1);
@@ -165,6 +173,11 @@ GpuGemmCase draw_gpu_gemm_case(std::int64_t max_total) {
   const std::int64_t K = 128 * *rc::gen::element<std::int64_t>(1, 2, 3, 4, 7);
   auto scaling = *rc::gen::element(Scaling::blockwise, Scaling::rowwise, Scaling::tensorwise);
   if (op == GemmOp::wgrad && scaling == Scaling::rowwise) scaling = Scaling::blockwise;
+  // Blockwise forward / masked: A's scales row-major or MN-major, half and half.
+  const auto sa_layout = (op == GemmOp::forward || op == GemmOp::masked) &&
+                                 scaling == Scaling::blockwise && *rc::gen::arbitrary<bool>()
+                             ? ScaleLayoutF32::tma_mn_major
+                             : ScaleLayoutF32::row_major;
   const auto fa = *rc::gen::element(Format::e4m3, Format::e5m2);
   const auto fb = *rc::gen::element(Format::e4m3, Format::e5m2);
   const auto out = *rc::gen::element(OutDtype::bf16, OutDtype::f32);
@@ -173,11 +186,20 @@ GpuGemmCase draw_gpu_gemm_case(std::int64_t max_total) {
                                       gen::ValueClass::integer);
   const auto va = *value, vb = *value;
   GpuGemmCase c = make_gpu_gemm_case(op, gs, N, K, fa, fb, scaling, out, va, vb,
-                                     *rc::gen::arbitrary<std::uint64_t>());
+                                     *rc::gen::arbitrary<std::uint64_t>(), sa_layout);
   std::int64_t rows = 0;
   for (std::int32_t g : c.group_of) rows += g >= 0;
   RC_PRE(rows == 0 || operands_nonzero(c));  // a vacuous case proves nothing
   return c;
+}
+
+std::vector<float> mn_major_scales_a(const GpuGemmCase& c) {
+  const std::int64_t nkb = c.K / 128, ld = (c.M + 3) / 4 * 4;
+  std::vector<float> mn(std::size_t(nkb * ld), std::numeric_limits<float>::quiet_NaN());
+  for (std::int64_t r = 0; r < c.M; ++r)
+    for (std::int64_t k = 0; k < nkb; ++k)
+      mn[std::size_t(k * ld + r)] = c.sa[std::size_t(r * nkb + k)];
+  return mn;
 }
 
 ModelChoice declared_gemm_model(Scaling s) {
@@ -230,11 +252,13 @@ std::vector<std::uint32_t> kernel_gemm_bits(const GpuGemmCase& c) {
                           c.a, c.b, BLayout::kn, c.scaling, c.sa, c.sb};
     gpu::grouped_gemm_dgrad_host(d, c.offs, y);
   } else {
-    const GroupedGemmOperands op = c.operands();  // B stored nk
+    GroupedGemmOperands op = c.operands();  // B stored nk
+    std::vector<float> mn;
+    if (c.sa_layout == ScaleLayoutF32::tma_mn_major) op.scale_a = mn = mn_major_scales_a(c);
     if (c.op == GemmOp::masked)
-      gpu::grouped_gemm_forward_masked_host(op, c.m_max, c.masked_m, y);
+      gpu::grouped_gemm_forward_masked_host(op, c.m_max, c.masked_m, y, c.sa_layout);
     else
-      gpu::grouped_gemm_forward_host(op, c.offs, y);
+      gpu::grouped_gemm_forward_host(op, c.offs, y, c.sa_layout);
   }
   std::vector<std::uint32_t> bits(n);
   for (std::size_t i = 0; i < n; ++i)
@@ -253,7 +277,10 @@ std::string describe(const GpuGemmCase& c) {
                 to_string(c.scaling), to_string(c.fa).data(), to_string(c.fb).data(),
                 to_string(c.out), gen::to_string(c.va), gen::to_string(c.vb),
                 gen::to_string(c.gs.dist), (unsigned long long)c.seed);
-  return buf;
+  std::string d = buf;
+  if (c.sa_layout != ScaleLayoutF32::row_major)
+    d.insert(d.size() - 1, " scales_a=" + std::string(to_string(c.sa_layout)));
+  return d;
 }
 
 std::string first_gemm_mismatch(const GpuGemmCase& c, const std::vector<std::uint32_t>& got,
@@ -297,6 +324,8 @@ std::vector<std::string> gpu_gemm_tags(const GpuGemmCase& c) {
   t.push_back(std::string("out:") + to_string(c.out));
   t.push_back("formats:" + std::string(to_string(c.fa)) + "x" + std::string(to_string(c.fb)));
   if (c.K > 128) t.push_back("promotions:2+");
+  if (c.sa_layout != ScaleLayoutF32::row_major)
+    t.push_back("scales_a:" + std::string(to_string(c.sa_layout)));
   return t;
 }
 

@@ -15,6 +15,7 @@
 #include "campaign/gen/group_sizes.h"
 #include "campaign/gen/values.h"
 #include "cases/gemm_case.h"
+#include "numerics/scale_layout.h"
 #include "reference/grouped_gemm.h"
 
 namespace fp8ref::fuzz {
@@ -32,6 +33,10 @@ using cases::GemmOp;
 // masked forward's per-group row counts.
 struct GpuGemmCase : cases::GemmCase {
   std::uint64_t seed = 0;
+  // How the kernel is handed A's scales: row_major, or (blockwise forward / masked only)
+  // tma_mn_major, the (K/128, align(M, 4)) copy the 256-wide tiles stage directly
+  // (docs/gpu_gemm.md §2). The oracle always reads c.sa row-major.
+  ScaleLayoutF32 sa_layout = ScaleLayoutF32::row_major;
   std::vector<float> c;                // wgrad: C (G, N, K)
   std::vector<std::int64_t> masked_m;  // masked: rows of each group (offs: forward / dgrad)
 };
@@ -41,10 +46,16 @@ struct GpuGemmCase : cases::GemmCase {
 inline constexpr std::uint32_t kOutPoisonF32 = 0x7FA5A5A5u;
 inline constexpr std::uint16_t kOutPoisonBf16 = 0x7FA5u;
 
-// A case from its parameters (deterministic in `seed`); N and K multiples of 128.
+// A case from its parameters (deterministic in `seed`); N and K multiples of 128. sa_layout other
+// than row_major only for blockwise forward / masked (std::invalid_argument otherwise).
 GpuGemmCase make_gpu_gemm_case(GemmOp op, const gen::GroupSizes& gs, std::int64_t N, std::int64_t K,
                                Format fa, Format fb, Scaling scaling, OutDtype out,
-                               gen::ValueClass va, gen::ValueClass vb, std::uint64_t seed);
+                               gen::ValueClass va, gen::ValueClass vb, std::uint64_t seed,
+                               ScaleLayoutF32 sa_layout = ScaleLayoutF32::row_major);
+
+// A's scales in the MN-major layout (K/128, align(M, 4)), the padding entries NaN (read into no
+// stored output).
+std::vector<float> mn_major_scales_a(const GpuGemmCase& c);
 
 // A case drawn inside a RapidCheck property: every op, scaling, format pair, output and the
 // generators' group distributions (at most max_total rows).

@@ -43,6 +43,7 @@ TensorFile save_gpu_gemm(const GpuGemmCase& c) {
   m["va"] = gen::to_string(c.va);
   m["vb"] = gen::to_string(c.vb);
   m["seed"] = std::to_string(c.seed);
+  if (c.sa_layout != ScaleLayoutF32::row_major) m["scales_a"] = std::string(to_string(c.sa_layout));
   return tf;
 }
 
@@ -62,8 +63,17 @@ GpuGemmCase load_gpu_gemm(const TensorFile& tf) {
   const gen::GroupSizes gs = load_group_sizes(tf);
   if (gs.sizes.empty() || gs.sizes.size() > 256)
     throw std::invalid_argument("case file: gpu.grouped_gemm needs 1..256 groups");
+  // fp8ref.scales_a: absent in files of row-major cases (and in those written before it existed).
+  ScaleLayoutF32 sa_layout = ScaleLayoutF32::row_major;
+  if (const std::string* l_meta = cases::find_meta(tf, "scales_a")) {
+    const std::string& l = *l_meta;
+    if (l != to_string(ScaleLayoutF32::tma_mn_major))
+      throw std::invalid_argument("case file: gpu.grouped_gemm scales_a '" + l +
+                                  "' is not tma_mn_major");
+    sa_layout = ScaleLayoutF32::tma_mn_major;
+  }
   return make_gpu_gemm_case(GemmOp(op), gs, N, K, Format(fa), Format(fb), *scaling, *out, *va, *vb,
-                            std::stoull(get_meta(tf, "seed")));
+                            std::stoull(get_meta(tf, "seed")), sa_layout);
 }
 
 std::string gpu_gemm_diff(const GpuGemmCase& x, const GpuGemmCase& y) {
@@ -74,7 +84,8 @@ std::string gpu_gemm_diff(const GpuGemmCase& x, const GpuGemmCase& y) {
                            {"scaling", x.scaling == y.scaling},
                            {"output dtype", x.out == y.out},
                            {"value classes", x.va == y.va && x.vb == y.vb},
-                           {"seed", x.seed == y.seed}});
+                           {"seed", x.seed == y.seed},
+                           {"A scale layout", x.sa_layout == y.sa_layout}});
 }
 
 }  // namespace
@@ -86,7 +97,8 @@ void add_gpu_gemm_suites(std::vector<Suite>& out) {
        "gpu",
        100,
        {"op:forward", "op:masked", "op:dgrad", "op:wgrad", "scaling:blockwise", "scaling:rowwise",
-        "scaling:tensorwise", "out:bf16", "out:f32", "dist:zipf", "dist:interleaved_empty"},
+        "scaling:tensorwise", "out:bf16", "out:f32", "dist:zipf", "dist:interleaved_empty",
+        "scales_a:tma_mn_major"},
        {}},
       {[] { return draw_gpu_gemm_case(); }, check_gpu_gemm, gpu_gemm_tags, save_gpu_gemm,
        load_gpu_gemm, gpu_gemm_diff},
