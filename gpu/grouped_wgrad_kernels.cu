@@ -41,10 +41,10 @@ struct WgradTile {
 
 // Tile `tile` of the walk: the groups in p.order (most tokens first) taken in pairs (the last
 // alone when their count is odd), the tiles of a pair alternating between its two groups, so that
-// a wave's CTAs read two groups' token ranges at once (docs/gpu_gemm.md §7: +5% Zipf, +9% two
-// empty, balanced within noise); within a group the K tiles outer and the n tiles inner, so that
-// the CTAs of a wave share each X tile (the larger operand) in L2 and read fewer distinct bytes
-// per token block (docs/benchmarks.md: +4% on skewed loads).
+// a wave's CTAs read two groups' token ranges at once (docs/gpu_gemm.md §7: +3.7% Zipf, +7.9%
+// two empty, balanced within noise); within a group the K tiles outer and the n tiles inner, so
+// that the CTAs of a wave share each X tile (the larger operand) in L2 and read fewer distinct
+// bytes per token block (docs/benchmarks.md: +4% on skewed loads).
 template <int BK>
 __device__ __forceinline__ WgradTile wgrad_tile(const WgradKernelArgs& p, std::int64_t tile) {
   const std::int64_t kt = (p.K + BK - 1) / BK, per_group = (p.N / 128) * kt;
@@ -70,7 +70,7 @@ __device__ __forceinline__ std::int64_t walk(std::int64_t i) {
   return i * grid + (i & 1 ? grid - 1 - b : b);
 }
 
-// The producer warp (C is not prefetched into L2: that measured 2-3% slower on the skewed loads,
+// The producer warp (C is not prefetched into L2: the prefetch cost 1.6-2.8% on the skewed loads,
 // docs/gpu_gemm.md §7): per token block, lane 0 loads both tiles by TMA (tokens past M, and columns
 // past K of a 192-wide tile, read zeros; tokens of the next group are zeroed by the consumers);
 // blockwise, the lanes copy the block's 128 dY scales and BK X scales (zero past K, not read).
