@@ -82,6 +82,18 @@ __device__ __forceinline__ std::uint64_t smem_desc(std::uint32_t addr) {
          std::uint64_t(1024 >> 4) << 32 | std::uint64_t(1) << 62;
 }
 
+// The same descriptor as its two 32-bit halves: smem_desc(addr) == uint64(kSmemDescHi) << 32 |
+// smem_desc_lo(addr). The low half is linear in addr below 256 KiB (the 14-bit start field takes
+// addr >> 4 and never carries into bit 16), so smem_desc_lo(addr + d) == smem_desc_lo(addr) + d /
+// 16 for 16-byte multiples d while addr + d < 256 KiB: every shared address of a CTA.
+constexpr std::uint32_t kSmemDescHi = (1024 >> 4) | (1u << 30);
+__device__ __forceinline__ std::uint32_t smem_desc_lo(std::uint32_t addr) {
+  return ((addr & 0x3FFFF) >> 4) | (1u << 16);
+}
+__device__ __forceinline__ std::uint64_t smem_desc_of(std::uint32_t lo) {
+  return std::uint64_t(kSmemDescHi) << 32 | lo;
+}
+
 template <int N>
 __device__ __forceinline__ void fence_regs(float (&d)[N]) {
 #pragma unroll

@@ -6,7 +6,9 @@
 // and prints the ratios; `--check` compares every output (wgrad included) with the GPU oracle
 // bitwise after the timing; `--wgrad-only` times forward blockwise (the reference of wgrad's ratio)
 // and wgrad alone, wgrad also on `shift16` and `shift32`, balanced loads whose groups start 16 / 32
-// tokens past a multiple of 128 (docs/benchmarks.md). A program that prints ratios, not a test.
+// tokens past a multiple of 128 (docs/benchmarks.md); `--no-wgrad` leaves the wgrad rows out (an
+// A/B of the forward / dgrad kernels in less device time, `--check` too). A program that prints
+// ratios, not a test.
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -312,18 +314,26 @@ void bench_wgrad(bool check, bool shift16, FILE* csv) {
 
 int main(int argc, char** argv) {
   std::string csv_path;
-  bool check = false, wgrad_only = false;
+  bool check = false, wgrad_only = false, no_wgrad = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--check") == 0) {
       check = true;
     } else if (std::strcmp(argv[i], "--wgrad-only") == 0) {
       wgrad_only = true;
+    } else if (std::strcmp(argv[i], "--no-wgrad") == 0) {
+      no_wgrad = true;
     } else if (std::strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
       csv_path = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: fp8ref_gpu_gemm_bench [--check] [--wgrad-only] [--csv FILE]\n");
+      std::fprintf(
+          stderr,
+          "usage: fp8ref_gpu_gemm_bench [--check] [--wgrad-only | --no-wgrad] [--csv FILE]\n");
       return 2;
     }
+  }
+  if (wgrad_only && no_wgrad) {
+    std::fprintf(stderr, "fp8ref_gpu_gemm_bench: --wgrad-only and --no-wgrad exclude each other\n");
+    return 2;
   }
   if (!gpu::device_available()) {
     std::printf("SKIPPED: %s\n", gpu::device_description().c_str());
@@ -337,7 +347,7 @@ int main(int argc, char** argv) {
   FILE* csv = csv_path.empty() ? nullptr : std::fopen(csv_path.c_str(), "w");
   if (csv) std::fprintf(csv, "op,scaling,load,offs,ms,tflops\n");
   bench_forward_dgrad(check, wgrad_only, csv);
-  bench_wgrad(check, wgrad_only, csv);
+  if (!no_wgrad) bench_wgrad(check, wgrad_only, csv);
   if (csv) std::fclose(csv);
   return 0;
 }
