@@ -9,22 +9,15 @@
 // loaded by the consumers from global memory two blocks ahead, or, on 256-wide tiles with
 // MN-major A scales, staged in shared memory by the producer warp. 256-wide tiles run T_kb one
 // 128-column half at a time (consume_halves). One CTA per SM walks the tiles
-// statically; no atomics, no split-K.
+// statically; no atomics, no split-K. Per K block the warps do as little as they can: stage and
+// phase stepped, wgmma descriptors and shared addresses formed once per CTA and offset per stage
+// (docs/gpu_gemm.md §2, §7).
 #include <cuda_bf16.h>
 
 #include "gpu/device.h"
 #include "gpu/grouped_gemm_kernels.h"
 #include "gpu/tensor_map.h"
 #include "gpu/tma_pipeline_sm90.cuh"
-
-// FP8REF_GEMM_HOIST: 1 = the consumers' (and the producer's) per-block work cut (docs/gpu_gemm.md
-// §7): stage and phase stepped per block instead of divided out of the block counter, the wgmma
-// descriptors formed once per CTA and offset per stage, the thread's slot address and release
-// flag held in registers. The same wgmma, barriers and promotion as 0.
-#ifndef FP8REF_GEMM_HOIST
-#define FP8REF_GEMM_HOIST 0
-#endif
-static_assert(FP8REF_GEMM_HOIST == 0 || FP8REF_GEMM_HOIST == 1);
 
 namespace fp8ref::gpu::detail {
 namespace {
@@ -82,17 +75,31 @@ __device__ __forceinline__ TileCoord tile_coord(const GemmGroupTable& t, std::in
   return c;
 }
 
-#if FP8REF_GEMM_HOIST
+// A float into shared memory by its 32-bit address (as ld_shared_f32 below: a 32-bit address,
+// and the store stays in order with the barrier asm around it).
 __device__ __forceinline__ void st_shared_f32(std::uint32_t addr, float v) {
   asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(addr), "f"(v) : "memory");
 }
-// produce's loop with its per-block work cut (FP8REF_GEMM_HOIST): stage and phase stepped, the
-// scale pointers stepped by one K block, the barrier, tile and slot addresses of stage 0 held in
-// registers and offset per stage; the same loads, stores, arrivals and copies as produce.
+
+// The producer warp: for each tile of this CTA and each K block, wait until the consumers freed
+// the stage, then lane 0 issues the TMA copies of the A tile (rows row0.. : rows past the group's
+// end are other rows of A, never stored, or zeros past M) and the B tile (rows g·N + n0.. of B
+// seen as (G·N, K)).
+// Staged (docs/gpu_gemm.md §2): the whole warp also fills the stage's scale slot. Each lane loads
+// 4 of the 128 A-row scales of the block from the MN-major copy (rows row0 + lane + 32j:
+// contiguous, so the warp's loads are four 128-byte lines; rows past the group's end are other
+// rows' scales or the layout's padding, zeros past it: they reach only rows never stored) and
+// lane 0 the two halves' B scales (half 1 past N takes half 0's: its columns are never stored),
+// all before the wait for the stage, so that their latency hides behind it; after the wait each
+// lane stores its values and arrives on `full` (32 arrivals, lane 0's with the TMA bytes), which
+// releases them to the consumers.
+// Per block as little as possible (docs/gpu_gemm.md §7): the stage and phase are stepped, the
+// scale pointers advance by one K block, and the barrier, tile and slot addresses of stage 0 are
+// held in registers (an opaque move keeps the compiler from recomputing them every block) and
+// offset per stage. produce_blocks: its loop over the CTA's tiles and their K blocks.
 template <int BN, bool Staged>
-__device__ __forceinline__ void produce_hoisted(const GemmTmaParams& p, const Ring<BN, Staged>& s,
-                                                std::int64_t total, int n_tiles, int lane,
-                                                int nkb) {
+__device__ __forceinline__ void produce_blocks(const GemmTmaParams& p, const Ring<BN, Staged>& s,
+                                               std::int64_t total, int n_tiles, int lane, int nkb) {
   using R = Ring<BN, Staged>;
   const GemmKernelArgs& a = p.args;
   std::uint32_t full0 = s.full(0), tile0 = s.a_tile(0), slot0 = smem_u32(s.scales(0)) + 4 * lane;
@@ -141,66 +148,14 @@ __device__ __forceinline__ void produce_hoisted(const GemmTmaParams& p, const Ri
     }
   }
 }
-#endif
-
-// The producer warp: for each tile of this CTA and each K block, wait until the consumers freed
-// the stage, then lane 0 issues the TMA copies of the A tile (rows row0.. : rows past the group's
-// end are other rows of A, never stored, or zeros past M) and the B tile (rows g·N + n0.. of B
-// seen as (G·N, K)).
-// Staged (docs/gpu_gemm.md §2): the whole warp also fills the stage's scale slot. Each lane loads
-// 4 of the 128 A-row scales of the block from the MN-major copy (rows row0 + lane + 32j:
-// contiguous, so the warp's loads are four 128-byte lines; rows past the group's end are other
-// rows' scales or the layout's padding, zeros past it: they reach only rows never stored) and
-// lane 0 the two halves' B scales (half 1 past N takes half 0's: its columns are never stored),
-// all before the wait for the stage, so that their latency hides behind it; after the wait each
-// lane stores its values and arrives on `full` (32 arrivals, lane 0's with the TMA bytes), which
-// releases them to the consumers.
 template <int BN, bool Staged>
 __device__ void produce(const GemmTmaParams& p, const Ring<BN, Staged>& s, std::int64_t total,
                         int n_tiles) {
-  const GemmKernelArgs& a = p.args;
-  const int lane = int(threadIdx.x % 32), nkb = int(a.K / kGemmBlockK);
+  const int lane = int(threadIdx.x % 32), nkb = int(p.args.K / kGemmBlockK);
   if (!Staged && lane != 0) return;
   if (lane == 0) tma_prefetch_map(&p.map_a), tma_prefetch_map(&p.map_b);
-#if FP8REF_GEMM_HOIST
-  produce_hoisted<BN, Staged>(p, s, total, n_tiles, lane, nkb);
+  produce_blocks<BN, Staged>(p, s, total, n_tiles, lane, nkb);
 }
-#else
-  std::uint32_t it = 0;
-  for (std::int64_t tile = blockIdx.x; tile < total; tile += gridDim.x) {
-    const TileCoord c = tile_coord<BN>(a.groups, tile, n_tiles);
-    const std::int32_t b_row = c.g * std::int32_t(a.N) + c.n0;
-    const float* sb = a.scale_b + c.g * a.sb_group + (c.n0 / 128) * a.sb_ntile;
-    const std::int64_t sb_hi = c.n0 + 128 < a.N ? a.sb_ntile : 0;
-    const std::int64_t r_lane = c.row0 + lane;
-    for (int kb = 0; kb < nkb; ++kb, ++it) {
-      const int st = s.stage(it);
-      float av[4] = {0.0f, 0.0f, 0.0f, 0.0f}, b0 = 0.0f, b1 = 0.0f;
-      if constexpr (Staged) {
-        const float* sa = a.scale_a + kb * a.sa_kb;
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-          if (r_lane + 32 * j < a.sa_mn_ld) av[j] = sa[r_lane + 32 * j];
-        if (lane == 0) b0 = sb[kb * a.sb_kblock], b1 = sb[sb_hi + kb * a.sb_kblock];
-      }
-      s.wait_empty(it);
-      if constexpr (Staged) {
-        float* slot = s.scales(st);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) slot[lane + 32 * j] = av[j];
-        if (lane != 0) {
-          mbar_arrive(s.full(st));
-          continue;
-        }
-        slot[kSlotB] = b0, slot[kSlotB + 1] = b1;
-      }
-      mbar_arrive_expect_tx(s.full(st), Ring<BN, Staged>::kStageBytes);
-      tma_load_2d(s.a_tile(st), &p.map_a, kb * kGemmBlockK, c.row0, s.full(st));
-      tma_load_2d(s.b_tile(st), &p.map_b, kb * kGemmBlockK, b_row, s.full(st));
-    }
-  }
-}
-#endif
 
 // One of four values by a lane-dependent index, with selects (a dynamic index into a register
 // array would go through local memory).
@@ -443,7 +398,6 @@ __device__ void consume_halves(const GemmTmaParams& p, const Ring<256, Staged>& 
   const auto [wg, local_row] = consumer_thread();
   const int nkb = int(a.K / kGemmBlockK);
   const bool blockwise = Staged || a.mode == GemmScaleMode::blockwise;
-#if FP8REF_GEMM_HOIST
   using R = Ring<256, Staged>;
   // Stage 0's descriptors (low halves, smem_desc_lo: linear, offset per stage and k step), the
   // warpgroup broadcast from lane 0 so that the compiler sees it warp-uniform and keeps the A
@@ -462,9 +416,6 @@ __device__ void consume_halves(const GemmTmaParams& p, const Ring<256, Staged>& 
   asm volatile("mov.b32 %0, %0;" : "+r"(leader));
   int st = 0;
   std::uint32_t phase = 0;
-#else
-  std::uint32_t it = 0;
-#endif
   for (std::int64_t tile = blockIdx.x; tile < total; tile += gridDim.x) {
     const TileCoord c = tile_coord<256>(a.groups, tile, n_tiles);
     float acc[128], t[64];  // acc: columns 8j.. at acc[4j..]; t: one half, from +0 per block
@@ -477,29 +428,17 @@ __device__ void consume_halves(const GemmTmaParams& p, const Ring<256, Staged>& 
       if (blockwise) sb_next = load_half_scales(a, hs, 0);
       if (blockwise && nkb > 1) sb_next2 = load_half_scales(a, hs, 1);
     }
-#if FP8REF_GEMM_HOIST
     for (int kb = 0; kb < nkb; ++kb) {
-#else
-    for (int kb = 0; kb < nkb; ++kb, ++it) {
-      const int st = s.stage(it);
-#endif
       HalfScalesLoaded sb{};
       if constexpr (!Staged) {
         sb = sb_next;
         sb_next = sb_next2;
         if (blockwise && kb + 2 < nkb) sb_next2 = load_half_scales(a, hs, kb + 2);
       }
-#if FP8REF_GEMM_HOIST
       mbar_wait(full0 + 8 * st, phase);
       const std::uint32_t step = std::uint32_t(st) * (R::kStageBytes >> 4);
       const std::uint32_t slot_a = slot_a0 + st * (kSlotFloats * 4),
                           slot_b = slot_b0 + st * (kSlotFloats * 4);
-#else
-      mbar_wait(s.full(st), s.parity(it));
-      const std::uint32_t a_base = s.a_tile(st) + wg * 64 * 128;
-      const std::uint32_t slot = smem_u32(s.scales(st));
-      const std::uint32_t slot_a = slot + 4 * local_row, slot_b = slot + 4 * kSlotB;
-#endif
       float b_half[2] = {0.0f, 0.0f};  // the B scales of the halves
       if constexpr (Staged) {  // right after the wait (after half 0's wgmma: 0.0-0.6% slower, §7)
         sb.a0 = ld_shared_f32(slot_a), sb.a1 = ld_shared_f32(slot_a + 32);
@@ -507,34 +446,23 @@ __device__ void consume_halves(const GemmTmaParams& p, const Ring<256, Staged>& 
       }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-#if !FP8REF_GEMM_HOIST
-        const std::uint32_t b_base = s.b_tile(st) + h * 128 * 128;
-#endif
         fence_regs(t);
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
         for (int j = 0; j < kGemmBlockK / 32; ++j)  // T_kb of the half: four k32 steps from +0
-#if FP8REF_GEMM_HOIST
           wgmma_k32<128, AE5, BE5>(t, smem_desc_of(desc_a0 + step + j * 2),
                                    smem_desc_of(desc_b0 + step + h * (128 * 128 >> 4) + j * 2),
                                    j);  // + 32 bytes a k step, 16 KiB a half
-#else
-          wgmma_k32<128, AE5, BE5>(t, smem_desc(a_base + j * 32), smem_desc(b_base + j * 32), j);
-#endif
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         if (!Staged && blockwise && h == 0)  // while half 0's wgmma runs; every lane takes part
           b_half[0] = __shfl_sync(0xffffffffu, sb.b, 0),
           b_half[1] = __shfl_sync(0xffffffffu, sb.b, 1);
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
         fence_regs(t);
-#if FP8REF_GEMM_HOIST
         if (h == 1) {  // s.release(it)
           __syncwarp();
           if (leader) mbar_arrive(full0 + 8 * (R::kStages + st));
         }
-#else
-        if (h == 1) s.release(it);
-#endif
         float(&acc_h)[64] = *reinterpret_cast<float(*)[64]>(&acc[h * 64]);
         if (blockwise) {  // one 128-column block of B scales per half: no split
           promote_blockwise<128>({sb.a0, sb.a1, b_half[h], 0.0f, 16}, t, acc_h);
@@ -543,9 +471,7 @@ __device__ void consume_halves(const GemmTmaParams& p, const Ring<256, Staged>& 
           for (int i = 0; i < 64; ++i) acc_h[i] = __fadd_rn(acc_h[i], t[i]);
         }
       }
-#if FP8REF_GEMM_HOIST
       if (++st == R::kStages) st = 0, phase ^= 1;
-#endif
     }
     store_tile<256>(a, c, acc, local_row);
   }
@@ -560,9 +486,9 @@ __device__ void consume(const GemmTmaParams& p, const Ring<BN>& s, std::int64_t 
   const auto [wg, local_row] = consumer_thread();
   const int nkb = int(a.K / kGemmBlockK);
   const bool blockwise = a.mode == GemmScaleMode::blockwise;
-#if FP8REF_GEMM_HOIST
-  using R =
-      Ring<BN>;  // per-CTA descriptors, barrier address, release flag, stage: as consume_halves
+  // Per CTA, as in consume_halves: the descriptors of stage 0, the barrier address, the release
+  // flag; the stage and phase stepped per block.
+  using R = Ring<BN>;
   const int wg_u = __shfl_sync(0xffffffffu, wg, 0);
   const std::uint32_t desc_a0 = smem_desc_lo(s.a_tile(0) + wg_u * 64 * 128);
   std::uint32_t desc_b0 = smem_desc_lo(s.b_tile(0)), full0 = s.full(0),
@@ -572,9 +498,6 @@ __device__ void consume(const GemmTmaParams& p, const Ring<BN>& s, std::int64_t 
   asm volatile("mov.b32 %0, %0;" : "+r"(leader));
   int st = 0;
   std::uint32_t phase = 0;
-#else
-  std::uint32_t it = 0;
-#endif
   for (std::int64_t tile = blockIdx.x; tile < total; tile += gridDim.x) {
     const TileCoord c = tile_coord<BN>(a.groups, tile, n_tiles);
     float acc[BN / 2], t[BN / 2];  // t: written by the first k32 step of each block (scale-d 0)
@@ -586,50 +509,30 @@ __device__ void consume(const GemmTmaParams& p, const Ring<BN>& s, std::int64_t 
     BlockScalesB sb_next = blockwise ? block_scales<BN, MnA>(a, c, ra, 0) : BlockScalesB{};
     BlockScalesB sb_next2 =
         blockwise && nkb > 1 ? block_scales<BN, MnA>(a, c, ra, 1) : BlockScalesB{};
-#if FP8REF_GEMM_HOIST
     for (int kb = 0; kb < nkb; ++kb) {
-#else
-    for (int kb = 0; kb < nkb; ++kb, ++it) {
-      const int st = s.stage(it);
-#endif
       const BlockScalesB sb = sb_next;
       sb_next = sb_next2;
       if (blockwise && kb + 2 < nkb) sb_next2 = block_scales<BN, MnA>(a, c, ra, kb + 2);
-#if FP8REF_GEMM_HOIST
       mbar_wait(full0 + 8 * st, phase);
       const std::uint32_t step = std::uint32_t(st) * (R::kStageBytes >> 4);
-#else
-      mbar_wait(s.full(st), s.parity(it));
-      const std::uint32_t a_base = s.a_tile(st) + wg * 64 * 128, b_base = s.b_tile(st);
-#endif
       fence_regs(t);
       asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
       for (int j = 0; j < kGemmBlockK / 32; ++j)  // T_kb: four k32 steps chained from +0
-#if FP8REF_GEMM_HOIST
         wgmma_k32<BN, AE5, BE5>(t, smem_desc_of(desc_a0 + step + j * 2),
                                 smem_desc_of(desc_b0 + step + j * 2), j);
-#else
-        wgmma_k32<BN, AE5, BE5>(t, smem_desc(a_base + j * 32), smem_desc(b_base + j * 32), j);
-#endif
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
       fence_regs(t);
-#if FP8REF_GEMM_HOIST
       __syncwarp();  // s.release(it)
       if (leader) mbar_arrive(full0 + 8 * (R::kStages + st));
-#else
-      s.release(it);
-#endif
       if (blockwise) {
         promote_blockwise<BN>(sb, t, acc);
       } else {
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i) acc[i] = __fadd_rn(acc[i], t[i]);
       }
-#if FP8REF_GEMM_HOIST
       if (++st == R::kStages) st = 0, phase ^= 1;
-#endif
     }
     store_tile<BN>(a, c, acc, local_row);
   }
