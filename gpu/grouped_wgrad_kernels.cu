@@ -17,6 +17,25 @@
 #include "gpu/tensor_map.h"
 #include "gpu/tma_pipeline_sm90.cuh"
 
+// Compile-time variants of the consumers' block loop, each computing the same operations on the
+// same values in the same order per element (bitwise identical by construction); 0 = the kernel
+// measured in docs/benchmarks.md. They cut the instructions issued per token block, which the
+// profile of docs/gpu_gemm.md §7 shows the kernel is bound by.
+// FP8REF_WGRAD_LDS: 1 = the block's scales read by ld.shared through 32-bit shared addresses
+// (instead of generic loads); 2 = the same, the producer writing the column scales in a
+// lane-permuted order so that each consumer lane reads its 2·(BK/8) column scales by ld.shared.v4.
+// FP8REF_WGRAD_HOIST: 1 = the stage index and phase stepped per block instead of divided out of
+// the block counter, and the wgmma descriptors (and, with FP8REF_WGRAD_LDS, the scale addresses)
+// formed once per CTA and offset per stage.
+#ifndef FP8REF_WGRAD_LDS
+#define FP8REF_WGRAD_LDS 0
+#endif
+#ifndef FP8REF_WGRAD_HOIST
+#define FP8REF_WGRAD_HOIST 0
+#endif
+static_assert(FP8REF_WGRAD_LDS >= 0 && FP8REF_WGRAD_LDS <= 2 && FP8REF_WGRAD_HOIST >= 0 &&
+              FP8REF_WGRAD_HOIST <= 1);
+
 namespace fp8ref::gpu::detail {
 namespace {
 
@@ -70,6 +89,17 @@ __device__ __forceinline__ std::int64_t walk(std::int64_t i) {
   return i * grid + (i & 1 ? grid - 1 - b : b);
 }
 
+// Where the producer puts the scale of column c of the tile among the stage's BK column scales:
+// c itself, or (FP8REF_WGRAD_LDS 2) the columns j·8 + q·2 + {0, 1} a consumer lane with lane % 4 =
+// q reads (j = 0 .. BK/8 - 1) contiguous from q·BK/4, so that it reads them 4 at a time.
+template <int BK>
+__device__ __forceinline__ int col_slot(int c) {
+  if constexpr (FP8REF_WGRAD_LDS == 2)
+    return (c % 8 / 2) * (BK / 4) + c / 8 * 2 + c % 2;
+  else
+    return c;
+}
+
 // The producer warp (C is not prefetched into L2: the prefetch cost 1.6-2.8% on the skewed loads,
 // docs/gpu_gemm.md §7): per token block, lane 0 loads both tiles by TMA (tokens past M, and columns
 // past K of a 192-wide tile, read zeros; tokens of the next group are zeroed by the consumers);
@@ -104,8 +134,8 @@ __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
       for (int i = 0; i < BK / 32; ++i) {
         const int j = lane + 32 * i;
         const bool ok = t.k0 + j < a.K;
-        cp_async4(smem_u32(s.scales(st) + 128 + j), a.scale_x + row * a.K + (ok ? t.k0 + j : 0),
-                  ok);
+        cp_async4(smem_u32(s.scales(st) + 128 + col_slot<BK>(j)),
+                  a.scale_x + row * a.K + (ok ? t.k0 + j : 0), ok);
       }
       cp_async_arrive_noinc(s.full(st));
     }
@@ -131,6 +161,7 @@ __device__ __forceinline__ void zero_tail(const Ring<BK>& s, int st, int valid_t
 }
 
 // acc += RN(sdy[row]·sx[col]) · T elementwise, rows local_row and local_row + 8.
+#if FP8REF_WGRAD_LDS == 0
 template <int BK>
 __device__ __forceinline__ void promote_blockwise(const float* s, const float (&t)[BK / 2],
                                                   float (&acc)[BK / 2], int local_row) {
@@ -148,6 +179,38 @@ __device__ __forceinline__ void promote_blockwise(const float* s, const float (&
     }
   }
 }
+#else
+// The same from shared addresses: rows = &sdy[local_row], cols = the lane's first column scale
+// (&sx[(lane % 4)·2], or its first permuted slot, col_slot).
+template <int BK>
+__device__ __forceinline__ void promote_blockwise(std::uint32_t rows, std::uint32_t cols,
+                                                  const float (&t)[BK / 2], float (&acc)[BK / 2]) {
+  constexpr int kV = FP8REF_WGRAD_LDS;  // 8-column groups j per load
+  float r0, r1;
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(r0) : "r"(rows));
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(r1) : "r"(rows + 32));
+#pragma unroll
+  for (int j0 = 0; j0 < BK / 8; j0 += kV) {
+    float x[2 * kV];  // x[(j - j0)·2 + e]: column j·8 + (lane % 4)·2 + e
+    if constexpr (kV == 1)
+      asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];"
+                   : "=f"(x[0]), "=f"(x[1])
+                   : "r"(cols + j0 * 32));
+    else
+      asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+                   : "=f"(x[0]), "=f"(x[1]), "=f"(x[2]), "=f"(x[3])
+                   : "r"(cols + j0 * 8));
+#pragma unroll
+    for (int j = j0; j < j0 + kV; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float sx = x[(j - j0) * 2 + e];
+        acc[j * 4 + e] = __fmaf_rn(__fmul_rn(r0, sx), t[j * 4 + e], acc[j * 4 + e]);
+        acc[j * 4 + 2 + e] = __fmaf_rn(__fmul_rn(r1, sx), t[j * 4 + 2 + e], acc[j * 4 + 2 + e]);
+      }
+  }
+}
+#endif
 
 // dW = RN_out(RN(C + acc')), acc' = acc (blockwise) or RN(acc·RN(sdy·sx)); C itself for an
 // empty group (f32: every bit of C, -0 and NaN payloads included); columns past K (a 192-wide
@@ -209,6 +272,20 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
   const int wg = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
   const int local_row = wg * 64 + warp * 16 + lane / 4;
   std::uint32_t it = 0;
+#if FP8REF_WGRAD_HOIST
+  // Stage 0's descriptors, offset per stage in their low 32 bits (smem_desc is linear in a shared
+  // address < 256 KiB: the start address field, bits 0..13, takes it >> 4 and never carries).
+  const std::uint32_t desc_a0 = std::uint32_t(smem_desc(s.a_tile(0) + wg * 64 * 128)),
+                      desc_b0 = std::uint32_t(smem_desc(s.b_tile(0)));
+  const std::uint64_t kDescHigh = smem_desc(0) >> 32 << 32;  // fields of bits 32..63
+  int st = 0;  // s.stage(it) and s.parity(it), stepped per block
+  std::uint32_t phase = 0;
+#endif
+#if FP8REF_WGRAD_LDS && FP8REF_WGRAD_HOIST
+  constexpr std::uint32_t kScaleStride = (128 + BK) * 4;  // bytes of a stage's scales (Ring<BK>)
+  const std::uint32_t rows0 = smem_u32(s.scales(0) + local_row),
+                      cols0 = smem_u32(s.scales(0) + 128 + col_slot<BK>((lane % 4) * 2));
+#endif
   for (std::int64_t w = 0;; ++w) {
     const std::int64_t tile = walk(w);
     if (tile >= total) break;
@@ -217,25 +294,53 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
 #pragma unroll
     for (int i = 0; i < BK / 2; ++i) acc[i] = 0.0f;
     for (int kb = 0; kb < t.nkb; ++kb, ++it) {
+#if FP8REF_WGRAD_HOIST
+      const int valid = t.tok_end - (t.tok0 + kb * 128);
+      mbar_wait(s.full(st), phase);
+#else
       const int st = s.stage(it), valid = t.tok_end - (t.tok0 + kb * 128);
       mbar_wait(s.full(st), s.parity(it));
+#endif
       if (valid < 128) zero_tail<BK>(s, st, valid);
+#if FP8REF_WGRAD_HOIST
+      const std::uint32_t step = std::uint32_t(st) * (Ring<BK>::kStageBytes >> 4);
+      const std::uint32_t desc_a = desc_a0 + step, desc_b = desc_b0 + step;
+#else
       const std::uint32_t a_base = s.a_tile(st) + wg * 64 * 128, b_base = s.b_tile(st);
+#endif
       fence_regs(d);
       asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
       for (int j = 0; j < 4; ++j)
+#if FP8REF_WGRAD_HOIST
+        wgmma_k32<BK, AE5, BE5>(d, kDescHigh | (desc_a + j * 2), kDescHigh | (desc_b + j * 2),
+                                j);  // + 32 bytes
+#else
         wgmma_k32<BK, AE5, BE5>(d, smem_desc(a_base + j * 32), smem_desc(b_base + j * 32), j);
+#endif
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
       fence_regs(d);
       if (a.blockwise) {
+#if FP8REF_WGRAD_LDS && FP8REF_WGRAD_HOIST
+        promote_blockwise<BK>(rows0 + st * kScaleStride, cols0 + st * kScaleStride, d, acc);
+#elif FP8REF_WGRAD_LDS
+        promote_blockwise<BK>(smem_u32(s.scales(st) + local_row),
+                              smem_u32(s.scales(st) + 128 + col_slot<BK>((lane % 4) * 2)), d, acc);
+#else
         promote_blockwise<BK>(s.scales(st), d, acc, local_row);
+#endif
       } else {
 #pragma unroll
         for (int i = 0; i < BK / 2; ++i) acc[i] = __fadd_rn(acc[i], d[i]);
       }
+#if FP8REF_WGRAD_HOIST
+      __syncwarp();  // s.release(it)
+      if (lane == 0) mbar_arrive(s.empty(st));
+      if (++st == Ring<BK>::kStages) st = 0, phase ^= 1;
+#else
       s.release(it);
+#endif
     }
     store_wgrad<BK>(a, t, acc, local_row);
   }
