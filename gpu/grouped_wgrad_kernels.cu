@@ -273,18 +273,27 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
   const int local_row = wg * 64 + warp * 16 + lane / 4;
   std::uint32_t it = 0;
 #if FP8REF_WGRAD_HOIST
-  // Stage 0's descriptors, offset per stage in their low 32 bits (smem_desc is linear in a shared
-  // address < 256 KiB: the start address field, bits 0..13, takes it >> 4 and never carries).
-  const std::uint32_t desc_a0 = std::uint32_t(smem_desc(s.a_tile(0) + wg * 64 * 128)),
-                      desc_b0 = std::uint32_t(smem_desc(s.b_tile(0)));
-  const std::uint64_t kDescHigh = smem_desc(0) >> 32 << 32;  // fields of bits 32..63
+  // Stage 0's descriptors, offset per stage (smem_desc is linear in a shared address < 256 KiB:
+  // the start address field, bits 0..13, takes it >> 4 and never carries into the next field).
+  // The warpgroup broadcast from lane 0, so that the compiler sees it warp-uniform and keeps the
+  // A descriptor in uniform registers (no R2UR per wgmma).
+  const int wg_u = __shfl_sync(0xffffffffu, wg, 0);
+  const std::uint64_t desc_a0 = smem_desc(s.a_tile(0) + wg_u * 64 * 128),
+                      desc_b0 = smem_desc(s.b_tile(0));
+  std::uint32_t leader = lane == 0;  // the warp's lane releasing a stage (held, as below)
+  asm volatile("mov.b32 %0, %0;" : "+r"(leader));
   int st = 0;  // s.stage(it) and s.parity(it), stepped per block
   std::uint32_t phase = 0;
 #endif
 #if FP8REF_WGRAD_LDS && FP8REF_WGRAD_HOIST
-  constexpr std::uint32_t kScaleStride = (128 + BK) * 4;  // bytes of a stage's scales (Ring<BK>)
-  const std::uint32_t rows0 = smem_u32(s.scales(0) + local_row),
-                      cols0 = smem_u32(s.scales(0) + 128 + col_slot<BK>((lane % 4) * 2));
+  constexpr std::uint32_t kScaleStride = (128 + BK) * 4;  // bytes of a stage's scales
+  static_assert(Ring<BK>::kBars - Ring<BK>::kScales == Ring<BK>::kStages * int(kScaleStride));
+  // Stage 0's scale addresses of the thread, held in registers: passed through an opaque move so
+  // that the compiler cannot recompute them from the thread index in every block.
+  std::uint32_t rows0 = smem_u32(s.scales(0) + local_row),
+                cols0 = smem_u32(s.scales(0) + 128 + col_slot<BK>((lane % 4) * 2));
+  asm volatile("mov.b32 %0, %0;" : "+r"(rows0));
+  asm volatile("mov.b32 %0, %0;" : "+r"(cols0));
 #endif
   for (std::int64_t w = 0;; ++w) {
     const std::int64_t tile = walk(w);
@@ -303,8 +312,8 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
 #endif
       if (valid < 128) zero_tail<BK>(s, st, valid);
 #if FP8REF_WGRAD_HOIST
-      const std::uint32_t step = std::uint32_t(st) * (Ring<BK>::kStageBytes >> 4);
-      const std::uint32_t desc_a = desc_a0 + step, desc_b = desc_b0 + step;
+      const std::uint64_t step = std::uint32_t(st) * (Ring<BK>::kStageBytes >> 4);
+      const std::uint64_t desc_a = desc_a0 + step, desc_b = desc_b0 + step;
 #else
       const std::uint32_t a_base = s.a_tile(st) + wg * 64 * 128, b_base = s.b_tile(st);
 #endif
@@ -313,8 +322,7 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
 #pragma unroll
       for (int j = 0; j < 4; ++j)
 #if FP8REF_WGRAD_HOIST
-        wgmma_k32<BK, AE5, BE5>(d, kDescHigh | (desc_a + j * 2), kDescHigh | (desc_b + j * 2),
-                                j);  // + 32 bytes
+        wgmma_k32<BK, AE5, BE5>(d, desc_a + j * 2, desc_b + j * 2, j);  // + 32 bytes
 #else
         wgmma_k32<BK, AE5, BE5>(d, smem_desc(a_base + j * 32), smem_desc(b_base + j * 32), j);
 #endif
@@ -336,7 +344,7 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
       }
 #if FP8REF_WGRAD_HOIST
       __syncwarp();  // s.release(it)
-      if (lane == 0) mbar_arrive(s.empty(st));
+      if (leader) mbar_arrive(s.empty(st));
       if (++st == Ring<BK>::kStages) st = 0, phase ^= 1;
 #else
       s.release(it);
