@@ -27,14 +27,19 @@
 // FP8REF_WGRAD_HOIST: 1 = the stage index and phase stepped per block instead of divided out of
 // the block counter, and the wgmma descriptors (and, with FP8REF_WGRAD_LDS, the scale addresses)
 // formed once per CTA and offset per stage.
+// FP8REF_WGRAD_EPI: 1 = the epilogue's per-element choices (bf16 or f32 dW, an empty group,
+// tensorwise scaling) taken once per tile.
 #ifndef FP8REF_WGRAD_LDS
 #define FP8REF_WGRAD_LDS 0
 #endif
 #ifndef FP8REF_WGRAD_HOIST
 #define FP8REF_WGRAD_HOIST 0
 #endif
+#ifndef FP8REF_WGRAD_EPI
+#define FP8REF_WGRAD_EPI 0
+#endif
 static_assert(FP8REF_WGRAD_LDS >= 0 && FP8REF_WGRAD_LDS <= 2 && FP8REF_WGRAD_HOIST >= 0 &&
-              FP8REF_WGRAD_HOIST <= 1);
+              FP8REF_WGRAD_HOIST <= 1 && FP8REF_WGRAD_EPI >= 0 && FP8REF_WGRAD_EPI <= 1);
 
 namespace fp8ref::gpu::detail {
 namespace {
@@ -263,6 +268,60 @@ __device__ __forceinline__ void store_wgrad(const WgradKernelArgs& p, const Wgra
   }
 }
 
+#if FP8REF_WGRAD_EPI
+// store_wgrad with its per-element choices taken once per tile: kBf16 = p.out_bf16, kAdd =
+// t.nkb > 0 (acc already acc'); the same loads, operations and stores.
+template <int BK, bool kBf16, bool kAdd>
+__device__ __forceinline__ void store_rows(const WgradKernelArgs& p, std::int64_t base,
+                                           std::int32_t cols, const float (&acc)[BK / 2]) {
+  float2 c[2][BK / 8];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float2* row = reinterpret_cast<const float2*>(p.c + base + 8 * h * p.K);
+#pragma unroll
+    for (int j = 0; j < BK / 8; ++j)  // cols % 64 == 0: all of the 8 columns or none
+      c[h][j] = BK == 128 || j * 8 < cols ? __ldcs(row + j * 4) : make_float2(0.0f, 0.0f);
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const std::int64_t at = (base + 8 * h * p.K) / 2;  // float2 / bfloat162 index
+#pragma unroll
+    for (int j = 0; j < BK / 8; ++j) {
+      if (BK > 128 && j * 8 >= cols) continue;
+      float v[2] = {c[h][j].x, c[h][j].y};
+      if constexpr (kAdd)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) v[e] = __fadd_rn(v[e], acc[j * 4 + h * 2 + e]);
+      if constexpr (kBf16)
+        __stcs(static_cast<__nv_bfloat162*>(p.dw) + at + j * 4, __floats2bfloat162_rn(v[0], v[1]));
+      else
+        __stcs(reinterpret_cast<float2*>(p.dw) + at + j * 4, make_float2(v[0], v[1]));
+    }
+  }
+}
+
+// store_wgrad's variant: acc' formed in place (tensorwise), then one of four store_rows.
+template <int BK>
+__device__ __forceinline__ void store_wgrad_epi(const WgradKernelArgs& p, const WgradTile& t,
+                                                float (&acc)[BK / 2], int local_row) {
+  const int lane = threadIdx.x % 32;
+  const std::int64_t base =
+      std::int64_t(t.g) * p.N * p.K + (t.n0 + local_row) * p.K + t.k0 + (lane % 4) * 2;
+  const std::int32_t cols = std::int32_t(min(std::int64_t(BK), p.K - t.k0));
+  if (!p.blockwise && t.nkb > 0) {
+    const float ts = __fmul_rn(p.scale_dy[0], p.scale_x[0]);
+#pragma unroll
+    for (int i = 0; i < BK / 2; ++i) acc[i] = __fmul_rn(acc[i], ts);
+  }
+  if (p.out_bf16)
+    t.nkb > 0 ? store_rows<BK, true, true>(p, base, cols, acc)
+              : store_rows<BK, true, false>(p, base, cols, acc);
+  else
+    t.nkb > 0 ? store_rows<BK, false, true>(p, base, cols, acc)
+              : store_rows<BK, false, false>(p, base, cols, acc);
+}
+#endif
+
 // The consumer warpgroups: per token block, wait for the stage, zero a group's tail, run T on
 // it, promote (reading the stage's scales) and free it; the epilogue stores the tile while the
 // producer already loads the next one.
@@ -350,7 +409,11 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
       s.release(it);
 #endif
     }
+#if FP8REF_WGRAD_EPI
+    store_wgrad_epi<BK>(a, t, acc, local_row);
+#else
     store_wgrad<BK>(a, t, acc, local_row);
+#endif
   }
 }
 
