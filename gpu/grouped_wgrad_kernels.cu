@@ -29,6 +29,10 @@
 // formed once per CTA and offset per stage.
 // FP8REF_WGRAD_EPI: 1 = the epilogue's per-element choices (bf16 or f32 dW, an empty group,
 // tensorwise scaling) taken once per tile.
+// FP8REF_WGRAD_BULK: 1 = the producer's lane 0 copies the block's 128 dY scales and its columns'
+// X scales (both contiguous in global memory) with two cp.async.bulk on the stage's `full`
+// barrier, instead of 32 lanes' 4-byte cp.async (scale tensors 16-byte aligned; else as before).
+// Columns past K are then not zeroed: their products are never stored. Not with LDS 2.
 #ifndef FP8REF_WGRAD_LDS
 #define FP8REF_WGRAD_LDS 0
 #endif
@@ -38,8 +42,13 @@
 #ifndef FP8REF_WGRAD_EPI
 #define FP8REF_WGRAD_EPI 0
 #endif
+#ifndef FP8REF_WGRAD_BULK
+#define FP8REF_WGRAD_BULK 0
+#endif
 static_assert(FP8REF_WGRAD_LDS >= 0 && FP8REF_WGRAD_LDS <= 2 && FP8REF_WGRAD_HOIST >= 0 &&
-              FP8REF_WGRAD_HOIST <= 1 && FP8REF_WGRAD_EPI >= 0 && FP8REF_WGRAD_EPI <= 1);
+              FP8REF_WGRAD_HOIST <= 1 && FP8REF_WGRAD_EPI >= 0 && FP8REF_WGRAD_EPI <= 1 &&
+              FP8REF_WGRAD_BULK >= 0 && FP8REF_WGRAD_BULK <= 1);
+static_assert(!(FP8REF_WGRAD_BULK && FP8REF_WGRAD_LDS == 2), "bulk copies keep the column order");
 
 namespace fp8ref::gpu::detail {
 namespace {
@@ -94,6 +103,26 @@ __device__ __forceinline__ std::int64_t walk(std::int64_t i) {
   return i * grid + (i & 1 ? grid - 1 - b : b);
 }
 
+#if FP8REF_WGRAD_BULK
+// Whether the producer copies the scales by cp.async.bulk (16-byte aligned sources and sizes: N
+// and K are multiples of 64, so every row of scales starts aligned when the tensor does).
+__device__ __forceinline__ bool bulk_scales(const WgradKernelArgs& a) {
+  const auto at =
+      reinterpret_cast<std::uintptr_t>(a.scale_dy) | reinterpret_cast<std::uintptr_t>(a.scale_x);
+  return a.blockwise && at % 16 == 0;
+}
+// bytes (a multiple of 16) global -> shared, completing them on the mbarrier `bar` (PTX ISA
+// "cp.async.bulk").
+__device__ __forceinline__ void bulk_copy(std::uint32_t dst, const void* src, std::uint32_t bytes,
+                                          std::uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
+          "r"(dst),
+      "l"(src), "r"(bytes), "r"(bar)
+      : "memory");
+}
+#endif
+
 // Where the producer puts the scale of column c of the tile among the stage's BK column scales:
 // c itself, or (FP8REF_WGRAD_LDS 2) the columns j·8 + q·2 + {0, 1} a consumer lane with lane % 4 =
 // q reads (j = 0 .. BK/8 - 1) contiguous from q·BK/4, so that it reads them 4 at a time.
@@ -114,21 +143,46 @@ __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
   const WgradKernelArgs& a = p.args;
   const int lane = int(threadIdx.x % 32);
   if (lane == 0) tma_prefetch_map(&p.map_dy), tma_prefetch_map(&p.map_x);
+#if FP8REF_WGRAD_BULK
+  const bool bulk = bulk_scales(a);
+#endif
   std::uint32_t it = 0;
   for (std::int64_t w = 0;; ++w) {
     const std::int64_t tile = walk(w);
     if (tile >= total) break;
     const WgradTile t = wgrad_tile<BK>(a, tile);
+#if FP8REF_WGRAD_BULK
+    // The tile's first block's scales and the bytes of its columns', stepped per block.
+    const float* sdy = a.scale_dy + a.blk0[t.g] * a.N + t.n0;  // advanced per block
+    const float* sx = a.scale_x + a.blk0[t.g] * a.K + t.k0;
+    const std::uint32_t xbytes = 4 * std::uint32_t(min(std::int64_t(BK), a.K - t.k0));
+    const std::uint32_t tx = Ring<BK>::kStageBytes + (bulk ? 512 + xbytes : 0);
+#endif
     for (int kb = 0; kb < t.nkb; ++kb, ++it) {
       const int st = s.stage(it);
       const std::int32_t tok = t.tok0 + kb * 128;
       s.wait_empty(it);
+#if FP8REF_WGRAD_BULK
+      const float *const sdy_kb = sdy, *const sx_kb = sx;  // block kb's
+      sdy += a.N, sx += a.K;
+      if (lane == 0) {
+        mbar_arrive_expect_tx(s.full(st), tx);
+        tma_load_2d(s.a_tile(st), &p.map_dy, tok, t.n0, s.full(st));
+        tma_load_2d(s.b_tile(st), &p.map_x, tok, t.k0, s.full(st));
+        if (bulk) {
+          bulk_copy(smem_u32(s.scales(st)), sdy_kb, 512, s.full(st));
+          bulk_copy(smem_u32(s.scales(st) + 128), sx_kb, xbytes, s.full(st));
+        }
+      }
+      if (!a.blockwise || bulk) continue;
+#else
       if (lane == 0) {
         mbar_arrive_expect_tx(s.full(st), Ring<BK>::kStageBytes);
         tma_load_2d(s.a_tile(st), &p.map_dy, tok, t.n0, s.full(st));
         tma_load_2d(s.b_tile(st), &p.map_x, tok, t.k0, s.full(st));
       }
       if (!a.blockwise) continue;
+#endif
       const std::int64_t row = a.blk0[t.g] + kb;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -424,7 +478,11 @@ __global__ void __launch_bounds__(kPipelineThreads, 1)
   const Ring<BK> s = Ring<BK>::at(smem_raw);
   const std::int64_t total =
       std::int64_t(p.args.groups) * (p.args.N / 128) * ((p.args.K + BK - 1) / BK);
+#if FP8REF_WGRAD_BULK
+  if (threadIdx.x == 0) s.init(p.args.blockwise && !bulk_scales(p.args));
+#else
   if (threadIdx.x == 0) s.init(p.args.blockwise);
+#endif
   __syncthreads();
   if (threadIdx.x >= kConsumerThreads) {
     setmaxnreg_dec<kProducerRegs>();

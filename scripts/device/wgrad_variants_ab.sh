@@ -3,10 +3,11 @@
 # on prebuilt sm_90a binaries: DIR/bench_base (the kernel of main), and per variant V
 # DIR/bench_V (fp8ref_gpu_gemm_bench) and DIR/gtest_V (fp8ref_gpu_grouped_gemm_test), built with
 # the switches of gpu/CMakeLists.txt: lds1 = FP8REF_WGRAD_LDS=1, lds2 = LDS=2, hoist = HOIST=1,
-# lds1h = LDS=1 HOIST=1, lds2h = LDS=2 HOIST=1, lds2he = LDS=2 HOIST=1 EPI=1.
+# lds2h = LDS=2 HOIST=1, lds2he = LDS=2 HOIST=1 EPI=1, lds1hb = LDS=1 HOIST=1 BULK=1,
+# lds1hbe = LDS=1 HOIST=1 BULK=1 EPI=1.
 # Usage, on the device machine from the repository root:
 #   OUT=$OUT bash scripts/device/wgrad_variants_ab.sh [DIR [V ...]]
-# DIR defaults to .dev/wgrad5, the variants to lds1 lds2 hoist lds2h lds2he. Steps: the wgrad
+# DIR defaults to .dev/wgrad5, the variants to lds1 lds2h lds2he lds1hb lds1hbe. Steps: the wgrad
 # gtests on every variant; `--wgrad-only` on base and the variants in turn, twice; on the variant
 # with the highest mean wgrad TF/s: `--check` (bitwise against the GPU oracle), memcheck and
 # racecheck. Writes $OUT/summary.txt (verdicts and the bench lines) and $OUT/log.txt; about
@@ -15,7 +16,7 @@ set -u
 D=${1:-.dev/wgrad5}
 [ $# -gt 0 ] && shift
 V=("$@")
-[ ${#V[@]} -gt 0 ] || V=(lds1 lds2 hoist lds2h lds2he)
+[ ${#V[@]} -gt 0 ] || V=(lds1 lds2h lds2he lds1hb lds1hbe)
 S=$OUT/summary.txt L=$OUT/log.txt T=$(mktemp -d)
 t0=$(date +%s)
 el() { echo $(($(date +%s) - t0)); }
