@@ -342,14 +342,6 @@ __device__ __forceinline__ ConsumerThread consumer_thread() {
   return {wg, wg * 64 + warp * 16 + lane / 4};
 }
 
-// Consumers of 256-wide tiles: the 64 × 256 f32 accumulator is 128 registers, so T_kb is
-// computed one 128-column half at a time into a 64-register t (a 64 × 256 t beside the
-// accumulator would not fit the 232 registers): per K block, half 0's four k32 steps, wait, then
-// its promotion on columns 0..127, then half 1 on columns 128..255 (B rows 128.. of the stage).
-// Rowwise / tensorwise promote acc += t; blockwise acc = fmaf(RN(sa·sb), t, acc) with the B scale
-// of the half's own 128-column block (from lane 0 for half 0, lane 1 for half 1: HalfScales), the
-// scales loaded two blocks ahead as in consume. The same operations on every element in the same
-// order as the 128-wide tiles (docs/gpu_gemm.md §2, §3).
 // A float of the stage's scale slot by its shared-memory address (32-bit: a generic pointer made
 // ptxas emit generic loads with 64-bit address arithmetic, docs/gpu_gemm.md §7). Volatile with a
 // memory clobber, it stays where it is written relative to the wgmma and barrier asm around it.
@@ -358,11 +350,6 @@ __device__ __forceinline__ float ld_shared_f32(std::uint32_t addr) {
   asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
   return v;
 }
-
-// Where the consumers read a staged slot: right after the `full` wait (false), or after half 0's
-// wgmma is issued (true), a one-line switch; the wait measured 0.3-0.5% faster (docs/gpu_gemm.md
-// §7, docs/benchmarks.md).
-constexpr bool kSlotReadAfterHalf0 = false;
 
 // Consumers of 256-wide tiles: the 64 × 256 f32 accumulator is 128 registers, so T_kb is
 // computed one 128-column half at a time into a 64-register t (a 64 × 256 t beside the
@@ -406,13 +393,12 @@ __device__ void consume_halves(const GemmTmaParams& p, const Ring<256, Staged>& 
       const std::uint32_t a_base = s.a_tile(st) + wg * 64 * 128;
       const std::uint32_t slot = smem_u32(s.scales(st));
       float b_half[2] = {0.0f, 0.0f};  // the B scales of the halves
-      const auto read_slot = [&] {
+      if constexpr (Staged) {  // right after the wait (after half 0's wgmma: 0.0-0.6% slower, §7)
         sb.a0 = ld_shared_f32(slot + 4 * local_row),
         sb.a1 = ld_shared_f32(slot + 4 * local_row + 32);
         b_half[0] = ld_shared_f32(slot + 4 * kSlotB),
         b_half[1] = ld_shared_f32(slot + 4 * kSlotB + 4);
-      };
-      if (Staged && !kSlotReadAfterHalf0) read_slot();
+      }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const std::uint32_t b_base = s.b_tile(st) + h * 128 * 128;
@@ -422,7 +408,6 @@ __device__ void consume_halves(const GemmTmaParams& p, const Ring<256, Staged>& 
         for (int j = 0; j < kGemmBlockK / 32; ++j)  // T_kb of the half: four k32 steps from +0
           wgmma_k32<128, AE5, BE5>(t, smem_desc(a_base + j * 32), smem_desc(b_base + j * 32), j);
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        if (Staged && kSlotReadAfterHalf0 && h == 0) read_slot();  // while half 0's wgmma runs
         if (!Staged && blockwise && h == 0)  // while half 0's wgmma runs; every lane takes part
           b_half[0] = __shfl_sync(0xffffffffu, sb.b, 0),
           b_half[1] = __shfl_sync(0xffffffffu, sb.b, 1);
