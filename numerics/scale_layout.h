@@ -4,6 +4,7 @@
 // names the source of each layout.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <span>
 #include <stdexcept>
@@ -180,6 +181,23 @@ inline std::size_t e8m0_offset(ScaleLayoutE8m0 l, std::int64_t g, std::int64_t r
   throw std::invalid_argument("unknown e8m0 scale layout");
 }
 }  // namespace detail
+
+// serialize() of a (groups, rows, cols) grid of f32 values, as f32 values rather than bytes (the
+// layout's padding word included): the form a device buffer of scales is uploaded from.
+inline std::vector<float> serialize_f32(ScaleLayoutF32 l, std::int64_t groups, std::int64_t rows,
+                                        std::int64_t cols, std::span<const float> values) {
+  ScaleGridF32 grid{groups, rows, cols, std::vector<std::uint32_t>(values.size())};
+  for (std::size_t i = 0; i < values.size(); ++i)
+    grid.bits[i] = std::bit_cast<std::uint32_t>(values[i]);
+  const std::vector<std::uint8_t> bytes = serialize(l, grid);
+  std::vector<float> out(bytes.size() / 4);
+  for (std::size_t w = 0; w < out.size(); ++w) {
+    std::uint32_t u = 0;
+    for (int b = 0; b < 4; ++b) u |= std::uint32_t(bytes[w * 4 + b]) << (8 * b);
+    out[w] = std::bit_cast<float>(u);
+  }
+  return out;
+}
 
 inline std::vector<std::uint8_t> serialize(ScaleLayoutE8m0 l, const ScaleGridE8m0& s) {
   detail::check_grid(s.groups, s.rows, s.cols, s.codes.size());

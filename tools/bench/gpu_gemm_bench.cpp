@@ -21,6 +21,7 @@
 #include "gpu/grouped_gemm.h"
 #include "gpu/oracle/grouped_gemm_oracle.h"
 #include "gpu/oracle/grouped_wgrad_oracle.h"
+#include "numerics/scale_layout.h"
 
 namespace {
 
@@ -106,15 +107,6 @@ struct Config {
   const char* label() const { return mn_major ? "blockwise_mn" : to_string(scaling); }
 };
 
-// Row-major (M, nkb) 1x128 scales as the tma_mn_major copy (nkb, align(M, 4)), padding zero.
-std::vector<float> mn_major(const std::vector<float>& v, std::int64_t rows, std::int64_t nkb) {
-  const std::int64_t ld = (rows + 3) / 4 * 4;
-  std::vector<float> t(std::size_t(nkb * ld), 0.0f);
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t k = 0; k < nkb; ++k) t[std::size_t(k * ld + r)] = v[std::size_t(r * nkb + k)];
-  return t;
-}
-
 struct Host {
   std::vector<std::uint8_t> a, b;  // A (M, K), B (E, N, K); dgrad: dY (M, N), W (E, K, N)
   std::vector<float> sa, sb;
@@ -150,7 +142,8 @@ std::pair<double, std::int64_t> run(const Config& c, const Host& h,
                                     const std::vector<std::int64_t>& offs, bool check) {
   const bool dgrad = std::strcmp(c.op, "dgrad") == 0;
   const std::int64_t out_cols = dgrad ? kK : kN;
-  const std::vector<float> sa_h = c.mn_major ? mn_major(h.sa, kM, kK / 128) : h.sa;
+  const std::vector<float> sa_h =
+      c.mn_major ? serialize_f32(ScaleLayoutF32::tma_mn_major, 1, kM, kK / 128, h.sa) : h.sa;
   DeviceArray a(h.a), b(h.b), sa(sa_h), sb(h.sb), y(std::size_t(kM * out_cols) * 2);
   const gpu::DeviceGemmOutput out{OutDtype::bf16, y.p, kM * out_cols};
   std::function<void()> launch;

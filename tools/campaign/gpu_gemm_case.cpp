@@ -194,11 +194,12 @@ GpuGemmCase draw_gpu_gemm_case(std::int64_t max_total) {
 }
 
 std::vector<float> mn_major_scales_a(const GpuGemmCase& c) {
-  const std::int64_t nkb = c.K / 128, ld = (c.M + 3) / 4 * 4;
-  std::vector<float> mn(std::size_t(nkb * ld), std::numeric_limits<float>::quiet_NaN());
-  for (std::int64_t r = 0; r < c.M; ++r)
-    for (std::int64_t k = 0; k < nkb; ++k)
-      mn[std::size_t(k * ld + r)] = c.sa[std::size_t(r * nkb + k)];
+  const std::int64_t nkb = c.K / 128;
+  std::vector<float> mn = serialize_f32(ScaleLayoutF32::tma_mn_major, 1, c.M, nkb, c.sa);
+  const std::int64_t ld = std::int64_t(mn.size()) / nkb;  // M rounded up to 4
+  for (std::int64_t k = 0; k < nkb; ++k)                  // the layout's zero padding poisoned
+    std::fill(mn.begin() + k * ld + c.M, mn.begin() + (k + 1) * ld,
+              std::numeric_limits<float>::quiet_NaN());
   return mn;
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <bit>
 #include <cstring>
 
 namespace fp8ref {
@@ -22,6 +23,28 @@ RC_GTEST_PROP(ScaleLayout, F32LayoutsRoundTrip, ()) {
   const auto bytes = serialize(l, s);
   RC_ASSERT(bytes.size() == serialized_size(l, g, r, c));
   RC_ASSERT(deserialize(l, bytes, g, r, c) == s);
+}
+
+// serialize_f32 is serialize() read back as f32 words, NaN payloads and padding included.
+RC_GTEST_PROP(ScaleLayout, F32ValuesSerialiseAsTheirBytes, ()) {
+  const auto l = *rc::gen::elementOf(std::vector<ScaleLayoutF32>{
+      ScaleLayoutF32::row_major, ScaleLayoutF32::col_major, ScaleLayoutF32::tma_mn_major,
+      ScaleLayoutF32::te_compact, ScaleLayoutF32::cublas_k_major_pad4});
+  const std::int64_t g = *rc::gen::inRange(1, 4), r = *rc::gen::inRange(0, 300),
+                     c = *rc::gen::inRange(0, 70);
+  ScaleGridF32 s{g, r, c,
+                 *rc::gen::container<std::vector<std::uint32_t>>(
+                     std::size_t(g * r * c), rc::gen::arbitrary<std::uint32_t>())};
+  std::vector<float> values(s.bits.size());
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = std::bit_cast<float>(s.bits[i]);
+  const std::vector<float> got = serialize_f32(l, g, r, c, values);
+  const std::vector<std::uint8_t> want = serialize(l, s);
+  RC_ASSERT(got.size() * 4 == want.size());
+  for (std::size_t w = 0; w < got.size(); ++w) {
+    std::uint32_t u = 0;
+    for (int b = 0; b < 4; ++b) u |= std::uint32_t(want[w * 4 + b]) << (8 * b);
+    RC_ASSERT(std::bit_cast<std::uint32_t>(got[w]) == u);
+  }
 }
 
 RC_GTEST_PROP(ScaleLayout, E8m0LayoutsRoundTrip, ()) {
