@@ -7,48 +7,18 @@
 // 128-token blocks from the group's start, the 16-token chunks of the last one past the group's
 // end zeroed in shared memory before the tensor cores read them; per block T = four chained wgmma
 // k32 steps from +0, promoted as hopper_promoted_blockwise (acc = fmaf(RN(sdy·sx), T, acc), a
-// scale per row and column of the tile) or hopper_promoted_tensorwise; then dW = RN_out(RN(C +
-// acc)), C read and dW written as streaming data (evict first); an empty group gives C
-// (docs/gpu_gemm.md §3).
+// scale per row and column of the tile, copied into the stage by cp.async.bulk and read by
+// ld.shared) or hopper_promoted_tensorwise; then dW = RN_out(RN(C + acc)), C read and dW written
+// as streaming data (evict first); an empty group gives C (docs/gpu_gemm.md §3).
+// The block loop is cut to few instructions per block (the kernel is bound by the instructions it
+// issues, docs/gpu_gemm.md §7): scales by bulk copy and ld.shared, the stage, phase, wgmma
+// descriptors and scale addresses formed once per CTA, the epilogue's choices once per tile.
 #include <cuda_bf16.h>
 
 #include "gpu/device.h"
 #include "gpu/grouped_gemm_kernels.h"
 #include "gpu/tensor_map.h"
 #include "gpu/tma_pipeline_sm90.cuh"
-
-// Compile-time variants of the consumers' block loop, each computing the same operations on the
-// same values in the same order per element (bitwise identical by construction); 0 = the kernel
-// measured in docs/benchmarks.md. They cut the instructions issued per token block, which the
-// profile of docs/gpu_gemm.md §7 shows the kernel is bound by.
-// FP8REF_WGRAD_LDS: 1 = the block's scales read by ld.shared through 32-bit shared addresses
-// (instead of generic loads); 2 = the same, the producer writing the column scales in a
-// lane-permuted order so that each consumer lane reads its 2·(BK/8) column scales by ld.shared.v4.
-// FP8REF_WGRAD_HOIST: 1 = the stage index and phase stepped per block instead of divided out of
-// the block counter, and the wgmma descriptors (and, with FP8REF_WGRAD_LDS, the scale addresses)
-// formed once per CTA and offset per stage.
-// FP8REF_WGRAD_EPI: 1 = the epilogue's per-element choices (bf16 or f32 dW, an empty group,
-// tensorwise scaling) taken once per tile.
-// FP8REF_WGRAD_BULK: 1 = the producer's lane 0 copies the block's 128 dY scales and its columns'
-// X scales (both contiguous in global memory) with two cp.async.bulk on the stage's `full`
-// barrier, instead of 32 lanes' 4-byte cp.async (scale tensors 16-byte aligned; else as before).
-// Columns past K are then not zeroed: their products are never stored. Not with LDS 2.
-#ifndef FP8REF_WGRAD_LDS
-#define FP8REF_WGRAD_LDS 0
-#endif
-#ifndef FP8REF_WGRAD_HOIST
-#define FP8REF_WGRAD_HOIST 0
-#endif
-#ifndef FP8REF_WGRAD_EPI
-#define FP8REF_WGRAD_EPI 0
-#endif
-#ifndef FP8REF_WGRAD_BULK
-#define FP8REF_WGRAD_BULK 0
-#endif
-static_assert(FP8REF_WGRAD_LDS >= 0 && FP8REF_WGRAD_LDS <= 2 && FP8REF_WGRAD_HOIST >= 0 &&
-              FP8REF_WGRAD_HOIST <= 1 && FP8REF_WGRAD_EPI >= 0 && FP8REF_WGRAD_EPI <= 1 &&
-              FP8REF_WGRAD_BULK >= 0 && FP8REF_WGRAD_BULK <= 1);
-static_assert(!(FP8REF_WGRAD_BULK && FP8REF_WGRAD_LDS == 2), "bulk copies keep the column order");
 
 namespace fp8ref::gpu::detail {
 namespace {
@@ -103,16 +73,18 @@ __device__ __forceinline__ std::int64_t walk(std::int64_t i) {
   return i * grid + (i & 1 ? grid - 1 - b : b);
 }
 
-#if FP8REF_WGRAD_BULK
-// Whether the producer copies the scales by cp.async.bulk (16-byte aligned sources and sizes: N
-// and K are multiples of 64, so every row of scales starts aligned when the tensor does).
+// Whether the producer copies the scales by cp.async.bulk, which needs 16-byte aligned global
+// sources (and sizes): N and K are multiples of 64, and a tile starts at a multiple of 128 rows
+// and BK columns, so every block's scales start aligned when both scale tensors do (cudaMalloc
+// returns 256-byte aligned memory; a pointer into the middle of a buffer may not be). Otherwise
+// the producer's lanes copy them 4 bytes each by cp.async (produce).
 __device__ __forceinline__ bool bulk_scales(const WgradKernelArgs& a) {
   const auto at =
       reinterpret_cast<std::uintptr_t>(a.scale_dy) | reinterpret_cast<std::uintptr_t>(a.scale_x);
   return a.blockwise && at % 16 == 0;
 }
 // bytes (a multiple of 16) global -> shared, completing them on the mbarrier `bar` (PTX ISA
-// "cp.async.bulk").
+// "cp.async.bulk": the bytes count against the barrier's expect_tx, no arrival of their own).
 __device__ __forceinline__ void bulk_copy(std::uint32_t dst, const void* src, std::uint32_t bytes,
                                           std::uint32_t bar) {
   asm volatile(
@@ -121,48 +93,38 @@ __device__ __forceinline__ void bulk_copy(std::uint32_t dst, const void* src, st
       "l"(src), "r"(bytes), "r"(bar)
       : "memory");
 }
-#endif
-
-// Where the producer puts the scale of column c of the tile among the stage's BK column scales:
-// c itself, or (FP8REF_WGRAD_LDS 2) the columns j·8 + q·2 + {0, 1} a consumer lane with lane % 4 =
-// q reads (j = 0 .. BK/8 - 1) contiguous from q·BK/4, so that it reads them 4 at a time.
-template <int BK>
-__device__ __forceinline__ int col_slot(int c) {
-  if constexpr (FP8REF_WGRAD_LDS == 2)
-    return (c % 8 / 2) * (BK / 4) + c / 8 * 2 + c % 2;
-  else
-    return c;
-}
 
 // The producer warp (C is not prefetched into L2: the prefetch cost 1.6-2.8% on the skewed loads,
 // docs/gpu_gemm.md §7): per token block, lane 0 loads both tiles by TMA (tokens past M, and columns
 // past K of a 192-wide tile, read zeros; tokens of the next group are zeroed by the consumers);
-// blockwise, the lanes copy the block's 128 dY scales and BK X scales (zero past K, not read).
+// blockwise, lane 0 also copies the block's 128 dY scales and its columns' X scales, each
+// contiguous in global memory, with two bulk copies on the stage's `full` barrier (one arrival:
+// lane 0's expect_tx of the tile and scale bytes). The X scale slots of columns past K are not
+// written: they keep an earlier block's values (or whatever the shared memory held), which only
+// reach accumulator columns past K, never stored (store_wgrad), so they need no zeroing.
+// Unaligned scale tensors (bulk_scales): the 32 lanes copy the scales 4 bytes each by cp.async
+// (zero past K) and each arrives on `full` when its copies land (33 arrivals, s.init).
 template <int BK>
 __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t total) {
   const WgradKernelArgs& a = p.args;
   const int lane = int(threadIdx.x % 32);
   if (lane == 0) tma_prefetch_map(&p.map_dy), tma_prefetch_map(&p.map_x);
-#if FP8REF_WGRAD_BULK
   const bool bulk = bulk_scales(a);
-#endif
   std::uint32_t it = 0;
   for (std::int64_t w = 0;; ++w) {
     const std::int64_t tile = walk(w);
     if (tile >= total) break;
     const WgradTile t = wgrad_tile<BK>(a, tile);
-#if FP8REF_WGRAD_BULK
-    // The tile's first block's scales and the bytes of its columns', stepped per block.
-    const float* sdy = a.scale_dy + a.blk0[t.g] * a.N + t.n0;  // advanced per block
+    // The tile's first block's scales (stepped per block: one row of scales per 128 tokens), the
+    // bytes of its columns' X scales (up to K) and the bytes a stage's `full` phase waits for.
+    const float* sdy = a.scale_dy + a.blk0[t.g] * a.N + t.n0;
     const float* sx = a.scale_x + a.blk0[t.g] * a.K + t.k0;
     const std::uint32_t xbytes = 4 * std::uint32_t(min(std::int64_t(BK), a.K - t.k0));
     const std::uint32_t tx = Ring<BK>::kStageBytes + (bulk ? 512 + xbytes : 0);
-#endif
     for (int kb = 0; kb < t.nkb; ++kb, ++it) {
       const int st = s.stage(it);
       const std::int32_t tok = t.tok0 + kb * 128;
       s.wait_empty(it);
-#if FP8REF_WGRAD_BULK
       const float *const sdy_kb = sdy, *const sx_kb = sx;  // block kb's
       sdy += a.N, sx += a.K;
       if (lane == 0) {
@@ -175,14 +137,7 @@ __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
         }
       }
       if (!a.blockwise || bulk) continue;
-#else
-      if (lane == 0) {
-        mbar_arrive_expect_tx(s.full(st), Ring<BK>::kStageBytes);
-        tma_load_2d(s.a_tile(st), &p.map_dy, tok, t.n0, s.full(st));
-        tma_load_2d(s.b_tile(st), &p.map_x, tok, t.k0, s.full(st));
-      }
-      if (!a.blockwise) continue;
-#endif
+      // Unaligned scale tensors: 4-byte copies by every lane.
       const std::int64_t row = a.blk0[t.g] + kb;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -193,8 +148,8 @@ __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
       for (int i = 0; i < BK / 32; ++i) {
         const int j = lane + 32 * i;
         const bool ok = t.k0 + j < a.K;
-        cp_async4(smem_u32(s.scales(st) + 128 + col_slot<BK>(j)),
-                  a.scale_x + row * a.K + (ok ? t.k0 + j : 0), ok);
+        cp_async4(smem_u32(s.scales(st) + 128 + j), a.scale_x + row * a.K + (ok ? t.k0 + j : 0),
+                  ok);
       }
       cp_async_arrive_noinc(s.full(st));
     }
@@ -219,112 +174,40 @@ __device__ __forceinline__ void zero_tail(const Ring<BK>& s, int st, int valid_t
   asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumerThreads) : "memory");
 }
 
-// acc += RN(sdy[row]·sx[col]) · T elementwise, rows local_row and local_row + 8.
-#if FP8REF_WGRAD_LDS == 0
-template <int BK>
-__device__ __forceinline__ void promote_blockwise(const float* s, const float (&t)[BK / 2],
-                                                  float (&acc)[BK / 2], int local_row) {
-  const int lane = threadIdx.x % 32;
-  const float r0 = s[local_row], r1 = s[local_row + 8];
-  const float2* sx2 = reinterpret_cast<const float2*>(s + 128 + (lane % 4) * 2);
-#pragma unroll
-  for (int j = 0; j < BK / 8; ++j) {
-    const float2 x = sx2[j * 4];  // columns j·8 + (lane % 4)·2 + {0, 1}
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const float sx = e ? x.y : x.x;
-      acc[j * 4 + e] = __fmaf_rn(__fmul_rn(r0, sx), t[j * 4 + e], acc[j * 4 + e]);
-      acc[j * 4 + 2 + e] = __fmaf_rn(__fmul_rn(r1, sx), t[j * 4 + 2 + e], acc[j * 4 + 2 + e]);
-    }
-  }
-}
-#else
-// The same from shared addresses: rows = &sdy[local_row], cols = the lane's first column scale
-// (&sx[(lane % 4)·2], or its first permuted slot, col_slot).
+// acc += RN(sdy[row]·sx[col]) · T elementwise, rows local_row and local_row + 8, from the stage's
+// scales at shared-window addresses: rows = &sdy[local_row], cols = &sx[(lane % 4)·2], the lane's
+// first column. Read by ld.shared on 32-bit addresses: through a generic pointer (the ring's base
+// is an aligned-up generic address) they were generic LD.E on 64-bit addresses, with 64-bit
+// address arithmetic per block (docs/gpu_gemm.md §7). The loads are volatile asm so that they
+// stay between the stage's `full` wait and its release (asm volatile statements keep their
+// order).
 template <int BK>
 __device__ __forceinline__ void promote_blockwise(std::uint32_t rows, std::uint32_t cols,
                                                   const float (&t)[BK / 2], float (&acc)[BK / 2]) {
-  constexpr int kV = FP8REF_WGRAD_LDS;  // 8-column groups j per load
   float r0, r1;
   asm volatile("ld.shared.f32 %0, [%1];" : "=f"(r0) : "r"(rows));
-  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(r1) : "r"(rows + 32));
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(r1) : "r"(rows + 32));  // local_row + 8
 #pragma unroll
-  for (int j0 = 0; j0 < BK / 8; j0 += kV) {
-    float x[2 * kV];  // x[(j - j0)·2 + e]: column j·8 + (lane % 4)·2 + e
-    if constexpr (kV == 1)
-      asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];"
-                   : "=f"(x[0]), "=f"(x[1])
-                   : "r"(cols + j0 * 32));
-    else
-      asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
-                   : "=f"(x[0]), "=f"(x[1]), "=f"(x[2]), "=f"(x[3])
-                   : "r"(cols + j0 * 8));
+  for (int j = 0; j < BK / 8; ++j) {
+    float x[2];  // x[e]: column j·8 + (lane % 4)·2 + e
+    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(x[0]), "=f"(x[1]) : "r"(cols + j * 32));
 #pragma unroll
-    for (int j = j0; j < j0 + kV; ++j)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const float sx = x[(j - j0) * 2 + e];
-        acc[j * 4 + e] = __fmaf_rn(__fmul_rn(r0, sx), t[j * 4 + e], acc[j * 4 + e]);
-        acc[j * 4 + 2 + e] = __fmaf_rn(__fmul_rn(r1, sx), t[j * 4 + 2 + e], acc[j * 4 + 2 + e]);
-      }
-  }
-}
-#endif
-
-// dW = RN_out(RN(C + acc')), acc' = acc (blockwise) or RN(acc·RN(sdy·sx)); C itself for an
-// empty group (f32: every bit of C, -0 and NaN payloads included); columns past K (a 192-wide
-// tile) are neither read nor written. All of the thread's values of C (both rows: up to 96
-// registers, free once the last block is promoted) are loaded before the first store, so that the
-// loads are in flight together (a load after a store to dW, which might alias, would wait for it).
-// Both as streaming accesses (ld/st .cs: evict first), each byte being used once, so that C and
-// dW leave L2 to the tiles of dYᵀ and Xᵀ other CTAs read (docs/gpu_gemm.md §7).
-template <int BK>
-__device__ __forceinline__ void store_wgrad(const WgradKernelArgs& p, const WgradTile& t,
-                                            const float (&acc)[BK / 2], int local_row) {
-  const int lane = threadIdx.x % 32;
-  const float ts = p.blockwise ? 1.0f : __fmul_rn(p.scale_dy[0], p.scale_x[0]);
-  const std::int64_t base =
-      std::int64_t(t.g) * p.N * p.K + (t.n0 + local_row) * p.K + t.k0 + (lane % 4) * 2;
-  const std::int32_t cols = std::int32_t(min(std::int64_t(BK), p.K - t.k0));
-  constexpr int kHalves = 2;  // rows of C loaded together
-#pragma unroll
-  for (int h0 = 0; h0 < 2; h0 += kHalves) {
-    float2 c[kHalves][BK / 8];
-#pragma unroll
-    for (int h = 0; h < kHalves; ++h) {
-      const float2* row = reinterpret_cast<const float2*>(p.c + base + 8 * (h0 + h) * p.K);
-#pragma unroll
-      for (int j = 0; j < BK / 8; ++j)  // cols % 64 == 0: all of the 8 columns or none
-        c[h][j] = BK == 128 || j * 8 < cols ? __ldcs(row + j * 4) : make_float2(0.0f, 0.0f);
-    }
-#pragma unroll
-    for (int h = 0; h < kHalves; ++h) {
-      const int half = h0 + h;
-      const std::int64_t at = (base + 8 * half * p.K) / 2;  // float2 / bfloat162 index
-#pragma unroll
-      for (int j = 0; j < BK / 8; ++j) {
-        if (BK > 128 && j * 8 >= cols) continue;
-        float v[2] = {c[h][j].x, c[h][j].y};
-        if (t.nkb > 0)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const float a = acc[j * 4 + half * 2 + e];
-            v[e] = __fadd_rn(v[e], p.blockwise ? a : __fmul_rn(a, ts));
-          }
-        __nv_bfloat162* const wb = static_cast<__nv_bfloat162*>(p.dw) + at + j * 4;
-        float2* const wf = reinterpret_cast<float2*>(p.dw) + at + j * 4;
-        if (p.out_bf16)
-          __stcs(wb, __floats2bfloat162_rn(v[0], v[1]));
-        else
-          __stcs(wf, make_float2(v[0], v[1]));
-      }
+    for (int e = 0; e < 2; ++e) {
+      acc[j * 4 + e] = __fmaf_rn(__fmul_rn(r0, x[e]), t[j * 4 + e], acc[j * 4 + e]);
+      acc[j * 4 + 2 + e] = __fmaf_rn(__fmul_rn(r1, x[e]), t[j * 4 + 2 + e], acc[j * 4 + 2 + e]);
     }
   }
 }
 
-#if FP8REF_WGRAD_EPI
-// store_wgrad with its per-element choices taken once per tile: kBf16 = p.out_bf16, kAdd =
-// t.nkb > 0 (acc already acc'); the same loads, operations and stores.
+// Rows local_row (h = 0) and local_row + 8 (h = 1) of the tile's dW = RN_out(RN(C + acc)), or
+// C itself for an empty group (kAdd false; f32: every bit of C, -0 and NaN payloads included),
+// dW in bf16 (kBf16) or f32; columns past K (a 192-wide tile) are neither read nor written. All of
+// the thread's values of C (both rows: up to 96 registers, free once the last block is promoted)
+// are loaded before the first store, so that the loads are in flight together (a load after a
+// store to dW, which might alias, would wait for it). Both as streaming accesses (ld/st .cs: evict
+// first), each byte being used once, so that C and dW leave L2 to the tiles of dYᵀ and Xᵀ other
+// CTAs read (docs/gpu_gemm.md §7). The choices are template parameters, taken once per tile by
+// store_wgrad, not per element.
 template <int BK, bool kBf16, bool kAdd>
 __device__ __forceinline__ void store_rows(const WgradKernelArgs& p, std::int64_t base,
                                            std::int32_t cols, const float (&acc)[BK / 2]) {
@@ -354,10 +237,12 @@ __device__ __forceinline__ void store_rows(const WgradKernelArgs& p, std::int64_
   }
 }
 
-// store_wgrad's variant: acc' formed in place (tensorwise), then one of four store_rows.
+// The tile's epilogue: dW = RN_out(RN(C + acc')), acc' = acc (blockwise) or RN(acc·RN(sdy·sx))
+// (tensorwise: formed in place first, the same fmul before the same fadd), by one of four
+// store_rows.
 template <int BK>
-__device__ __forceinline__ void store_wgrad_epi(const WgradKernelArgs& p, const WgradTile& t,
-                                                float (&acc)[BK / 2], int local_row) {
+__device__ __forceinline__ void store_wgrad(const WgradKernelArgs& p, const WgradTile& t,
+                                            float (&acc)[BK / 2], int local_row) {
   const int lane = threadIdx.x % 32;
   const std::int64_t base =
       std::int64_t(t.g) * p.N * p.K + (t.n0 + local_row) * p.K + t.k0 + (lane % 4) * 2;
@@ -374,40 +259,38 @@ __device__ __forceinline__ void store_wgrad_epi(const WgradKernelArgs& p, const 
     t.nkb > 0 ? store_rows<BK, false, true>(p, base, cols, acc)
               : store_rows<BK, false, false>(p, base, cols, acc);
 }
-#endif
 
 // The consumer warpgroups: per token block, wait for the stage, zero a group's tail, run T on
 // it, promote (reading the stage's scales) and free it; the epilogue stores the tile while the
-// producer already loads the next one.
+// producer already loads the next one. Everything the block loop needs besides the stage is
+// formed once per CTA, so that a block costs few instructions beyond its 2·(BK/2) FMUL/FFMA and
+// 4 wgmma (docs/gpu_gemm.md §7).
 template <int BK, bool AE5, bool BE5>
 __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t total) {
   const WgradKernelArgs& a = p.args;
   const int wg = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
   const int local_row = wg * 64 + warp * 16 + lane / 4;
-  std::uint32_t it = 0;
-#if FP8REF_WGRAD_HOIST
-  // Stage 0's descriptors, offset per stage (smem_desc is linear in a shared address < 256 KiB:
-  // the start address field, bits 0..13, takes it >> 4 and never carries into the next field).
-  // The warpgroup broadcast from lane 0, so that the compiler sees it warp-uniform and keeps the
-  // A descriptor in uniform registers (no R2UR per wgmma).
+  // Stage 0's wgmma descriptors, offset per stage: smem_desc is linear in a shared address below
+  // 256 KiB (its start address field, bits 0..13, takes the address >> 4 and never carries into
+  // the next field; the ring lies below 228 KiB), so desc(stage st, k32 step j) = desc(stage 0) +
+  // st·kStageBytes/16 + 2j. The warpgroup index is broadcast from lane 0, so that the compiler
+  // sees it warp-uniform and keeps the descriptors in uniform registers (no R2UR per wgmma).
   const int wg_u = __shfl_sync(0xffffffffu, wg, 0);
   const std::uint64_t desc_a0 = smem_desc(s.a_tile(0) + wg_u * 64 * 128),
                       desc_b0 = smem_desc(s.b_tile(0));
-  std::uint32_t leader = lane == 0;  // the warp's lane releasing a stage (held, as below)
+  // The opaque moves (here and below) pin values in registers: without them the compiler
+  // recomputes them from the thread index (S2R) in every block.
+  std::uint32_t leader = lane == 0;  // the warp's lane releasing a stage (s.release)
   asm volatile("mov.b32 %0, %0;" : "+r"(leader));
-  int st = 0;  // s.stage(it) and s.parity(it), stepped per block
+  int st = 0;  // the producer's s.stage(it) and s.parity(it), stepped per block (no division)
   std::uint32_t phase = 0;
-#endif
-#if FP8REF_WGRAD_LDS && FP8REF_WGRAD_HOIST
   constexpr std::uint32_t kScaleStride = (128 + BK) * 4;  // bytes of a stage's scales
   static_assert(Ring<BK>::kBars - Ring<BK>::kScales == Ring<BK>::kStages * int(kScaleStride));
-  // Stage 0's scale addresses of the thread, held in registers: passed through an opaque move so
-  // that the compiler cannot recompute them from the thread index in every block.
+  // Stage 0's scale addresses of the thread (promote_blockwise), offset per stage.
   std::uint32_t rows0 = smem_u32(s.scales(0) + local_row),
-                cols0 = smem_u32(s.scales(0) + 128 + col_slot<BK>((lane % 4) * 2));
+                cols0 = smem_u32(s.scales(0) + 128 + (lane % 4) * 2);
   asm volatile("mov.b32 %0, %0;" : "+r"(rows0));
   asm volatile("mov.b32 %0, %0;" : "+r"(cols0));
-#endif
   for (std::int64_t w = 0;; ++w) {
     const std::int64_t tile = walk(w);
     if (tile >= total) break;
@@ -415,59 +298,31 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
     float acc[BK / 2], d[BK / 2];  // d: written by the first k32 step of each block (scale-d 0)
 #pragma unroll
     for (int i = 0; i < BK / 2; ++i) acc[i] = 0.0f;
-    for (int kb = 0; kb < t.nkb; ++kb, ++it) {
-#if FP8REF_WGRAD_HOIST
+    for (int kb = 0; kb < t.nkb; ++kb) {
       const int valid = t.tok_end - (t.tok0 + kb * 128);
       mbar_wait(s.full(st), phase);
-#else
-      const int st = s.stage(it), valid = t.tok_end - (t.tok0 + kb * 128);
-      mbar_wait(s.full(st), s.parity(it));
-#endif
       if (valid < 128) zero_tail<BK>(s, st, valid);
-#if FP8REF_WGRAD_HOIST
       const std::uint64_t step = std::uint32_t(st) * (Ring<BK>::kStageBytes >> 4);
       const std::uint64_t desc_a = desc_a0 + step, desc_b = desc_b0 + step;
-#else
-      const std::uint32_t a_base = s.a_tile(st) + wg * 64 * 128, b_base = s.b_tile(st);
-#endif
       fence_regs(d);
       asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
       for (int j = 0; j < 4; ++j)
-#if FP8REF_WGRAD_HOIST
         wgmma_k32<BK, AE5, BE5>(d, desc_a + j * 2, desc_b + j * 2, j);  // + 32 bytes
-#else
-        wgmma_k32<BK, AE5, BE5>(d, smem_desc(a_base + j * 32), smem_desc(b_base + j * 32), j);
-#endif
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
       fence_regs(d);
       if (a.blockwise) {
-#if FP8REF_WGRAD_LDS && FP8REF_WGRAD_HOIST
         promote_blockwise<BK>(rows0 + st * kScaleStride, cols0 + st * kScaleStride, d, acc);
-#elif FP8REF_WGRAD_LDS
-        promote_blockwise<BK>(smem_u32(s.scales(st) + local_row),
-                              smem_u32(s.scales(st) + 128 + col_slot<BK>((lane % 4) * 2)), d, acc);
-#else
-        promote_blockwise<BK>(s.scales(st), d, acc, local_row);
-#endif
       } else {
 #pragma unroll
         for (int i = 0; i < BK / 2; ++i) acc[i] = __fadd_rn(acc[i], d[i]);
       }
-#if FP8REF_WGRAD_HOIST
-      __syncwarp();  // s.release(it)
+      __syncwarp();  // s.release
       if (leader) mbar_arrive(s.empty(st));
       if (++st == Ring<BK>::kStages) st = 0, phase ^= 1;
-#else
-      s.release(it);
-#endif
     }
-#if FP8REF_WGRAD_EPI
-    store_wgrad_epi<BK>(a, t, acc, local_row);
-#else
     store_wgrad<BK>(a, t, acc, local_row);
-#endif
   }
 }
 
@@ -478,11 +333,8 @@ __global__ void __launch_bounds__(kPipelineThreads, 1)
   const Ring<BK> s = Ring<BK>::at(smem_raw);
   const std::int64_t total =
       std::int64_t(p.args.groups) * (p.args.N / 128) * ((p.args.K + BK - 1) / BK);
-#if FP8REF_WGRAD_BULK
+  // 33 arrivals per `full` phase when the lanes copy the scales themselves, else lane 0's one.
   if (threadIdx.x == 0) s.init(p.args.blockwise && !bulk_scales(p.args));
-#else
-  if (threadIdx.x == 0) s.init(p.args.blockwise);
-#endif
   __syncthreads();
   if (threadIdx.x >= kConsumerThreads) {
     setmaxnreg_dec<kProducerRegs>();
