@@ -201,38 +201,57 @@ __device__ __forceinline__ void promote_blockwise(std::uint32_t rows, std::uint3
 
 // Rows local_row (h = 0) and local_row + 8 (h = 1) of the tile's dW = RN_out(RN(C + acc)), or
 // C itself for an empty group (kAdd false; f32: every bit of C, -0 and NaN payloads included),
-// dW in bf16 (kBf16) or f32; columns past K (a 192-wide tile) are neither read nor written. All of
-// the thread's values of C (both rows: up to 96 registers, free once the last block is promoted)
-// are loaded before the first store, so that the loads are in flight together (a load after a
-// store to dW, which might alias, would wait for it). Both as streaming accesses (ld/st .cs: evict
-// first), each byte being used once, so that C and dW leave L2 to the tiles of dYᵀ and Xᵀ other
-// CTAs read (docs/gpu_gemm.md §7). The choices are template parameters, taken once per tile by
-// store_wgrad, not per element.
+// dW in bf16 (kBf16) or f32; columns past K (a 192-wide tile) are neither read nor written.
+// 16 bytes a lane: for each pair of 8-column groups (2i, 2i + 1) of the wgmma D layout, the two
+// lanes q, q ^ 1 of a pair (q = lane % 4) swap two values, so that even q holds columns
+// 16i + 2q .. + 3 and odd q columns 16i + 8 + 2(q - 1) .. + 3, four contiguous floats at base +
+// 16i (base: the thread's column 8(q & 1) + 4(q >> 1)); C is read and dW written 16 bytes a lane
+// (bf16 dW: 8), a warp instruction touching 64 bytes of each of its 8 rows: half the L2 requests
+// of 8-byte accesses, which the L2's request rate, not bytes, makes worth +4-5% on the skewed and
+// misaligned loads (docs/gpu_gemm.md §7). All of the thread's values of C (both rows: up to 96
+// registers, free once the last block is promoted) are loaded before the first store, so that the
+// loads are in flight together (a load after a store to dW, which might alias, would wait for
+// it). Both as streaming accesses (ld/st .cs: evict first), each byte being used once, so that C
+// and dW leave L2 to the tiles of dYᵀ and Xᵀ other CTAs read. The choices are template
+// parameters, taken once per tile by store_wgrad, not per element.
 template <int BK, bool kBf16, bool kAdd>
 __device__ __forceinline__ void store_rows(const WgradKernelArgs& p, std::int64_t base,
                                            std::int32_t cols, const float (&acc)[BK / 2]) {
-  float2 c[2][BK / 8];
+  const bool odd = (threadIdx.x & 1) != 0;
+  float4 c[2][BK / 16];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const float2* row = reinterpret_cast<const float2*>(p.c + base + 8 * h * p.K);
+    const float4* row = reinterpret_cast<const float4*>(p.c + base + 8 * h * p.K);
 #pragma unroll
-    for (int j = 0; j < BK / 8; ++j)  // cols % 64 == 0: all of the 8 columns or none
-      c[h][j] = BK == 128 || j * 8 < cols ? __ldcs(row + j * 4) : make_float2(0.0f, 0.0f);
+    for (int i = 0; i < BK / 16; ++i)  // cols % 64 == 0: all of the 16 columns or none
+      c[h][i] = BK == 128 || i * 16 < cols ? __ldcs(row + i * 4) : make_float4(0, 0, 0, 0);
   }
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const std::int64_t at = (base + 8 * h * p.K) / 2;  // float2 / bfloat162 index
+    const std::int64_t at = base + 8 * h * p.K;  // element index of the thread's first column
 #pragma unroll
-    for (int j = 0; j < BK / 8; ++j) {
-      if (BK > 128 && j * 8 >= cols) continue;
-      float v[2] = {c[h][j].x, c[h][j].y};
-      if constexpr (kAdd)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) v[e] = __fadd_rn(v[e], acc[j * 4 + h * 2 + e]);
-      if constexpr (kBf16)
-        __stcs(static_cast<__nv_bfloat162*>(p.dw) + at + j * 4, __floats2bfloat162_rn(v[0], v[1]));
-      else
-        __stcs(reinterpret_cast<float2*>(p.dw) + at + j * 4, make_float2(v[0], v[1]));
+    for (int i = 0; i < BK / 16; ++i) {
+      if (BK > 128 && i * 16 >= cols) continue;
+      float4 v = c[h][i];
+      if constexpr (kAdd) {
+        const int e0 = (2 * i) * 4 + h * 2, e1 = (2 * i + 1) * 4 + h * 2;  // groups 2i, 2i + 1
+        const float s0 = odd ? acc[e0] : acc[e1], s1 = odd ? acc[e0 + 1] : acc[e1 + 1];
+        const float r0 = __shfl_xor_sync(0xffffffffu, s0, 1);
+        const float r1 = __shfl_xor_sync(0xffffffffu, s1, 1);
+        const float k0 = odd ? acc[e1] : acc[e0], k1 = odd ? acc[e1 + 1] : acc[e0 + 1];
+        v.x = __fadd_rn(v.x, odd ? r0 : k0), v.y = __fadd_rn(v.y, odd ? r1 : k1);
+        v.z = __fadd_rn(v.z, odd ? k0 : r0), v.w = __fadd_rn(v.w, odd ? k1 : r1);
+      }
+      if constexpr (kBf16) {
+        const __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y),
+                             hi = __floats2bfloat162_rn(v.z, v.w);
+        uint2 u;
+        u.x = *reinterpret_cast<const std::uint32_t*>(&lo);
+        u.y = *reinterpret_cast<const std::uint32_t*>(&hi);
+        __stcs(reinterpret_cast<uint2*>(static_cast<__nv_bfloat16*>(p.dw) + at + i * 16), u);
+      } else {
+        __stcs(reinterpret_cast<float4*>(static_cast<float*>(p.dw) + at + i * 16), v);
+      }
     }
   }
 }
@@ -244,8 +263,9 @@ template <int BK>
 __device__ __forceinline__ void store_wgrad(const WgradKernelArgs& p, const WgradTile& t,
                                             float (&acc)[BK / 2], int local_row) {
   const int lane = threadIdx.x % 32;
-  const std::int64_t base =
-      std::int64_t(t.g) * p.N * p.K + (t.n0 + local_row) * p.K + t.k0 + (lane % 4) * 2;
+  // The thread's first column of its rows (store_rows): 8(q & 1) + 4(q >> 1), q = lane % 4.
+  const std::int64_t base = std::int64_t(t.g) * p.N * p.K + (t.n0 + local_row) * p.K + t.k0 +
+                            8 * (lane & 1) + 4 * ((lane >> 1) & 1);
   const std::int32_t cols = std::int32_t(min(std::int64_t(BK), p.K - t.k0));
   if (!p.blockwise && t.nkb > 0) {
     const float ts = __fmul_rn(p.scale_dy[0], p.scale_x[0]);
