@@ -224,9 +224,13 @@ void launch(const GemmKernelArgs& p, bool dgrad, cudaStream_t stream) {
 
 // Groups at any token (docs/gpu_gemm.md §1): where a non-empty group starts off a multiple of 16
 // tokens, the kernel's TMA boxes could not start there (gpu/grouped_wgrad_repack.cu), so dYᵀ and
-// Xᵀ are first copied into stream-ordered scratch memory with every group at a 16-token aligned
-// start (a pass over (N + K)·M bytes), and the kernel reads that copy; the scales are indexed per
-// group block and stay as they are. Otherwise the kernel reads the operands in place.
+// Xᵀ are first copied into stream-ordered scratch memory with every group at a multiple of
+// kRepackAlign tokens (a pass over (N + K)·M bytes), and the kernel reads that copy; the scales
+// are indexed per group block and stay as they are. Otherwise the kernel reads them in place.
+// kRepackAlign = 128 rather than the 16 TMA needs: starts 16 mod 32 cost the kernel 17.5% and
+// 0 mod 32 but not mod 128 1.5% (docs/gpu_gemm.md §2), for at most 127 more scratch tokens a group.
+constexpr std::int64_t kRepackAlign = 128;
+
 void launch_wgrad(detail::WgradKernelArgs p, int block_k, cudaStream_t stream) {
   bool aligned = true;
   for (int g = 0; g < p.groups; ++g)
@@ -234,14 +238,17 @@ void launch_wgrad(detail::WgradKernelArgs p, int block_k, cudaStream_t stream) {
   if (aligned) return detail::launch_grouped_wgrad(p, block_k, stream);
   detail::WgradRepackArgs r{};
   r.a = p.dy_t, r.b = p.x_t, r.rows_a = p.N, r.rows_b = p.K, r.m = p.M, r.groups = p.groups;
+  const auto padded = [&](int g) {
+    return (p.end[g] - p.start[g] + kRepackAlign - 1) / kRepackAlign * kRepackAlign;
+  };
   std::int64_t to = 0;
-  for (int g = 0; g < p.groups; ++g) to += (p.end[g] - p.start[g] + 15) / 16 * 16;
+  for (int g = 0; g < p.groups; ++g) to += padded(g);
   if (to >= (std::int64_t(1) << 31))
-    bad("wgrad: the tokens, each group's rounded up to 16, must stay below 2^31");
+    bad("wgrad: the tokens, each group's rounded up to 128, must stay below 2^31");
   r.to[0] = 0;
   for (int g = 0; g < p.groups; ++g) {
     const std::int32_t m = p.end[g] - p.start[g];
-    r.from[g] = p.start[g], r.to[g + 1] = r.to[g] + (m + 15) / 16 * 16;
+    r.from[g] = p.start[g], r.to[g + 1] = r.to[g] + std::int32_t(padded(g));
     p.start[g] = r.to[g], p.end[g] = r.to[g] + m;
   }
   r.m_out = p.M = to;

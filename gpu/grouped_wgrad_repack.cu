@@ -1,12 +1,13 @@
 // Token offsets at any token for the K-grouped wgrad (docs/gpu_gemm.md §1, §2): the kernel's TMA
 // boxes start at a group's first token, and a box's global address must be 16-byte aligned (PTX
 // ISA §5.5.3.1 "Bounding Box": "The address of the bounding Box must also be aligned to 16
-// bytes"; one FP8 token is one byte of a dYᵀ / Xᵀ row), so groups whose start is not a multiple of
-// 16 are first copied into rows where every group starts at a multiple of 16 (launch_wgrad_repack,
-// gpu/grouped_gemm_kernels.h). Each thread writes one 16-byte chunk of an output row from two
-// aligned 16-byte loads of the input row, funnel-shifted by the group's misalignment; the bytes
-// past a group's end in its last chunk are the next group's tokens, which the wgrad kernel zeroes
-// (zero_tail, token granularity).
+// bytes"; one FP8 token is one byte of a dYᵀ / Xᵀ row; on the H200 a box at inner coordinate 1 or
+// 17 stops the kernel with an illegal instruction), so where a group starts off a multiple of 16
+// the launcher first copies the operands into rows where every group starts at a multiple of 16
+// (128: gpu/grouped_gemm.cpp) with launch_wgrad_repack (gpu/grouped_gemm_kernels.h). Each thread
+// writes one 16-byte chunk of an output row from two aligned 16-byte loads of the input row,
+// funnel-shifted by the group's misalignment; the bytes past a group's end in its last chunk are
+// the next group's tokens, which the wgrad kernel zeroes (zero_tail, token granularity).
 #include <cstdint>
 
 #include "gpu/device.h"
@@ -19,7 +20,8 @@ namespace {
 __device__ __forceinline__ uint4 bytes16(const std::uint8_t* row, std::int64_t at, std::int64_t m) {
   const std::int64_t a0 = at & ~std::int64_t(15);
   const int sh = int(at - a0);
-  const uint4 lo4 = *reinterpret_cast<const uint4*>(row + a0);
+  const uint4 zero{0, 0, 0, 0};
+  const uint4 lo4 = a0 < m ? *reinterpret_cast<const uint4*>(row + a0) : zero;
   if (sh == 0) return lo4;
   const uint4 hi4 =
       a0 + 16 < m ? *reinterpret_cast<const uint4*>(row + a0 + 16) : uint4{0, 0, 0, 0};
