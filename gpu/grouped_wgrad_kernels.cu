@@ -4,12 +4,13 @@
 // Persistent CTAs walk the 128 × BK tiles of every dW[g] (BK = 128 or 192 columns of K,
 // docs/gpu_gemm.md §2), the groups with most tokens first in pairs whose tiles alternate, K-tile
 // outer, in a snake over waves;
-// 128-token blocks from the group's start, the 16-token chunks of the last one past the group's
-// end zeroed in shared memory before the tensor cores read them; per block T = four chained wgmma
-// k32 steps from +0, promoted as hopper_promoted_blockwise (acc = fmaf(RN(sdy·sx), T, acc), a
-// scale per row and column of the tile, copied into the stage by cp.async.bulk and read by
-// ld.shared) or hopper_promoted_tensorwise; then dW = RN_out(RN(C + acc)), C read and dW written
-// as streaming data (evict first); an empty group gives C (docs/gpu_gemm.md §3).
+// 128-token blocks from the group's start (a multiple of 16: the TMA box's start, see
+// WgradKernelArgs), the tokens of the last one past the group's end (any token) zeroed in shared
+// memory before the tensor cores read them; per block T = four chained wgmma k32 steps from +0,
+// promoted as hopper_promoted_blockwise (acc = fmaf(RN(sdy·sx), T, acc), a scale per row and
+// column of the tile, copied into the stage by cp.async.bulk and read by ld.shared) or
+// hopper_promoted_tensorwise; then dW = RN_out(RN(C + acc)), C read and dW written as streaming
+// data (evict first); an empty group gives C (docs/gpu_gemm.md §3).
 // The block loop is cut to few instructions per block (the kernel is bound by the instructions it
 // issues, docs/gpu_gemm.md §7): scales by bulk copy and ld.shared, the stage, phase, wgmma
 // descriptors and scale addresses formed once per CTA, the epilogue's choices once per tile.
@@ -156,20 +157,41 @@ __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
   }
 }
 
-// The last block of a group that ends inside it: zero the 16-token chunks past the end in both
-// tiles (they hold the next group's tokens or padding), then make the writes visible to the
-// tensor cores (async proxy) and wait for both consumer warpgroups. Threads 0..127 take the dY
-// tile's rows, threads 128..255 the X tile's.
+// The last block of a group that ends inside it: zero its tokens past the end in both tiles
+// (they hold the next group's tokens or padding), at token (byte) granularity: the 16-token
+// chunks wholly past the end are stored zero, the chunk holding the end is read, its bytes from
+// the end on masked off and written back (ends are any token, docs/gpu_gemm.md §1); then make the
+// writes visible to the tensor cores (async proxy) and wait for both consumer warpgroups. Threads
+// 0..127 take the dY tile's rows, threads 128..255 the X tile's; each thread its own rows.
 template <int BK>
 __device__ __forceinline__ void zero_tail(const Ring<BK>& s, int st, int valid_tokens) {
   const bool dy = threadIdx.x < 128;
   const std::uint32_t tile = dy ? s.a_tile(st) : s.b_tile(st);
-  for (int r = threadIdx.x % 128; r < (dy ? 128 : BK); r += 128)
-    for (int chunk = valid_tokens / 16; chunk < 8; ++chunk)
-      asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(tile + r * 128 +
-                                                                      ((chunk ^ (r & 7)) << 4)),
+  const int part = valid_tokens / 16, kept = valid_tokens % 16;  // the end's chunk, its tokens
+  for (int r = threadIdx.x % 128; r < (dy ? 128 : BK); r += 128) {
+    const std::uint32_t row = tile + r * 128;
+    const int swz = r & 7;  // 128-byte swizzle: chunk c of row r at r·128 + ((c ^ (r & 7)) << 4)
+    if (kept > 0) {
+      const std::uint32_t at = row + ((part ^ swz) << 4);
+      std::uint32_t v[4];
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+                   : "r"(at)
+                   : "memory");
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {  // word w holds tokens 4w .. 4w + 3 of the chunk, low first
+        const int keep = min(max(kept - 4 * w, 0), 4);
+        v[w] &= keep == 4 ? 0xFFFFFFFFu : (1u << (8 * keep)) - 1u;
+      }
+      asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(at), "r"(v[0]), "r"(v[1]),
+                   "r"(v[2]), "r"(v[3])
+                   : "memory");
+    }
+    for (int chunk = part + (kept > 0); chunk < 8; ++chunk)
+      asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(row + ((chunk ^ swz) << 4)),
                    "r"(0)
                    : "memory");
+  }
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumerThreads) : "memory");
 }
