@@ -161,7 +161,6 @@ void check_wgrad(const DeviceWgradOperands& op, std::span<const std::int64_t> of
   for (std::size_t g = 0; g < offs.size(); ++g) {
     if (offs[g] < prev) bad("offs out of order at group " + std::to_string(g));
     if (offs[g] > op.M) bad("offs[" + std::to_string(g) + "] exceeds M");
-    if (offs[g] % 16 != 0) bad("wgrad needs every offs entry a multiple of 16");
     prev = offs[g];
   }
   if (op.scaling != Scaling::blockwise && op.scaling != Scaling::tensorwise)
@@ -221,6 +220,50 @@ void launch(const GemmKernelArgs& p, bool dgrad, cudaStream_t stream) {
       p.groups.tile_prefix[p.groups.count] > 0)
     return launch_transposed(p, block_n, stream);
   detail::launch_grouped_gemm(p, block_n, stream);
+}
+
+// Groups at any token (docs/gpu_gemm.md §1): where a non-empty group starts off a multiple of 16
+// tokens, the kernel's TMA boxes could not start there (gpu/grouped_wgrad_repack.cu), so dYᵀ and
+// Xᵀ are first copied into stream-ordered scratch memory with every group at a multiple of
+// kRepackAlign tokens (a pass over (N + K)·M bytes), and the kernel reads that copy; the scales
+// are indexed per group block and stay as they are. Otherwise the kernel reads them in place.
+// kRepackAlign = 128 rather than the 16 TMA needs: starts 16 mod 32 cost the kernel 17.5% and
+// 0 mod 32 but not mod 128 1.5% (docs/gpu_gemm.md §2), for at most 127 more scratch tokens a group.
+constexpr std::int64_t kRepackAlign = 128;
+
+void launch_wgrad(detail::WgradKernelArgs p, int block_k, cudaStream_t stream) {
+  bool aligned = true;
+  for (int g = 0; g < p.groups; ++g)
+    aligned = aligned && (p.end[g] == p.start[g] || p.start[g] % 16 == 0);
+  if (aligned) return detail::launch_grouped_wgrad(p, block_k, stream);
+  detail::WgradRepackArgs r{};
+  r.a = p.dy_t, r.b = p.x_t, r.rows_a = p.N, r.rows_b = p.K, r.m = p.M, r.groups = p.groups;
+  const auto padded = [&](int g) {
+    return (p.end[g] - p.start[g] + kRepackAlign - 1) / kRepackAlign * kRepackAlign;
+  };
+  std::int64_t to = 0;
+  for (int g = 0; g < p.groups; ++g) to += padded(g);
+  if (to >= (std::int64_t(1) << 31))
+    bad("wgrad: the tokens, each group's rounded up to 128, must stay below 2^31");
+  r.to[0] = 0;
+  for (int g = 0; g < p.groups; ++g) {
+    const std::int32_t m = p.end[g] - p.start[g];
+    r.from[g] = p.start[g], r.to[g + 1] = r.to[g] + std::int32_t(padded(g));
+    p.start[g] = r.to[g], p.end[g] = r.to[g] + m;
+  }
+  r.m_out = p.M = to;
+  void* copy = nullptr;
+  FP8REF_CUDA_CHECK(cudaMallocAsync(&copy, std::size_t((p.N + p.K) * p.M), stream));
+  try {
+    r.out = static_cast<std::uint8_t*>(copy);
+    detail::launch_wgrad_repack(r, stream);
+    p.dy_t = r.out, p.x_t = r.out + p.N * p.M;
+    detail::launch_grouped_wgrad(p, block_k, stream);
+  } catch (...) {
+    cudaFreeAsync(copy, stream);
+    throw;
+  }
+  FP8REF_CUDA_CHECK(cudaFreeAsync(copy, stream));
 }
 
 }  // namespace
@@ -302,7 +345,7 @@ void grouped_gemm_wgrad(const DeviceWgradOperands& op, std::span<const std::int6
   });
   // Tiles of 128 × 192 columns of dW[g] where K is a multiple of 192 or large enough that the
   // masked columns of the last tile cost less than the wider tile saves (docs/gpu_gemm.md §2).
-  detail::launch_grouped_wgrad(p, op.K % 192 == 0 || op.K >= 2048 ? 192 : 128, stream);
+  launch_wgrad(p, op.K % 192 == 0 || op.K >= 2048 ? 192 : 128, stream);
 }
 
 }  // namespace fp8ref::gpu

@@ -59,7 +59,9 @@ void launch_scales_mn_major(const float* in, float* out, std::int64_t M, int nkb
 
 // K-grouped wgrad dW[g] (N, K) = C[g] + sum over the tokens t of group g of dY[t, n]·X[t, k], on
 // the token-contiguous copies dYᵀ (N, M) and Xᵀ (K, M) (device pointers). Group g = tokens
-// [start[g], end[g]), multiples of 16; its 128-token blocks use scale rows blk0[g] + 0, 1, ...
+// [start[g], end[g]): a non-empty group's start a multiple of 16 (its blocks' TMA boxes start
+// there, and a box's global address must be 16-byte aligned: PTX ISA §5.5.3.1 "Bounding Box"),
+// its end any token; its 128-token blocks use scale rows blk0[g] + 0, 1, ...
 // Scales: blockwise scale_dy[row·N + n], scale_x[row·K + k]; tensorwise scale_dy[0], scale_x[0].
 struct WgradKernelArgs {
   const std::uint8_t* dy_t;
@@ -78,5 +80,21 @@ struct WgradKernelArgs {
 };
 // block_k: the dW columns of a tile, 128 or 192 (gpu/grouped_gemm.cpp picks it).
 void launch_grouped_wgrad(const WgradKernelArgs& args, int block_k, cudaStream_t stream);
+
+// Groups at any token moved to 16-token aligned starts for the wgrad kernel: rows of `m` bytes
+// (rows_a of a, then rows_b of b: dYᵀ and Xᵀ, m % 16 == 0, 16-byte aligned) into rows of `m_out`
+// bytes of `out` (m_out % 16 == 0, 16-byte aligned), the 16-byte chunk at column j of
+// [to[g], to[g + 1]) taking the bytes from[g] + j - to[g] .. + 15 of its row (zero past m).
+// to[0] = 0, to[g + 1] - to[g] >= the group's tokens rounded up to 16, to[groups] = m_out.
+struct WgradRepackArgs {
+  const std::uint8_t* a;
+  const std::uint8_t* b;
+  std::uint8_t* out;
+  std::int64_t rows_a, rows_b, m, m_out;
+  int groups;
+  std::int32_t from[kGemmMaxGroups];
+  std::int32_t to[kGemmMaxGroups + 1];
+};
+void launch_wgrad_repack(const WgradRepackArgs& args, cudaStream_t stream);
 
 }  // namespace fp8ref::gpu::detail

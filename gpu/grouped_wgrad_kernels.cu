@@ -4,12 +4,16 @@
 // Persistent CTAs walk the 128 × BK tiles of every dW[g] (BK = 128 or 192 columns of K,
 // docs/gpu_gemm.md §2), the groups with most tokens first in pairs whose tiles alternate, K-tile
 // outer, in a snake over waves;
-// 128-token blocks from the group's start, the 16-token chunks of the last one past the group's
-// end zeroed in shared memory before the tensor cores read them; per block T = four chained wgmma
-// k32 steps from +0, promoted as hopper_promoted_blockwise (acc = fmaf(RN(sdy·sx), T, acc), a
-// scale per row and column of the tile) or hopper_promoted_tensorwise; then dW = RN_out(RN(C +
-// acc)), C read and dW written as streaming data (evict first); an empty group gives C
-// (docs/gpu_gemm.md §3).
+// 128-token blocks from the group's start (a multiple of 16: the TMA box's start, see
+// WgradKernelArgs), the tokens of the last one past the group's end (any token) zeroed in shared
+// memory before the tensor cores read them; per block T = four chained wgmma k32 steps from +0,
+// promoted as hopper_promoted_blockwise (acc = fmaf(RN(sdy·sx), T, acc), a scale per row and
+// column of the tile, copied into the stage by cp.async.bulk and read by ld.shared) or
+// hopper_promoted_tensorwise; then dW = RN_out(RN(C + acc)), C read and dW written as streaming
+// data (evict first); an empty group gives C (docs/gpu_gemm.md §3).
+// The block loop is cut to few instructions per block (the kernel is bound by the instructions it
+// issues, docs/gpu_gemm.md §7): scales by bulk copy and ld.shared, the stage, phase, wgmma
+// descriptors and scale addresses formed once per CTA, the epilogue's choices once per tile.
 #include <cuda_bf16.h>
 
 #include "gpu/device.h"
@@ -70,30 +74,71 @@ __device__ __forceinline__ std::int64_t walk(std::int64_t i) {
   return i * grid + (i & 1 ? grid - 1 - b : b);
 }
 
+// Whether the producer copies the scales by cp.async.bulk, which needs 16-byte aligned global
+// sources (and sizes): N and K are multiples of 64, and a tile starts at a multiple of 128 rows
+// and BK columns, so every block's scales start aligned when both scale tensors do (cudaMalloc
+// returns 256-byte aligned memory; a pointer into the middle of a buffer may not be). Otherwise
+// the producer's lanes copy them 4 bytes each by cp.async (produce).
+__device__ __forceinline__ bool bulk_scales(const WgradKernelArgs& a) {
+  const auto at =
+      reinterpret_cast<std::uintptr_t>(a.scale_dy) | reinterpret_cast<std::uintptr_t>(a.scale_x);
+  return a.blockwise && at % 16 == 0;
+}
+// bytes (a multiple of 16) global -> shared, completing them on the mbarrier `bar` (PTX ISA
+// "cp.async.bulk": the bytes count against the barrier's expect_tx, no arrival of their own).
+__device__ __forceinline__ void bulk_copy(std::uint32_t dst, const void* src, std::uint32_t bytes,
+                                          std::uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
+          "r"(dst),
+      "l"(src), "r"(bytes), "r"(bar)
+      : "memory");
+}
+
 // The producer warp (C is not prefetched into L2: the prefetch cost 1.6-2.8% on the skewed loads,
 // docs/gpu_gemm.md §7): per token block, lane 0 loads both tiles by TMA (tokens past M, and columns
 // past K of a 192-wide tile, read zeros; tokens of the next group are zeroed by the consumers);
-// blockwise, the lanes copy the block's 128 dY scales and BK X scales (zero past K, not read).
+// blockwise, lane 0 also copies the block's 128 dY scales and its columns' X scales, each
+// contiguous in global memory, with two bulk copies on the stage's `full` barrier (one arrival:
+// lane 0's expect_tx of the tile and scale bytes). The X scale slots of columns past K are not
+// written: they keep an earlier block's values (or whatever the shared memory held), which only
+// reach accumulator columns past K, never stored (store_wgrad), so they need no zeroing.
+// Unaligned scale tensors (bulk_scales): the 32 lanes copy the scales 4 bytes each by cp.async
+// (zero past K) and each arrives on `full` when its copies land (33 arrivals, s.init).
 template <int BK>
 __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t total) {
   const WgradKernelArgs& a = p.args;
   const int lane = int(threadIdx.x % 32);
   if (lane == 0) tma_prefetch_map(&p.map_dy), tma_prefetch_map(&p.map_x);
+  const bool bulk = bulk_scales(a);
   std::uint32_t it = 0;
   for (std::int64_t w = 0;; ++w) {
     const std::int64_t tile = walk(w);
     if (tile >= total) break;
     const WgradTile t = wgrad_tile<BK>(a, tile);
+    // The tile's first block's scales (stepped per block: one row of scales per 128 tokens), the
+    // bytes of its columns' X scales (up to K) and the bytes a stage's `full` phase waits for.
+    const float* sdy = a.scale_dy + a.blk0[t.g] * a.N + t.n0;
+    const float* sx = a.scale_x + a.blk0[t.g] * a.K + t.k0;
+    const std::uint32_t xbytes = 4 * std::uint32_t(min(std::int64_t(BK), a.K - t.k0));
+    const std::uint32_t tx = Ring<BK>::kStageBytes + (bulk ? 512 + xbytes : 0);
     for (int kb = 0; kb < t.nkb; ++kb, ++it) {
       const int st = s.stage(it);
       const std::int32_t tok = t.tok0 + kb * 128;
       s.wait_empty(it);
+      const float *const sdy_kb = sdy, *const sx_kb = sx;  // block kb's
+      sdy += a.N, sx += a.K;
       if (lane == 0) {
-        mbar_arrive_expect_tx(s.full(st), Ring<BK>::kStageBytes);
+        mbar_arrive_expect_tx(s.full(st), tx);
         tma_load_2d(s.a_tile(st), &p.map_dy, tok, t.n0, s.full(st));
         tma_load_2d(s.b_tile(st), &p.map_x, tok, t.k0, s.full(st));
+        if (bulk) {
+          bulk_copy(smem_u32(s.scales(st)), sdy_kb, 512, s.full(st));
+          bulk_copy(smem_u32(s.scales(st) + 128), sx_kb, xbytes, s.full(st));
+        }
       }
-      if (!a.blockwise) continue;
+      if (!a.blockwise || bulk) continue;
+      // Unaligned scale tensors: 4-byte copies by every lane.
       const std::int64_t row = a.blk0[t.g] + kb;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -112,103 +157,182 @@ __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
   }
 }
 
-// The last block of a group that ends inside it: zero the 16-token chunks past the end in both
-// tiles (they hold the next group's tokens or padding), then make the writes visible to the
-// tensor cores (async proxy) and wait for both consumer warpgroups. Threads 0..127 take the dY
-// tile's rows, threads 128..255 the X tile's.
+// The last block of a group that ends inside it: zero its tokens past the end in both tiles
+// (they hold the next group's tokens or padding), at token (byte) granularity: the 16-token
+// chunks wholly past the end are stored zero, the chunk holding the end is read, its bytes from
+// the end on masked off and written back (ends are any token, docs/gpu_gemm.md §1); then make the
+// writes visible to the tensor cores (async proxy) and wait for both consumer warpgroups. Threads
+// 0..127 take the dY tile's rows, threads 128..255 the X tile's; each thread its own rows.
 template <int BK>
 __device__ __forceinline__ void zero_tail(const Ring<BK>& s, int st, int valid_tokens) {
   const bool dy = threadIdx.x < 128;
   const std::uint32_t tile = dy ? s.a_tile(st) : s.b_tile(st);
-  for (int r = threadIdx.x % 128; r < (dy ? 128 : BK); r += 128)
-    for (int chunk = valid_tokens / 16; chunk < 8; ++chunk)
-      asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(tile + r * 128 +
-                                                                      ((chunk ^ (r & 7)) << 4)),
+  const int part = valid_tokens / 16, kept = valid_tokens % 16;  // the end's chunk, its tokens
+  for (int r = threadIdx.x % 128; r < (dy ? 128 : BK); r += 128) {
+    const std::uint32_t row = tile + r * 128;
+    const int swz = r & 7;  // 128-byte swizzle: chunk c of row r at r·128 + ((c ^ (r & 7)) << 4)
+    if (kept > 0) {
+      const std::uint32_t at = row + ((part ^ swz) << 4);
+      std::uint32_t v[4];
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+                   : "r"(at)
+                   : "memory");
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {  // word w holds tokens 4w .. 4w + 3 of the chunk, low first
+        const int keep = min(max(kept - 4 * w, 0), 4);
+        v[w] &= keep == 4 ? 0xFFFFFFFFu : (1u << (8 * keep)) - 1u;
+      }
+      asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(at), "r"(v[0]), "r"(v[1]),
+                   "r"(v[2]), "r"(v[3])
+                   : "memory");
+    }
+    for (int chunk = part + (kept > 0); chunk < 8; ++chunk)
+      asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(row + ((chunk ^ swz) << 4)),
                    "r"(0)
                    : "memory");
+  }
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumerThreads) : "memory");
 }
 
-// acc += RN(sdy[row]·sx[col]) · T elementwise, rows local_row and local_row + 8.
+// acc += RN(sdy[row]·sx[col]) · T elementwise, rows local_row and local_row + 8, from the stage's
+// scales at shared-window addresses: rows = &sdy[local_row], cols = &sx[(lane % 4)·2], the lane's
+// first column. Read by ld.shared on 32-bit addresses: through a generic pointer (the ring's base
+// is an aligned-up generic address) they were generic LD.E on 64-bit addresses, with 64-bit
+// address arithmetic per block (docs/gpu_gemm.md §7). The loads are volatile asm so that they
+// stay between the stage's `full` wait and its release (asm volatile statements keep their
+// order).
 template <int BK>
-__device__ __forceinline__ void promote_blockwise(const float* s, const float (&t)[BK / 2],
-                                                  float (&acc)[BK / 2], int local_row) {
-  const int lane = threadIdx.x % 32;
-  const float r0 = s[local_row], r1 = s[local_row + 8];
-  const float2* sx2 = reinterpret_cast<const float2*>(s + 128 + (lane % 4) * 2);
+__device__ __forceinline__ void promote_blockwise(std::uint32_t rows, std::uint32_t cols,
+                                                  const float (&t)[BK / 2], float (&acc)[BK / 2]) {
+  float r0, r1;
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(r0) : "r"(rows));
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(r1) : "r"(rows + 32));  // local_row + 8
 #pragma unroll
   for (int j = 0; j < BK / 8; ++j) {
-    const float2 x = sx2[j * 4];  // columns j·8 + (lane % 4)·2 + {0, 1}
+    float x[2];  // x[e]: column j·8 + (lane % 4)·2 + e
+    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(x[0]), "=f"(x[1]) : "r"(cols + j * 32));
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      const float sx = e ? x.y : x.x;
-      acc[j * 4 + e] = __fmaf_rn(__fmul_rn(r0, sx), t[j * 4 + e], acc[j * 4 + e]);
-      acc[j * 4 + 2 + e] = __fmaf_rn(__fmul_rn(r1, sx), t[j * 4 + 2 + e], acc[j * 4 + 2 + e]);
+      acc[j * 4 + e] = __fmaf_rn(__fmul_rn(r0, x[e]), t[j * 4 + e], acc[j * 4 + e]);
+      acc[j * 4 + 2 + e] = __fmaf_rn(__fmul_rn(r1, x[e]), t[j * 4 + 2 + e], acc[j * 4 + 2 + e]);
     }
   }
 }
 
-// dW = RN_out(RN(C + acc')), acc' = acc (blockwise) or RN(acc·RN(sdy·sx)); C itself for an
-// empty group (f32: every bit of C, -0 and NaN payloads included); columns past K (a 192-wide
-// tile) are neither read nor written. All of the thread's values of C (both rows: up to 96
+// Rows local_row (h = 0) and local_row + 8 (h = 1) of the tile's dW = RN_out(RN(C + acc)), or
+// C itself for an empty group (kAdd false; f32: every bit of C, -0 and NaN payloads included),
+// dW in bf16 (kBf16) or f32; columns past K (a 192-wide tile) are neither read nor written.
+// 16 bytes a lane: for each pair of 8-column groups (2i, 2i + 1) of the wgmma D layout, the two
+// lanes q, q ^ 1 of a pair (q = lane % 4) swap two values, so that even q holds columns
+// 16i + 2q .. + 3 and odd q columns 16i + 8 + 2(q - 1) .. + 3, four contiguous floats at base +
+// 16i (base: the thread's column 8(q & 1) + 4(q >> 1)); C is read and dW written 16 bytes a lane
+// (bf16 dW: 8), a warp instruction touching 64 bytes of each of its 8 rows: half the L2 requests
+// of 8-byte accesses, which the L2's request rate, not bytes, makes worth +4-5% on the skewed and
+// misaligned loads (docs/gpu_gemm.md §7). All of the thread's values of C (both rows: up to 96
 // registers, free once the last block is promoted) are loaded before the first store, so that the
-// loads are in flight together (a load after a store to dW, which might alias, would wait for it).
-// Both as streaming accesses (ld/st .cs: evict first), each byte being used once, so that C and
-// dW leave L2 to the tiles of dYᵀ and Xᵀ other CTAs read (docs/gpu_gemm.md §7).
-template <int BK>
-__device__ __forceinline__ void store_wgrad(const WgradKernelArgs& p, const WgradTile& t,
-                                            const float (&acc)[BK / 2], int local_row) {
-  const int lane = threadIdx.x % 32;
-  const float ts = p.blockwise ? 1.0f : __fmul_rn(p.scale_dy[0], p.scale_x[0]);
-  const std::int64_t base =
-      std::int64_t(t.g) * p.N * p.K + (t.n0 + local_row) * p.K + t.k0 + (lane % 4) * 2;
-  const std::int32_t cols = std::int32_t(min(std::int64_t(BK), p.K - t.k0));
-  constexpr int kHalves = 2;  // rows of C loaded together
+// loads are in flight together (a load after a store to dW, which might alias, would wait for
+// it). Both as streaming accesses (ld/st .cs: evict first), each byte being used once, so that C
+// and dW leave L2 to the tiles of dYᵀ and Xᵀ other CTAs read. The choices are template
+// parameters, taken once per tile by store_wgrad, not per element.
+template <int BK, bool kBf16, bool kAdd>
+__device__ __forceinline__ void store_rows(const WgradKernelArgs& p, std::int64_t base,
+                                           std::int32_t cols, const float (&acc)[BK / 2]) {
+  const bool odd = (threadIdx.x & 1) != 0;
+  float4 c[2][BK / 16];
 #pragma unroll
-  for (int h0 = 0; h0 < 2; h0 += kHalves) {
-    float2 c[kHalves][BK / 8];
+  for (int h = 0; h < 2; ++h) {
+    const float4* row = reinterpret_cast<const float4*>(p.c + base + 8 * h * p.K);
 #pragma unroll
-    for (int h = 0; h < kHalves; ++h) {
-      const float2* row = reinterpret_cast<const float2*>(p.c + base + 8 * (h0 + h) * p.K);
+    for (int i = 0; i < BK / 16; ++i)  // cols % 64 == 0: all of the 16 columns or none
+      c[h][i] = BK == 128 || i * 16 < cols ? __ldcs(row + i * 4) : make_float4(0, 0, 0, 0);
+  }
 #pragma unroll
-      for (int j = 0; j < BK / 8; ++j)  // cols % 64 == 0: all of the 8 columns or none
-        c[h][j] = BK == 128 || j * 8 < cols ? __ldcs(row + j * 4) : make_float2(0.0f, 0.0f);
-    }
+  for (int h = 0; h < 2; ++h) {
+    const std::int64_t at = base + 8 * h * p.K;  // element index of the thread's first column
 #pragma unroll
-    for (int h = 0; h < kHalves; ++h) {
-      const int half = h0 + h;
-      const std::int64_t at = (base + 8 * half * p.K) / 2;  // float2 / bfloat162 index
-#pragma unroll
-      for (int j = 0; j < BK / 8; ++j) {
-        if (BK > 128 && j * 8 >= cols) continue;
-        float v[2] = {c[h][j].x, c[h][j].y};
-        if (t.nkb > 0)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const float a = acc[j * 4 + half * 2 + e];
-            v[e] = __fadd_rn(v[e], p.blockwise ? a : __fmul_rn(a, ts));
-          }
-        __nv_bfloat162* const wb = static_cast<__nv_bfloat162*>(p.dw) + at + j * 4;
-        float2* const wf = reinterpret_cast<float2*>(p.dw) + at + j * 4;
-        if (p.out_bf16)
-          __stcs(wb, __floats2bfloat162_rn(v[0], v[1]));
-        else
-          __stcs(wf, make_float2(v[0], v[1]));
+    for (int i = 0; i < BK / 16; ++i) {
+      if (BK > 128 && i * 16 >= cols) continue;
+      float4 v = c[h][i];
+      if constexpr (kAdd) {
+        const int e0 = (2 * i) * 4 + h * 2, e1 = (2 * i + 1) * 4 + h * 2;  // groups 2i, 2i + 1
+        const float s0 = odd ? acc[e0] : acc[e1], s1 = odd ? acc[e0 + 1] : acc[e1 + 1];
+        const float r0 = __shfl_xor_sync(0xffffffffu, s0, 1);
+        const float r1 = __shfl_xor_sync(0xffffffffu, s1, 1);
+        const float k0 = odd ? acc[e1] : acc[e0], k1 = odd ? acc[e1 + 1] : acc[e0 + 1];
+        v.x = __fadd_rn(v.x, odd ? r0 : k0), v.y = __fadd_rn(v.y, odd ? r1 : k1);
+        v.z = __fadd_rn(v.z, odd ? k0 : r0), v.w = __fadd_rn(v.w, odd ? k1 : r1);
+      }
+      if constexpr (kBf16) {
+        const __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y),
+                             hi = __floats2bfloat162_rn(v.z, v.w);
+        uint2 u;
+        u.x = *reinterpret_cast<const std::uint32_t*>(&lo);
+        u.y = *reinterpret_cast<const std::uint32_t*>(&hi);
+        __stcs(reinterpret_cast<uint2*>(static_cast<__nv_bfloat16*>(p.dw) + at + i * 16), u);
+      } else {
+        __stcs(reinterpret_cast<float4*>(static_cast<float*>(p.dw) + at + i * 16), v);
       }
     }
   }
 }
 
+// The tile's epilogue: dW = RN_out(RN(C + acc')), acc' = acc (blockwise) or RN(acc·RN(sdy·sx))
+// (tensorwise: formed in place first, the same fmul before the same fadd), by one of four
+// store_rows.
+template <int BK>
+__device__ __forceinline__ void store_wgrad(const WgradKernelArgs& p, const WgradTile& t,
+                                            float (&acc)[BK / 2], int local_row) {
+  const int lane = threadIdx.x % 32;
+  // The thread's first column of its rows (store_rows): 8(q & 1) + 4(q >> 1), q = lane % 4.
+  const std::int64_t base = std::int64_t(t.g) * p.N * p.K + (t.n0 + local_row) * p.K + t.k0 +
+                            8 * (lane & 1) + 4 * ((lane >> 1) & 1);
+  const std::int32_t cols = std::int32_t(min(std::int64_t(BK), p.K - t.k0));
+  if (!p.blockwise && t.nkb > 0) {
+    const float ts = __fmul_rn(p.scale_dy[0], p.scale_x[0]);
+#pragma unroll
+    for (int i = 0; i < BK / 2; ++i) acc[i] = __fmul_rn(acc[i], ts);
+  }
+  if (p.out_bf16)
+    t.nkb > 0 ? store_rows<BK, true, true>(p, base, cols, acc)
+              : store_rows<BK, true, false>(p, base, cols, acc);
+  else
+    t.nkb > 0 ? store_rows<BK, false, true>(p, base, cols, acc)
+              : store_rows<BK, false, false>(p, base, cols, acc);
+}
+
 // The consumer warpgroups: per token block, wait for the stage, zero a group's tail, run T on
 // it, promote (reading the stage's scales) and free it; the epilogue stores the tile while the
-// producer already loads the next one.
+// producer already loads the next one. Everything the block loop needs besides the stage is
+// formed once per CTA, so that a block costs few instructions beyond its 2·(BK/2) FMUL/FFMA and
+// 4 wgmma (docs/gpu_gemm.md §7).
 template <int BK, bool AE5, bool BE5>
 __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t total) {
   const WgradKernelArgs& a = p.args;
   const int wg = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
   const int local_row = wg * 64 + warp * 16 + lane / 4;
-  std::uint32_t it = 0;
+  // Stage 0's wgmma descriptors, offset per stage: smem_desc is linear in a shared address below
+  // 256 KiB (its start address field, bits 0..13, takes the address >> 4 and never carries into
+  // the next field; the ring lies below 228 KiB), so desc(stage st, k32 step j) = desc(stage 0) +
+  // st·kStageBytes/16 + 2j. The warpgroup index is broadcast from lane 0, so that the compiler
+  // sees it warp-uniform and keeps the descriptors in uniform registers (no R2UR per wgmma).
+  const int wg_u = __shfl_sync(0xffffffffu, wg, 0);
+  const std::uint64_t desc_a0 = smem_desc(s.a_tile(0) + wg_u * 64 * 128),
+                      desc_b0 = smem_desc(s.b_tile(0));
+  // The opaque moves (here and below) pin values in registers: without them the compiler
+  // recomputes them from the thread index (S2R) in every block.
+  std::uint32_t leader = lane == 0;  // the warp's lane releasing a stage (s.release)
+  asm volatile("mov.b32 %0, %0;" : "+r"(leader));
+  int st = 0;  // the producer's s.stage(it) and s.parity(it), stepped per block (no division)
+  std::uint32_t phase = 0;
+  constexpr std::uint32_t kScaleStride = (128 + BK) * 4;  // bytes of a stage's scales
+  static_assert(Ring<BK>::kBars - Ring<BK>::kScales == Ring<BK>::kStages * int(kScaleStride));
+  // Stage 0's scale addresses of the thread (promote_blockwise), offset per stage.
+  std::uint32_t rows0 = smem_u32(s.scales(0) + local_row),
+                cols0 = smem_u32(s.scales(0) + 128 + (lane % 4) * 2);
+  asm volatile("mov.b32 %0, %0;" : "+r"(rows0));
+  asm volatile("mov.b32 %0, %0;" : "+r"(cols0));
   for (std::int64_t w = 0;; ++w) {
     const std::int64_t tile = walk(w);
     if (tile >= total) break;
@@ -216,26 +340,29 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
     float acc[BK / 2], d[BK / 2];  // d: written by the first k32 step of each block (scale-d 0)
 #pragma unroll
     for (int i = 0; i < BK / 2; ++i) acc[i] = 0.0f;
-    for (int kb = 0; kb < t.nkb; ++kb, ++it) {
-      const int st = s.stage(it), valid = t.tok_end - (t.tok0 + kb * 128);
-      mbar_wait(s.full(st), s.parity(it));
+    for (int kb = 0; kb < t.nkb; ++kb) {
+      const int valid = t.tok_end - (t.tok0 + kb * 128);
+      mbar_wait(s.full(st), phase);
       if (valid < 128) zero_tail<BK>(s, st, valid);
-      const std::uint32_t a_base = s.a_tile(st) + wg * 64 * 128, b_base = s.b_tile(st);
+      const std::uint64_t step = std::uint32_t(st) * (Ring<BK>::kStageBytes >> 4);
+      const std::uint64_t desc_a = desc_a0 + step, desc_b = desc_b0 + step;
       fence_regs(d);
       asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
       for (int j = 0; j < 4; ++j)
-        wgmma_k32<BK, AE5, BE5>(d, smem_desc(a_base + j * 32), smem_desc(b_base + j * 32), j);
+        wgmma_k32<BK, AE5, BE5>(d, desc_a + j * 2, desc_b + j * 2, j);  // + 32 bytes
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
       fence_regs(d);
       if (a.blockwise) {
-        promote_blockwise<BK>(s.scales(st), d, acc, local_row);
+        promote_blockwise<BK>(rows0 + st * kScaleStride, cols0 + st * kScaleStride, d, acc);
       } else {
 #pragma unroll
         for (int i = 0; i < BK / 2; ++i) acc[i] = __fadd_rn(acc[i], d[i]);
       }
-      s.release(it);
+      __syncwarp();  // s.release
+      if (leader) mbar_arrive(s.empty(st));
+      if (++st == Ring<BK>::kStages) st = 0, phase ^= 1;
     }
     store_wgrad<BK>(a, t, acc, local_row);
   }
@@ -248,7 +375,8 @@ __global__ void __launch_bounds__(kPipelineThreads, 1)
   const Ring<BK> s = Ring<BK>::at(smem_raw);
   const std::int64_t total =
       std::int64_t(p.args.groups) * (p.args.N / 128) * ((p.args.K + BK - 1) / BK);
-  if (threadIdx.x == 0) s.init(p.args.blockwise);
+  // 33 arrivals per `full` phase when the lanes copy the scales themselves, else lane 0's one.
+  if (threadIdx.x == 0) s.init(p.args.blockwise && !bulk_scales(p.args));
   __syncthreads();
   if (threadIdx.x >= kConsumerThreads) {
     setmaxnreg_dec<kProducerRegs>();

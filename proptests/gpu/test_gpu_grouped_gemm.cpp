@@ -36,9 +36,11 @@ gen::GroupSizes sizes(std::vector<std::int64_t> s, std::int64_t tail = 5) {
 
 GpuGemmCase make_case(GemmOp op, Scaling s, Format fa, Format fb, OutDtype out,
                       const gen::GroupSizes& gs, std::int64_t N = 256, std::int64_t K = 512,
-                      std::uint64_t seed = 7) {
+                      std::uint64_t seed = 7,
+                      fuzz::WgradOffs wgrad_offs = fuzz::WgradOffs::multiple_of_16) {
   return fuzz::make_gpu_gemm_case(op, gs, N, K, fa, fb, s, out, gen::ValueClass::normal,
-                                  gen::ValueClass::outliers, seed);
+                                  gen::ValueClass::outliers, seed, ScaleLayoutF32::row_major,
+                                  wgrad_offs);
 }
 
 TEST(GpuGroupedGemm, DeclaredModelsAreTheOnesTheOracleUses) {
@@ -130,6 +132,32 @@ TEST(GpuGroupedGemm, WgradGroupStartsOffAlignmentEqualTheModel) {
         for (OutDtype out : {OutDtype::f32, OutDtype::bf16}) {
           const GpuGemmCase c =
               make_case(GemmOp::wgrad, s, Format::e5m2, Format::e4m3, out, gs, 256, K);
+          const auto want = fuzz::oracle_gemm_bits(c);
+          ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
+          EXPECT_EQ(fuzz::first_gemm_mismatch(c, fuzz::kernel_gemm_bits(c), want), "");
+        }
+}
+
+// wgrad on token offsets at any token (docs/gpu_gemm.md §1, §5). First draw: ends 1, 17, 31, 32,
+// 159, 255, 255, 385, 400, 529, 657 (1, 15 and 0 mod 16; 31, 127, 129 and 17 mod 128): groups of
+// 1 token (at 0 and at 31), 14 from 17, 127 (a last chunk of 15 tokens), 130 from 255 (a last
+// block of 2), an empty group, 129 (a last block of 1), a whole block from 529; the groups that
+// start off multiples of 16 go through the launcher's aligned copy, where a group's last chunk
+// holds the next group's tokens (NaN codes past the last group). Second: one group of 1 token, the
+// box reading 15 NaN codes and zeros past M = 16. Third: only the last offset (335) off a
+// multiple of 16: the kernel reads the operands in place and zeroes the last 1 token of their
+// chunk. 192-wide (K = 384) and 128-wide (K = 512) tiles, blockwise and tensorwise, f32 and bf16.
+TEST(GpuGroupedGemm, WgradOffsetsAnyTokenEqualTheModel) {
+  FP8REF_REQUIRE_DEVICE();
+  for (const gen::GroupSizes& gs : {sizes({1, 16, 14, 1, 127, 96, 0, 130, 15, 129, 128}, 7),
+                                    sizes({1}, 0), sizes({256, 0, 48, 31}, 1)})
+    for (std::int64_t K : {384, 512})
+      for (Scaling s : {Scaling::blockwise, Scaling::tensorwise})
+        for (OutDtype out : {OutDtype::f32, OutDtype::bf16}) {
+          const GpuGemmCase c = make_case(GemmOp::wgrad, s, Format::e4m3, Format::e5m2, out, gs,
+                                          256, K, 11, fuzz::WgradOffs::any_token);
+          ASSERT_EQ(c.M % 16, 0) << fuzz::describe(c);
+          ASSERT_EQ(c.offs, std::vector<std::int64_t>(gs.ends())) << fuzz::describe(c);
           const auto want = fuzz::oracle_gemm_bits(c);
           ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
           EXPECT_EQ(fuzz::first_gemm_mismatch(c, fuzz::kernel_gemm_bits(c), want), "");
@@ -328,7 +356,7 @@ TEST(GpuGroupedGemm, WgradBadInputIsRefusedBeforeAnyLaunch) {
     EXPECT_THROW(gpu::grouped_gemm_wgrad(op, o, out, nullptr), std::invalid_argument) << what;
   };
   auto op = ok;
-  refused(op, {120, 256}, dw, "an offset not a multiple of 16");
+  refused(op, {128, 272}, dw, "an offset past M");
   refused(op, {200, 128}, dw, "offsets out of order");
   op.scale_x_size = 7, refused(op, offs, dw, "scale_x of the wrong shape");
   op = ok, op.K = 200, refused(op, offs, dw, "K not a multiple of 128");

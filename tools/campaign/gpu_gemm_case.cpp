@@ -30,9 +30,11 @@ std::vector<float> spread_scales(std::int64_t n, std::mt19937_64& rng) {
 // Row -> group map and the descriptors (offs or masked_m) of c.gs; sets M and m_max.
 void set_rows(GpuGemmCase& c) {
   cases::GroupSizes gs = c.gs;
-  if (c.op == GemmOp::wgrad) {
+  if (c.op == GemmOp::wgrad && c.wgrad_offs == WgradOffs::multiple_of_16) {
     for (auto& m : gs.sizes) m = m / 16 * 16;
     gs.tail = gs.tail / 16 * 16;
+  } else if (c.op == GemmOp::wgrad) {  // any token: M = the tokens and the tail rounded up to 16
+    gs.tail = (gs.total() + gs.tail + 15) / 16 * 16 - gs.total();
   }
   c.G = gs.groups();
   if (c.op == GemmOp::masked) {
@@ -131,19 +133,27 @@ bool operands_nonzero(const GpuGemmCase& c) {
 
 }  // namespace
 
+const char* to_string(WgradOffs w) {
+  return w == WgradOffs::any_token ? "any_token" : "multiple_of_16";
+}
+
 GpuGemmCase make_gpu_gemm_case(GemmOp op, const gen::GroupSizes& gs, std::int64_t N, std::int64_t K,
                                Format fa, Format fb, Scaling scaling, OutDtype out,
                                gen::ValueClass va, gen::ValueClass vb, std::uint64_t seed,
-                               ScaleLayoutF32 sa_layout) {
+                               ScaleLayoutF32 sa_layout, WgradOffs wgrad_offs) {
   const bool forward = op == GemmOp::forward || op == GemmOp::masked;
   if (sa_layout != ScaleLayoutF32::row_major &&
       !(sa_layout == ScaleLayoutF32::tma_mn_major && forward && scaling == Scaling::blockwise))
     throw std::invalid_argument("gpu.grouped_gemm case: A scales " +
                                 std::string(to_string(sa_layout)) +
                                 " need a blockwise forward or masked case (row_major otherwise)");
+  if (wgrad_offs != WgradOffs::multiple_of_16 && op != GemmOp::wgrad)
+    throw std::invalid_argument(
+        "gpu.grouped_gemm case: wgrad offsets at any token need a wgrad "
+        "case");
   GpuGemmCase c;
   c.op = op, c.gs = gs, c.N = N, c.K = K, c.fa = fa, c.fb = fb, c.scaling = scaling, c.out = out;
-  c.va = va, c.vb = vb, c.seed = seed, c.sa_layout = sa_layout;
+  c.va = va, c.vb = vb, c.seed = seed, c.sa_layout = sa_layout, c.wgrad_offs = wgrad_offs;
   c.desc = op == GemmOp::masked ? cases::Desc::masked : cases::Desc::offs;
   set_rows(c);
   std::mt19937_64 rng(seed + 1);
@@ -185,8 +195,14 @@ GpuGemmCase draw_gpu_gemm_case(std::int64_t max_total) {
                                       gen::ValueClass::subnormal_heavy, gen::ValueClass::near_max,
                                       gen::ValueClass::integer);
   const auto va = *value, vb = *value;
-  GpuGemmCase c = make_gpu_gemm_case(op, gs, N, K, fa, fb, scaling, out, va, vb,
-                                     *rc::gen::arbitrary<std::uint64_t>(), sa_layout);
+  const std::uint64_t seed = *rc::gen::arbitrary<std::uint64_t>();
+  // wgrad: offsets at any token (the launcher's aligned copy, docs/gpu_gemm.md §1) or multiples
+  // of 16 (the kernel reads the operands in place), half and half.
+  const auto wgrad_offs = op == GemmOp::wgrad && *rc::gen::arbitrary<bool>()
+                              ? WgradOffs::any_token
+                              : WgradOffs::multiple_of_16;
+  GpuGemmCase c =
+      make_gpu_gemm_case(op, gs, N, K, fa, fb, scaling, out, va, vb, seed, sa_layout, wgrad_offs);
   std::int64_t rows = 0;
   for (std::int32_t g : c.group_of) rows += g >= 0;
   RC_PRE(rows == 0 || operands_nonzero(c));  // a vacuous case proves nothing
@@ -281,6 +297,8 @@ std::string describe(const GpuGemmCase& c) {
   std::string d = buf;
   if (c.sa_layout != ScaleLayoutF32::row_major)
     d.insert(d.size() - 1, " scales_a=" + std::string(to_string(c.sa_layout)));
+  if (c.wgrad_offs != WgradOffs::multiple_of_16)
+    d.insert(d.size() - 1, " offs=" + std::string(to_string(c.wgrad_offs)));
   return d;
 }
 
@@ -327,6 +345,16 @@ std::vector<std::string> gpu_gemm_tags(const GpuGemmCase& c) {
   if (c.K > 128) t.push_back("promotions:2+");
   if (c.sa_layout != ScaleLayoutF32::row_major)
     t.push_back("scales_a:" + std::string(to_string(c.sa_layout)));
+  if (c.op == GemmOp::wgrad) {  // offsets off multiples of 16; a non-empty group starting off one
+    bool off16 = false, start_off16 = false;
+    for (std::size_t g = 0; g < c.offs.size(); ++g) {
+      const std::int64_t start = g ? c.offs[g - 1] : 0;
+      off16 = off16 || c.offs[g] % 16 != 0;
+      start_off16 = start_off16 || (c.offs[g] > start && start % 16 != 0);
+    }
+    if (off16) t.push_back("wgrad_offs:any_token");
+    if (start_off16) t.push_back("wgrad_offs:start_off_16");
+  }
   return t;
 }
 

@@ -26,18 +26,25 @@ using cases::GemmOp;
 // B = W stored (G, N, K) kn, i.e. DgradOperands{M, N = K here, K = N here}. For wgrad (K-grouped),
 // M tokens, A = dY (M, N) and B = X (M, K) row-major (the kernel gets their transposes), C and
 // the output (G, N, K); the drawn group sizes and tail are rounded down to multiples of 16 tokens
-// (the kernel's alignment) and rowwise is drawn as blockwise.
+// or taken at any token (WgradOffs), and rowwise is drawn as blockwise.
 // The case is the one GEMM case (tools/cases/gemm_case.h: op, group sizes, extents, formats,
 // scaling, output, value classes, operands, scales, offs, group_of = row -> group with -1 for rows
 // of no group) plus what a launch adds: the seed its operands are drawn from, wgrad's C and the
 // masked forward's per-group row counts.
+// How a wgrad case's group sizes become token offsets: each size and the tail rounded down to a
+// multiple of 16 (the form every wgrad case had before any_token), or the sizes as drawn, the
+// offsets at any token, with the tail rounded up so that M % 16 == 0 (the kernel's row stride).
+enum class WgradOffs : std::uint8_t { multiple_of_16, any_token };
+const char* to_string(WgradOffs w);
+
 struct GpuGemmCase : cases::GemmCase {
   std::uint64_t seed = 0;
   // How the kernel is handed A's scales: row_major, or (blockwise forward / masked only)
   // tma_mn_major, the (K/128, align(M, 4)) copy the 256-wide tiles stage directly
   // (docs/gpu_gemm.md §2). The oracle always reads c.sa row-major.
   ScaleLayoutF32 sa_layout = ScaleLayoutF32::row_major;
-  std::vector<float> c;                // wgrad: C (G, N, K)
+  WgradOffs wgrad_offs = WgradOffs::multiple_of_16;  // wgrad only
+  std::vector<float> c;                              // wgrad: C (G, N, K)
   std::vector<std::int64_t> masked_m;  // masked: rows of each group (offs: forward / dgrad)
 };
 
@@ -47,18 +54,21 @@ inline constexpr std::uint32_t kOutPoisonF32 = 0x7FA5A5A5u;
 inline constexpr std::uint16_t kOutPoisonBf16 = 0x7FA5u;
 
 // A case from its parameters (deterministic in `seed`); N and K multiples of 128. sa_layout other
-// than row_major only for blockwise forward / masked (std::invalid_argument otherwise).
+// than row_major only for blockwise forward / masked, wgrad_offs other than multiple_of_16 only
+// for wgrad (std::invalid_argument otherwise).
 GpuGemmCase make_gpu_gemm_case(GemmOp op, const gen::GroupSizes& gs, std::int64_t N, std::int64_t K,
                                Format fa, Format fb, Scaling scaling, OutDtype out,
                                gen::ValueClass va, gen::ValueClass vb, std::uint64_t seed,
-                               ScaleLayoutF32 sa_layout = ScaleLayoutF32::row_major);
+                               ScaleLayoutF32 sa_layout = ScaleLayoutF32::row_major,
+                               WgradOffs wgrad_offs = WgradOffs::multiple_of_16);
 
 // A's scales in the MN-major layout (K/128, align(M, 4)), the padding entries NaN (read into no
 // stored output).
 std::vector<float> mn_major_scales_a(const GpuGemmCase& c);
 
 // A case drawn inside a RapidCheck property: every op, scaling, format pair, output and the
-// generators' group distributions (at most max_total rows).
+// generators' group distributions (at most max_total rows); wgrad offsets at any token in half of
+// the wgrad cases.
 GpuGemmCase draw_gpu_gemm_case(std::int64_t max_total = 600);
 
 // The model the kernel declares for a scaling (gpu::grouped_gemm_declared_model, restated here so

@@ -1,8 +1,9 @@
 // gpu.grouped_gemm (docs/fuzz.md "The suites", docs/gpu_gemm.md §5): the FP8 grouped GEMM kernel
 // (gpu/grouped_gemm.h) == the CPU oracle under the kernel's declared model, bitwise, over forward,
 // masked forward, dgrad and K-grouped wgrad, every scaling, e4m3 / e5m2 pairs, bf16 / f32 output
-// and the generators' group distributions, with poisoned padding rows, scales, empty experts and
-// output; a second launch gives the same bits. The generator rejects all-zero operands; an all-zero
+// and the generators' group distributions (wgrad offsets at any token in half of the wgrad
+// cases), with poisoned padding rows, scales, empty experts and output; a second launch gives the
+// same bits. The generator rejects all-zero operands; an all-zero
 // output is a failure (a vacuous case).
 #include <bit>
 #include <cstdint>
@@ -44,6 +45,8 @@ TensorFile save_gpu_gemm(const GpuGemmCase& c) {
   m["vb"] = gen::to_string(c.vb);
   m["seed"] = std::to_string(c.seed);
   if (c.sa_layout != ScaleLayoutF32::row_major) m["scales_a"] = std::string(to_string(c.sa_layout));
+  if (c.wgrad_offs != WgradOffs::multiple_of_16)
+    m["wgrad_offs"] = std::string(to_string(c.wgrad_offs));
   return tf;
 }
 
@@ -72,8 +75,17 @@ GpuGemmCase load_gpu_gemm(const TensorFile& tf) {
                                   "' is not tma_mn_major");
     sa_layout = ScaleLayoutF32::tma_mn_major;
   }
+  // fp8ref.wgrad_offs: absent in files of cases with offsets rounded to multiples of 16 (and in
+  // those written before any_token existed).
+  WgradOffs wgrad_offs = WgradOffs::multiple_of_16;
+  if (const std::string* w = cases::find_meta(tf, "wgrad_offs")) {
+    if (*w != to_string(WgradOffs::any_token))
+      throw std::invalid_argument("case file: gpu.grouped_gemm wgrad_offs '" + *w +
+                                  "' is not any_token");
+    wgrad_offs = WgradOffs::any_token;
+  }
   return make_gpu_gemm_case(GemmOp(op), gs, N, K, Format(fa), Format(fb), *scaling, *out, *va, *vb,
-                            std::stoull(get_meta(tf, "seed")), sa_layout);
+                            std::stoull(get_meta(tf, "seed")), sa_layout, wgrad_offs);
 }
 
 std::string gpu_gemm_diff(const GpuGemmCase& x, const GpuGemmCase& y) {
@@ -85,7 +97,8 @@ std::string gpu_gemm_diff(const GpuGemmCase& x, const GpuGemmCase& y) {
                            {"output dtype", x.out == y.out},
                            {"value classes", x.va == y.va && x.vb == y.vb},
                            {"seed", x.seed == y.seed},
-                           {"A scale layout", x.sa_layout == y.sa_layout}});
+                           {"A scale layout", x.sa_layout == y.sa_layout},
+                           {"wgrad offsets", x.wgrad_offs == y.wgrad_offs}});
 }
 
 }  // namespace
@@ -98,7 +111,7 @@ void add_gpu_gemm_suites(std::vector<Suite>& out) {
        100,
        {"op:forward", "op:masked", "op:dgrad", "op:wgrad", "scaling:blockwise", "scaling:rowwise",
         "scaling:tensorwise", "out:bf16", "out:f32", "dist:zipf", "dist:interleaved_empty",
-        "scales_a:tma_mn_major"},
+        "scales_a:tma_mn_major", "wgrad_offs:any_token", "wgrad_offs:start_off_16"},
        {}},
       {[] { return draw_gpu_gemm_case(); }, check_gpu_gemm, gpu_gemm_tags, save_gpu_gemm,
        load_gpu_gemm, gpu_gemm_diff},
