@@ -307,14 +307,28 @@ void grouped_gemm_forward_masked(const DeviceGemmOperands& op, std::int64_t m_ma
 
 void grouped_gemm_dgrad(const DeviceDgradOperands& op, std::span<const std::int64_t> offs,
                         const DeviceGemmOutput& da, cudaStream_t stream) {
-  if (op.w_layout != BLayout::kn)
-    bad("dgrad needs W stored (G, K, N) (kn): FP8 wgmma reads no transposed operand");
+  if (op.w_layout != BLayout::kn && op.w_layout != BLayout::nk) bad("W layout must be kn or nk");
   if (op.N % 128 != 0) bad("N = " + std::to_string(op.N) + " is not a multiple of 128");
   GemmKernelArgs p = kernel_view(op.M, op.K, op.N, op.G, da);  // output K columns, reduce over N
   set_operands(p, op.G, op.fdy, op.fw, op.dy, op.w, op.scaling, op.scale_dy, op.scale_dy_size,
                op.scale_w, op.scale_w_size, true);
   contiguous_groups(p, op.G, offs);
-  launch(p, true, stream);
+  if (op.w_layout == BLayout::kn || p.groups.tile_prefix[p.groups.count] == 0)
+    return launch(p, true, stream);  // (no rows: nothing reads W)
+  // W stored nk (G, N, K): the kernel reads W with the reduction dimension N contiguous (FP8 wgmma
+  // has no transposed shared-memory operand), so each W[g] is first transposed into (K, N) scratch
+  // (gpu/grouped_gemm_transpose.cu: a pass over G·N·K bytes); its scales are the same either way.
+  void* wt = nullptr;
+  FP8REF_CUDA_CHECK(cudaMallocAsync(&wt, std::size_t(op.G * op.N * op.K), stream));
+  try {
+    detail::launch_fp8_transpose(op.w, static_cast<std::uint8_t*>(wt), op.G, op.N, op.K, stream);
+    p.b = static_cast<const std::uint8_t*>(wt);
+    launch(p, true, stream);
+  } catch (...) {
+    cudaFreeAsync(wt, stream);
+    throw;
+  }
+  FP8REF_CUDA_CHECK(cudaFreeAsync(wt, stream));
 }
 
 void grouped_gemm_wgrad(const DeviceWgradOperands& op, std::span<const std::int64_t> offs,

@@ -1,8 +1,9 @@
 // The FP8 grouped GEMM on Hopper tensor cores (sm_90a wgmma), held bitwise to the accumulation
 // model it declares (docs/gpu_gemm.md): M-grouped forward Y[r] = A[r]·B[g(r)]ᵀ with contiguous
-// groups (torch `offs`) or masked groups (DeepGEMM's (G, M_max) + masked_m), and dgrad
-// dA[r] = dY[r]·W[g(r)] on W stored (G, K, N); e4m3 / e5m2 operands; blockwise 1×128 · 128×128,
-// rowwise or tensorwise scales; bf16 or f32 output. Rows of no group are never written.
+// groups (torch `offs`) or masked groups (DeepGEMM's (G, M_max) + masked_m), dgrad
+// dA[r] = dY[r]·W[g(r)] on W stored (G, K, N) or (G, N, K), and the K-grouped wgrad; e4m3 / e5m2
+// operands; blockwise 1×128 · 128×128, rowwise or tensorwise scales; bf16 or f32 output. Rows of
+// no group are never written.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -68,13 +69,15 @@ void grouped_gemm_forward_masked(const DeviceGemmOperands& op, std::int64_t m_ma
 // dgrad dA (M, K) = dY (M, N) · W[g] (N, K) with W stored `kn` = (G, K, N) (N contiguous), as
 // ref::grouped_gemm_dgrad: the forward with reduction dimension N. Scales as DgradOperands
 // documents (blockwise scale_w is the forward's (G, N/128, K/128) tensor). N and K multiples of
-// 128. W stored `nk` is refused (FP8 wgmma has no transposed shared-memory operand).
+// 128. W stored `nk` = (G, N, K), the forward's layout, is taken too: FP8 wgmma has no transposed
+// shared-memory operand, so the launcher first transposes it into (G, K, N) stream-ordered scratch
+// (a pass over G·N·K bytes; docs/gpu_gemm.md §1).
 struct DeviceDgradOperands {
   std::int64_t M, N, K, G;
   Format fdy, fw;
   const std::uint8_t* dy;  // (M, N)
-  const std::uint8_t* w;   // (G, K, N)
-  BLayout w_layout;        // must be kn
+  const std::uint8_t* w;   // (G, K, N) kn or (G, N, K) nk, 16-byte aligned
+  BLayout w_layout;
   Scaling scaling;
   const float* scale_dy;
   std::int64_t scale_dy_size;
@@ -87,12 +90,13 @@ void grouped_gemm_dgrad(const DeviceDgradOperands& op, std::span<const std::int6
 // K-grouped wgrad dW[g] (N, K) = C[g] + sum over the tokens t of group g (ascending) of
 // dY[t, n]·X[t, k], as ref::grouped_gemm_wgrad, on the token-contiguous (transposed) copies
 // dYᵀ (N, M) and Xᵀ (K, M) that FP8 wgmma reads (the quantizers' column-wise output). Group g holds
-// tokens [offs[g-1], offs[g]) (host array); M and every offs entry multiples of 16 (16-byte rows
-// of tokens); N and K multiples of 128. Scalings: blockwise, scale_dy (R, N) and scale_x (R, K)
-// with one row per 128-token block restarting at each group start (R as ref::WgradOperands says);
-// tensorwise, scale_dy (1) and scale_x (1). Declared models as the forward's. C and dW (G, N, K);
-// dW f32 or bf16; an empty group's dW is C (bf16: C rounded; a NaN in C becomes the canonical
-// bf16 NaN 0x7FFF there).
+// tokens [offs[g-1], offs[g]) (host array), at any token; M a multiple of 16 (16-byte rows of
+// tokens; where a group starts off a multiple of 16 the launcher reads an aligned copy, docs/
+// gpu_gemm.md §1); N and K multiples of 128. Scalings: blockwise, scale_dy (R, N) and scale_x (R,
+// K) with one row per 128-token block restarting at each group start (R as ref::WgradOperands
+// says); tensorwise, scale_dy (1) and scale_x (1). Declared models as the forward's. C and dW (G,
+// N, K); dW f32 or bf16; an empty group's dW is C (bf16: C rounded; a NaN in C becomes the
+// canonical bf16 NaN 0x7FFF there).
 struct DeviceWgradOperands {
   std::int64_t M, N, K, G;
   Format fdy, fx;

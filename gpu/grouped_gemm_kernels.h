@@ -97,4 +97,9 @@ struct WgradRepackArgs {
 };
 void launch_wgrad_repack(const WgradRepackArgs& args, cudaStream_t stream);
 
+// out[b] (cols, rows) = in[b] (rows, cols)ᵀ for b < batches: byte matrices, rows and cols multiples
+// of 64, both pointers 16-byte aligned (gpu/grouped_gemm_transpose.cu: dgrad's W stored nk).
+void launch_fp8_transpose(const std::uint8_t* in, std::uint8_t* out, std::int64_t batches,
+                          std::int64_t rows, std::int64_t cols, cudaStream_t stream);
+
 }  // namespace fp8ref::gpu::detail

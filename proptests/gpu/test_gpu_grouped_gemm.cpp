@@ -194,6 +194,33 @@ TEST(GpuGroupedGemm, NeighbouringModelsDisagreeWithTheKernel) {
   }
 }
 
+// dgrad with W stored nk (G, N, K), the forward's layout, which the launcher transposes before the
+// kernel (docs/gpu_gemm.md §1): equal to the declared model bitwise, and to the same case with W
+// stored kn (the same values: the case draws W once and stores it in the layout asked for), for
+// every scaling, e4m3 / e5m2 weights, bf16 / f32 output, 128-, 192- and 256-wide tiles (K = 256,
+// 384, 512 output columns), groups of 1, 129 and 300 rows, empty groups and padding rows.
+TEST(GpuGroupedGemm, DgradWithWStoredNkEqualsTheModel) {
+  FP8REF_REQUIRE_DEVICE();
+  const gen::GroupSizes gs = sizes({0, 300, 1, 0, 129}, 9);
+  for (Scaling s : {Scaling::blockwise, Scaling::rowwise, Scaling::tensorwise})
+    for (std::int64_t k_out : {256, 384, 512})
+      for (Format fw : {Format::e4m3, Format::e5m2})
+        for (OutDtype out : {OutDtype::bf16, OutDtype::f32}) {
+          const auto at = [&](BLayout w) {  // the case's N is dgrad's K (output columns)
+            return fuzz::make_gpu_gemm_case(GemmOp::dgrad, gs, k_out, 384, Format::e4m3, fw, s, out,
+                                            gen::ValueClass::normal, gen::ValueClass::outliers, 21,
+                                            ScaleLayoutF32::row_major,
+                                            fuzz::WgradOffs::multiple_of_16, w);
+          };
+          const GpuGemmCase nk = at(BLayout::nk), kn = at(BLayout::kn);
+          ASSERT_NE(nk.b, kn.b);  // stored differently
+          const auto got = fuzz::kernel_gemm_bits(nk), want = fuzz::oracle_gemm_bits(nk);
+          ASSERT_TRUE(fuzz::has_nonzero_output(nk, want));
+          EXPECT_EQ(fuzz::first_gemm_mismatch(nk, got, want), "");
+          EXPECT_EQ(fuzz::first_gemm_mismatch(nk, got, fuzz::kernel_gemm_bits(kn)), "");
+        }
+}
+
 TEST(GpuGroupedGemm, RepeatedAndReorderedLaunchesGiveTheSameBits) {
   FP8REF_REQUIRE_DEVICE();
   const GpuGemmCase x = make_case(GemmOp::forward, Scaling::blockwise, Format::e4m3, Format::e4m3,
@@ -319,9 +346,13 @@ TEST(GpuGroupedGemm, BadInputIsRefusedBeforeAnyLaunch) {
   refused(op, {100, 254}, {OutDtype::bf16, py, 254 * 256}, "MN-major scales without padding");
   op = ok, op.scale_a_layout = ScaleLayoutF32::tma_mn_major, op.scale_a = pf + 1;
   refused(op, offs, y, "misaligned MN-major scales");
-  const gpu::DeviceDgradOperands d{256,          256, 512, 2,           Format::e4m3,
-                                   Format::e4m3, p8,  p8,  BLayout::nk, Scaling::rowwise,
-                                   pf,           256, pf,  2 * 512};
+  gpu::DeviceDgradOperands d{256,          256, 512, 2,           Format::e4m3,
+                             Format::e4m3, p8,  p8,  BLayout::nk, Scaling::rowwise,
+                             pf,           256, pf,  2 * 512};
+  d.w_layout = BLayout(7);  // neither kn nor nk
+  EXPECT_THROW(gpu::grouped_gemm_dgrad(d, offs, {OutDtype::bf16, py, 256 * 512}, nullptr),
+               std::invalid_argument);
+  d.w_layout = BLayout::nk, d.w = p8 + 8;  // the transpose's 16-byte loads
   EXPECT_THROW(gpu::grouped_gemm_dgrad(d, offs, {OutDtype::bf16, py, 256 * 512}, nullptr),
                std::invalid_argument);
   EXPECT_THROW(

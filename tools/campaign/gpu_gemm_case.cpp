@@ -140,7 +140,7 @@ const char* to_string(WgradOffs w) {
 GpuGemmCase make_gpu_gemm_case(GemmOp op, const gen::GroupSizes& gs, std::int64_t N, std::int64_t K,
                                Format fa, Format fb, Scaling scaling, OutDtype out,
                                gen::ValueClass va, gen::ValueClass vb, std::uint64_t seed,
-                               ScaleLayoutF32 sa_layout, WgradOffs wgrad_offs) {
+                               ScaleLayoutF32 sa_layout, WgradOffs wgrad_offs, BLayout dgrad_w) {
   const bool forward = op == GemmOp::forward || op == GemmOp::masked;
   if (sa_layout != ScaleLayoutF32::row_major &&
       !(sa_layout == ScaleLayoutF32::tma_mn_major && forward && scaling == Scaling::blockwise))
@@ -151,9 +151,12 @@ GpuGemmCase make_gpu_gemm_case(GemmOp op, const gen::GroupSizes& gs, std::int64_
     throw std::invalid_argument(
         "gpu.grouped_gemm case: wgrad offsets at any token need a wgrad "
         "case");
+  if (dgrad_w != BLayout::kn && op != GemmOp::dgrad)
+    throw std::invalid_argument("gpu.grouped_gemm case: W stored nk needs a dgrad case");
   GpuGemmCase c;
   c.op = op, c.gs = gs, c.N = N, c.K = K, c.fa = fa, c.fb = fb, c.scaling = scaling, c.out = out;
   c.va = va, c.vb = vb, c.seed = seed, c.sa_layout = sa_layout, c.wgrad_offs = wgrad_offs;
+  c.dgrad_w = dgrad_w;
   c.desc = op == GemmOp::masked ? cases::Desc::masked : cases::Desc::offs;
   set_rows(c);
   std::mt19937_64 rng(seed + 1);
@@ -166,6 +169,14 @@ GpuGemmCase make_gpu_gemm_case(GemmOp op, const gen::GroupSizes& gs, std::int64_
   c.sa = spread_scales(cases::sa_count(c), rng);
   c.sb = spread_scales(cases::sb_count(c), rng);
   poison(c);
+  if (c.dgrad_w == BLayout::nk) {  // each W[g] (N here, K here) stored transposed: (G, K, N)
+    std::vector<std::uint8_t> t(c.b.size());
+    for (std::int64_t g = 0; g < c.G; ++g)
+      for (std::int64_t i = 0; i < N; ++i)
+        for (std::int64_t j = 0; j < K; ++j)
+          t[std::size_t((g * K + j) * N + i)] = c.b[std::size_t((g * N + i) * K + j)];
+    c.b = std::move(t);
+  }
   return c;
 }
 
@@ -201,8 +212,11 @@ GpuGemmCase draw_gpu_gemm_case(std::int64_t max_total) {
   const auto wgrad_offs = op == GemmOp::wgrad && *rc::gen::arbitrary<bool>()
                               ? WgradOffs::any_token
                               : WgradOffs::multiple_of_16;
-  GpuGemmCase c =
-      make_gpu_gemm_case(op, gs, N, K, fa, fb, scaling, out, va, vb, seed, sa_layout, wgrad_offs);
+  // dgrad: W as the kernel reads it (kn) or stored nk, transposed by the launcher, half and half.
+  const auto dgrad_w =
+      op == GemmOp::dgrad && *rc::gen::arbitrary<bool>() ? BLayout::nk : BLayout::kn;
+  GpuGemmCase c = make_gpu_gemm_case(op, gs, N, K, fa, fb, scaling, out, va, vb, seed, sa_layout,
+                                     wgrad_offs, dgrad_w);
   std::int64_t rows = 0;
   for (std::int32_t g : c.group_of) rows += g >= 0;
   RC_PRE(rows == 0 || operands_nonzero(c));  // a vacuous case proves nothing
@@ -240,8 +254,8 @@ std::vector<std::uint32_t> oracle_gemm_bits(const GpuGemmCase& c, const ModelCho
                                c.a, c.b, c.scaling, c.sa, c.sb, c.c};
     ref::grouped_gemm_wgrad(w, c.offs, m, y);
   } else if (c.op == GemmOp::dgrad) {
-    const DgradOperands d{c.M, c.K, c.N,         c.G,       c.fa, c.fb,
-                          c.a, c.b, BLayout::kn, c.scaling, c.sa, c.sb};
+    const DgradOperands d{c.M, c.K, c.N,       c.G,       c.fa, c.fb,
+                          c.a, c.b, c.dgrad_w, c.scaling, c.sa, c.sb};
     ref::grouped_gemm_dgrad(d, c.group_of, m, RowPolicy::untouched, y);
   } else {
     const GroupedGemmOperands op = c.operands();  // B stored nk
@@ -265,8 +279,8 @@ std::vector<std::uint32_t> kernel_gemm_bits(const GpuGemmCase& c) {
                                    dy_t, x_t, c.scaling, c.sa, c.sb, c.c};
     gpu::grouped_gemm_wgrad_host(w, c.offs, y);
   } else if (c.op == GemmOp::dgrad) {
-    const DgradOperands d{c.M, c.K, c.N,         c.G,       c.fa, c.fb,
-                          c.a, c.b, BLayout::kn, c.scaling, c.sa, c.sb};
+    const DgradOperands d{c.M, c.K, c.N,       c.G,       c.fa, c.fb,
+                          c.a, c.b, c.dgrad_w, c.scaling, c.sa, c.sb};
     gpu::grouped_gemm_dgrad_host(d, c.offs, y);
   } else {
     GroupedGemmOperands op = c.operands();  // B stored nk
@@ -299,6 +313,7 @@ std::string describe(const GpuGemmCase& c) {
     d.insert(d.size() - 1, " scales_a=" + std::string(to_string(c.sa_layout)));
   if (c.wgrad_offs != WgradOffs::multiple_of_16)
     d.insert(d.size() - 1, " offs=" + std::string(to_string(c.wgrad_offs)));
+  if (c.dgrad_w != BLayout::kn) d.insert(d.size() - 1, " W=" + std::string(to_string(c.dgrad_w)));
   return d;
 }
 
@@ -345,6 +360,7 @@ std::vector<std::string> gpu_gemm_tags(const GpuGemmCase& c) {
   if (c.K > 128) t.push_back("promotions:2+");
   if (c.sa_layout != ScaleLayoutF32::row_major)
     t.push_back("scales_a:" + std::string(to_string(c.sa_layout)));
+  if (c.dgrad_w != BLayout::kn) t.push_back("dgrad_w:" + std::string(to_string(c.dgrad_w)));
   if (c.op == GemmOp::wgrad) {  // offsets off multiples of 16; a non-empty group starting off one
     bool off16 = false, start_off16 = false;
     for (std::size_t g = 0; g < c.offs.size(); ++g) {

@@ -1,7 +1,7 @@
 // The case of the GPU FP8 grouped GEMM suites (gpu.grouped_gemm, fp8ref_gpu_grouped_gemm_test):
-// forward (torch `offs`), masked forward ((G, m_max) + masked_m) and dgrad (W stored kn), built
-// from the shared tokens-per-group and value generators with poisoned padding (NaN codes and NaN
-// scales in rows of no group and in empty experts, a poisoned output) and scales spread over
+// forward (torch `offs`), masked forward ((G, m_max) + masked_m) and dgrad (W stored kn or nk),
+// built from the shared tokens-per-group and value generators with poisoned padding (NaN codes and
+// NaN scales in rows of no group and in empty experts, a poisoned output) and scales spread over
 // 2^-8..2^8 with non-power-of-two mantissas, so that the accumulation models disagree. The expected
 // bits come from the CPU oracle (reference/grouped_gemm.h) under the kernel's declared model.
 #pragma once
@@ -44,7 +44,11 @@ struct GpuGemmCase : cases::GemmCase {
   // (docs/gpu_gemm.md §2). The oracle always reads c.sa row-major.
   ScaleLayoutF32 sa_layout = ScaleLayoutF32::row_major;
   WgradOffs wgrad_offs = WgradOffs::multiple_of_16;  // wgrad only
-  std::vector<float> c;                              // wgrad: C (G, N, K)
+  // dgrad only: W as the launcher is handed it (in DgradOperands' terms, N the reduction): kn
+  // (G, K, N), what the kernel reads, or nk (G, N, K), the forward's layout, which the launcher
+  // transposes first (docs/gpu_gemm.md §1); `b` holds it in that layout.
+  BLayout dgrad_w = BLayout::kn;
+  std::vector<float> c;                // wgrad: C (G, N, K)
   std::vector<std::int64_t> masked_m;  // masked: rows of each group (offs: forward / dgrad)
 };
 
@@ -55,12 +59,13 @@ inline constexpr std::uint16_t kOutPoisonBf16 = 0x7FA5u;
 
 // A case from its parameters (deterministic in `seed`); N and K multiples of 128. sa_layout other
 // than row_major only for blockwise forward / masked, wgrad_offs other than multiple_of_16 only
-// for wgrad (std::invalid_argument otherwise).
+// for wgrad, dgrad_w other than kn only for dgrad (std::invalid_argument otherwise).
 GpuGemmCase make_gpu_gemm_case(GemmOp op, const gen::GroupSizes& gs, std::int64_t N, std::int64_t K,
                                Format fa, Format fb, Scaling scaling, OutDtype out,
                                gen::ValueClass va, gen::ValueClass vb, std::uint64_t seed,
                                ScaleLayoutF32 sa_layout = ScaleLayoutF32::row_major,
-                               WgradOffs wgrad_offs = WgradOffs::multiple_of_16);
+                               WgradOffs wgrad_offs = WgradOffs::multiple_of_16,
+                               BLayout dgrad_w = BLayout::kn);
 
 // A's scales in the MN-major layout (K/128, align(M, 4)), the padding entries NaN (read into no
 // stored output).
@@ -68,7 +73,7 @@ std::vector<float> mn_major_scales_a(const GpuGemmCase& c);
 
 // A case drawn inside a RapidCheck property: every op, scaling, format pair, output and the
 // generators' group distributions (at most max_total rows); wgrad offsets at any token in half of
-// the wgrad cases.
+// the wgrad cases, W stored nk in half of the dgrad cases.
 GpuGemmCase draw_gpu_gemm_case(std::int64_t max_total = 600);
 
 // The model the kernel declares for a scaling (gpu::grouped_gemm_declared_model, restated here so

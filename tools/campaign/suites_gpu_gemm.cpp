@@ -2,9 +2,9 @@
 // (gpu/grouped_gemm.h) == the CPU oracle under the kernel's declared model, bitwise, over forward,
 // masked forward, dgrad and K-grouped wgrad, every scaling, e4m3 / e5m2 pairs, bf16 / f32 output
 // and the generators' group distributions (wgrad offsets at any token in half of the wgrad
-// cases), with poisoned padding rows, scales, empty experts and output; a second launch gives the
-// same bits. The generator rejects all-zero operands; an all-zero
-// output is a failure (a vacuous case).
+// cases, W stored nk in half of the dgrad cases), with poisoned padding rows, scales, empty experts
+// and output; a second launch gives the same bits. The generator rejects all-zero operands; an
+// all-zero output is a failure (a vacuous case).
 #include <bit>
 #include <cstdint>
 #include <stdexcept>
@@ -47,6 +47,7 @@ TensorFile save_gpu_gemm(const GpuGemmCase& c) {
   if (c.sa_layout != ScaleLayoutF32::row_major) m["scales_a"] = std::string(to_string(c.sa_layout));
   if (c.wgrad_offs != WgradOffs::multiple_of_16)
     m["wgrad_offs"] = std::string(to_string(c.wgrad_offs));
+  if (c.dgrad_w != BLayout::kn) m["dgrad_w"] = std::string(to_string(c.dgrad_w));
   return tf;
 }
 
@@ -84,8 +85,15 @@ GpuGemmCase load_gpu_gemm(const TensorFile& tf) {
                                   "' is not any_token");
     wgrad_offs = WgradOffs::any_token;
   }
+  // fp8ref.dgrad_w: absent in files of cases with W stored kn (and in those written before nk).
+  BLayout dgrad_w = BLayout::kn;
+  if (const std::string* w = cases::find_meta(tf, "dgrad_w")) {
+    if (*w != to_string(BLayout::nk))
+      throw std::invalid_argument("case file: gpu.grouped_gemm dgrad_w '" + *w + "' is not nk");
+    dgrad_w = BLayout::nk;
+  }
   return make_gpu_gemm_case(GemmOp(op), gs, N, K, Format(fa), Format(fb), *scaling, *out, *va, *vb,
-                            std::stoull(get_meta(tf, "seed")), sa_layout, wgrad_offs);
+                            std::stoull(get_meta(tf, "seed")), sa_layout, wgrad_offs, dgrad_w);
 }
 
 std::string gpu_gemm_diff(const GpuGemmCase& x, const GpuGemmCase& y) {
@@ -98,7 +106,8 @@ std::string gpu_gemm_diff(const GpuGemmCase& x, const GpuGemmCase& y) {
                            {"value classes", x.va == y.va && x.vb == y.vb},
                            {"seed", x.seed == y.seed},
                            {"A scale layout", x.sa_layout == y.sa_layout},
-                           {"wgrad offsets", x.wgrad_offs == y.wgrad_offs}});
+                           {"wgrad offsets", x.wgrad_offs == y.wgrad_offs},
+                           {"dgrad W layout", x.dgrad_w == y.dgrad_w}});
 }
 
 }  // namespace
@@ -111,7 +120,7 @@ void add_gpu_gemm_suites(std::vector<Suite>& out) {
        100,
        {"op:forward", "op:masked", "op:dgrad", "op:wgrad", "scaling:blockwise", "scaling:rowwise",
         "scaling:tensorwise", "out:bf16", "out:f32", "dist:zipf", "dist:interleaved_empty",
-        "scales_a:tma_mn_major", "wgrad_offs:any_token", "wgrad_offs:start_off_16"},
+        "scales_a:tma_mn_major", "wgrad_offs:any_token", "wgrad_offs:start_off_16", "dgrad_w:nk"},
        {}},
       {[] { return draw_gpu_gemm_case(); }, check_gpu_gemm, gpu_gemm_tags, save_gpu_gemm,
        load_gpu_gemm, gpu_gemm_diff},
