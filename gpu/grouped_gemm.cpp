@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpu/device.h"
+#include "gpu/grouped_gemm_groups.h"
 #include "gpu/grouped_gemm_kernels.h"
 
 namespace fp8ref::gpu {
@@ -68,29 +69,25 @@ GemmKernelArgs kernel_view(std::int64_t M, std::int64_t N, std::int64_t K, std::
   return p;
 }
 
-// Group g = rows [start[g], end[g]); the tile prefix counts 128-row tiles per group.
-void set_groups(GemmKernelArgs& p, const std::vector<std::int64_t>& start,
-                const std::vector<std::int64_t>& end) {
-  p.groups.count = int(start.size());
-  p.groups.tile_prefix[0] = 0;
+// Group g = rows [start[g], end[g]); the tile prefix counts 128-row tiles per group. The bytes
+// past the groups stay zero (the device-side prologue writes them so too, docs/gpu_gemm.md §5).
+detail::GemmGroupTable group_table(const std::vector<std::int64_t>& start,
+                                   const std::vector<std::int64_t>& end) {
+  detail::GemmGroupTable t{};
+  t.count = int(start.size());
+  t.tile_prefix[0] = 0;
   for (std::size_t g = 0; g < start.size(); ++g) {
-    p.groups.start[g] = std::int32_t(start[g]);
-    p.groups.end[g] = std::int32_t(end[g]);
+    t.start[g] = std::int32_t(start[g]);
+    t.end[g] = std::int32_t(end[g]);
     const std::int64_t tiles = (end[g] - start[g] + kGemmBlockM - 1) / kGemmBlockM;
-    p.groups.tile_prefix[g + 1] = std::int32_t(p.groups.tile_prefix[g] + tiles);
+    t.tile_prefix[g + 1] = std::int32_t(t.tile_prefix[g] + tiles);
   }
+  return t;
 }
 
 void contiguous_groups(GemmKernelArgs& p, std::int64_t G, std::span<const std::int64_t> offs) {
   if (std::int64_t(offs.size()) != G) bad("offs must have G = " + std::to_string(G) + " entries");
-  std::vector<std::int64_t> start(offs.size()), end(offs.begin(), offs.end());
-  std::int64_t prev = 0;
-  for (std::size_t g = 0; g < offs.size(); ++g) {
-    if (offs[g] < prev) bad("offs out of order at group " + std::to_string(g));
-    if (offs[g] > p.M) bad("offs[" + std::to_string(g) + "] exceeds M");
-    start[g] = prev, prev = offs[g];
-  }
-  set_groups(p, start, end);
+  p.groups = detail::host_group_table_offs(p.M, offs);
 }
 
 // Forward-shaped operands (A (M, K), B (G, N, K)) with their scales into p.
@@ -216,8 +213,10 @@ void launch(const GemmKernelArgs& p, bool dgrad, cudaStream_t stream) {
     block_n = 256;
   else if (!blockwise && p.N % 192 == 0)
     block_n = 192;
+  // (Device-side groups: the tiles are unknown here and the copy would need scratch memory, so
+  // the consumers load the row-major scales themselves, docs/gpu_gemm.md §1.)
   if (kTransposeRowMajorScales && blockwise && !dgrad && block_n == 256 && p.sa_mn_ld == 0 &&
-      p.groups.tile_prefix[p.groups.count] > 0)
+      p.device_groups == nullptr && p.groups.tile_prefix[p.groups.count] > 0)
     return launch_transposed(p, block_n, stream);
   detail::launch_grouped_gemm(p, block_n, stream);
 }
@@ -266,7 +265,93 @@ void launch_wgrad(detail::WgradKernelArgs p, int block_k, cudaStream_t stream) {
   FP8REF_CUDA_CHECK(cudaFreeAsync(copy, stream));
 }
 
+// dgrad's kernel view: output K columns, reduction over N (DeviceDgradOperands).
+GemmKernelArgs dgrad_view(const DeviceDgradOperands& op, const DeviceGemmOutput& da) {
+  if (op.w_layout != BLayout::kn && op.w_layout != BLayout::nk) bad("W layout must be kn or nk");
+  if (op.N % 128 != 0) bad("N = " + std::to_string(op.N) + " is not a multiple of 128");
+  GemmKernelArgs p = kernel_view(op.M, op.K, op.N, op.G, da);  // output K columns, reduce over N
+  set_operands(p, op.G, op.fdy, op.fw, op.dy, op.w, op.scaling, op.scale_dy, op.scale_dy_size,
+               op.scale_w, op.scale_w_size, true);
+  return p;
+}
+
+// dgrad's launch; `rows`: some group has rows (else nothing reads W).
+void launch_dgrad(GemmKernelArgs p, const DeviceDgradOperands& op, bool rows, cudaStream_t stream) {
+  if (op.w_layout == BLayout::kn || !rows) return launch(p, true, stream);
+  // W stored nk (G, N, K): the kernel reads W with the reduction dimension N contiguous (FP8 wgmma
+  // has no transposed shared-memory operand), so each W[g] is first transposed into (K, N) scratch
+  // (gpu/grouped_gemm_transpose.cu: a pass over G·N·K bytes); its scales are the same either way.
+  void* wt = nullptr;
+  FP8REF_CUDA_CHECK(cudaMallocAsync(&wt, std::size_t(op.G * op.N * op.K), stream));
+  try {
+    detail::launch_fp8_transpose(op.w, static_cast<std::uint8_t*>(wt), op.G, op.N, op.K, stream);
+    p.b = static_cast<const std::uint8_t*>(wt);
+    launch(p, true, stream);
+  } catch (...) {
+    cudaFreeAsync(wt, stream);
+    throw;
+  }
+  FP8REF_CUDA_CHECK(cudaFreeAsync(wt, stream));
+}
+
+// The device-side groups' path (docs/gpu_gemm.md §1): the pointers checked (never read here), the
+// prologue launched on `stream` to check the entries and write the table into the caller's
+// workspace and the status word, and p pointed at that table; row_tiles bounds its row tiles.
+void set_device_groups(GemmKernelArgs& p, std::int64_t G, const DeviceGroups& d, bool masked,
+                       std::int64_t limit, std::int64_t row_tiles, cudaStream_t stream) {
+  if (d.entries == nullptr) bad("the device group entries are null");
+  if (d.status == nullptr || reinterpret_cast<std::uintptr_t>(d.status) % 4 != 0)
+    bad("status must be a 4-byte aligned device pointer");
+  check_aligned(d.workspace, "workspace");
+  auto* table = static_cast<detail::GemmGroupTable*>(d.workspace);
+  detail::launch_group_table(d.entries, int(G), masked, limit, table, d.status, stream);
+  p.groups.count = int(G), p.device_groups = table, p.row_tiles_bound = row_tiles;
+}
+
 }  // namespace
+
+namespace detail {
+
+GemmGroupTable host_group_table_offs(std::int64_t M, std::span<const std::int64_t> offs) {
+  if (offs.empty() || offs.size() > std::size_t(kGemmMaxGroups)) bad("G must be in [1, 256]");
+  std::vector<std::int64_t> start(offs.size()), end(offs.begin(), offs.end());
+  std::int64_t prev = 0;
+  for (std::size_t g = 0; g < offs.size(); ++g) {
+    if (offs[g] < prev) bad("offs out of order at group " + std::to_string(g));
+    if (offs[g] > M) bad("offs[" + std::to_string(g) + "] exceeds M");
+    start[g] = prev, prev = offs[g];
+  }
+  return group_table(start, end);
+}
+
+GemmGroupTable host_group_table_masked(std::int64_t m_max, std::span<const std::int64_t> masked_m) {
+  if (masked_m.empty() || masked_m.size() > std::size_t(kGemmMaxGroups))
+    bad("G must be in [1, 256]");
+  std::vector<std::int64_t> start(masked_m.size()), end(masked_m.size());
+  for (std::size_t g = 0; g < masked_m.size(); ++g) {
+    if (masked_m[g] < 0 || masked_m[g] > m_max)
+      bad("masked_m[" + std::to_string(g) + "] is outside [0, m_max]");
+    start[g] = std::int64_t(g) * m_max, end[g] = start[g] + masked_m[g];
+  }
+  return group_table(start, end);
+}
+
+}  // namespace detail
+
+std::size_t grouped_gemm_workspace_bytes() { return sizeof(detail::GemmGroupTable); }
+
+std::string grouped_gemm_status_message(std::int32_t status) {
+  const std::string g = std::to_string(status >> 4), at = "fp8ref gpu grouped GEMM: ";
+  switch (status & 15) {
+    case detail::kGroupsOk:
+      if (status == 0) return "";
+      break;
+    case detail::kGroupsOutOfOrder: return at + "offs out of order at group " + g;
+    case detail::kGroupsPastM: return at + "offs[" + g + "] exceeds M";
+    case detail::kGroupsMaskedRange: return at + "masked_m[" + g + "] is outside [0, m_max]";
+  }
+  return at + "device status " + std::to_string(status) + " is no status the prologue writes";
+}
 
 ModelChoice grouped_gemm_declared_model(Scaling s) {
   switch (scale_mode(s)) {
@@ -295,40 +380,46 @@ void grouped_gemm_forward_masked(const DeviceGemmOperands& op, std::int64_t m_ma
                op.scale_b, op.scale_b_size, false, op.scale_a_layout);
   if (m_max < 0 || op.G * m_max != op.M) bad("masked layout needs M = G * m_max");
   if (std::int64_t(masked_m.size()) != op.G) bad("masked_m must have G entries");
-  std::vector<std::int64_t> start(masked_m.size()), end(masked_m.size());
-  for (std::size_t g = 0; g < masked_m.size(); ++g) {
-    if (masked_m[g] < 0 || masked_m[g] > m_max)
-      bad("masked_m[" + std::to_string(g) + "] is outside [0, m_max]");
-    start[g] = std::int64_t(g) * m_max, end[g] = start[g] + masked_m[g];
-  }
-  set_groups(p, start, end);
+  p.groups = detail::host_group_table_masked(m_max, masked_m);
   launch(p, false, stream);
 }
 
 void grouped_gemm_dgrad(const DeviceDgradOperands& op, std::span<const std::int64_t> offs,
                         const DeviceGemmOutput& da, cudaStream_t stream) {
-  if (op.w_layout != BLayout::kn && op.w_layout != BLayout::nk) bad("W layout must be kn or nk");
-  if (op.N % 128 != 0) bad("N = " + std::to_string(op.N) + " is not a multiple of 128");
-  GemmKernelArgs p = kernel_view(op.M, op.K, op.N, op.G, da);  // output K columns, reduce over N
-  set_operands(p, op.G, op.fdy, op.fw, op.dy, op.w, op.scaling, op.scale_dy, op.scale_dy_size,
-               op.scale_w, op.scale_w_size, true);
+  GemmKernelArgs p = dgrad_view(op, da);
   contiguous_groups(p, op.G, offs);
-  if (op.w_layout == BLayout::kn || p.groups.tile_prefix[p.groups.count] == 0)
-    return launch(p, true, stream);  // (no rows: nothing reads W)
-  // W stored nk (G, N, K): the kernel reads W with the reduction dimension N contiguous (FP8 wgmma
-  // has no transposed shared-memory operand), so each W[g] is first transposed into (K, N) scratch
-  // (gpu/grouped_gemm_transpose.cu: a pass over G·N·K bytes); its scales are the same either way.
-  void* wt = nullptr;
-  FP8REF_CUDA_CHECK(cudaMallocAsync(&wt, std::size_t(op.G * op.N * op.K), stream));
-  try {
-    detail::launch_fp8_transpose(op.w, static_cast<std::uint8_t*>(wt), op.G, op.N, op.K, stream);
-    p.b = static_cast<const std::uint8_t*>(wt);
-    launch(p, true, stream);
-  } catch (...) {
-    cudaFreeAsync(wt, stream);
-    throw;
-  }
-  FP8REF_CUDA_CHECK(cudaFreeAsync(wt, stream));
+  launch_dgrad(p, op, p.groups.tile_prefix[p.groups.count] > 0, stream);
+}
+
+// Device-side groups (docs/gpu_gemm.md §1): contiguous groups hold at most (M + 127·G) / 128 row
+// tiles (each group's rows rounded up to 128), masked ones G·ceil(m_max / 128).
+void grouped_gemm_forward(const DeviceGemmOperands& op, const DeviceGroups& offs,
+                          const DeviceGemmOutput& y, cudaStream_t stream) {
+  GemmKernelArgs p = kernel_view(op.M, op.N, op.K, op.G, y);
+  set_operands(p, op.G, op.fa, op.fb, op.a, op.b, op.scaling, op.scale_a, op.scale_a_size,
+               op.scale_b, op.scale_b_size, false, op.scale_a_layout);
+  const std::int64_t bound = op.M > 0 ? (op.M + 127 * op.G) / 128 : 0;
+  set_device_groups(p, op.G, offs, false, op.M, bound, stream);
+  launch(p, false, stream);
+}
+
+void grouped_gemm_forward_masked(const DeviceGemmOperands& op, std::int64_t m_max,
+                                 const DeviceGroups& masked_m, const DeviceGemmOutput& y,
+                                 cudaStream_t stream) {
+  GemmKernelArgs p = kernel_view(op.M, op.N, op.K, op.G, y);
+  set_operands(p, op.G, op.fa, op.fb, op.a, op.b, op.scaling, op.scale_a, op.scale_a_size,
+               op.scale_b, op.scale_b_size, false, op.scale_a_layout);
+  if (m_max < 0 || op.G * m_max != op.M) bad("masked layout needs M = G * m_max");
+  set_device_groups(p, op.G, masked_m, true, m_max, op.G * ((m_max + 127) / 128), stream);
+  launch(p, false, stream);
+}
+
+void grouped_gemm_dgrad(const DeviceDgradOperands& op, const DeviceGroups& offs,
+                        const DeviceGemmOutput& da, cudaStream_t stream) {
+  GemmKernelArgs p = dgrad_view(op, da);
+  const std::int64_t bound = op.M > 0 ? (op.M + 127 * op.G) / 128 : 0;
+  set_device_groups(p, op.G, offs, false, op.M, bound, stream);
+  launch_dgrad(p, op, bound > 0, stream);  // (M = 0: no rows, nothing reads W)
 }
 
 void grouped_gemm_wgrad(const DeviceWgradOperands& op, std::span<const std::int64_t> offs,

@@ -8,8 +8,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "numerics/grouped_gemm_types.h"
 #include "numerics/out_dtype.h"
@@ -87,6 +89,37 @@ struct DeviceDgradOperands {
 void grouped_gemm_dgrad(const DeviceDgradOperands& op, std::span<const std::int64_t> offs,
                         const DeviceGemmOutput& da, cudaStream_t stream);
 
+// Device-side groups (docs/gpu_gemm.md §1): torch's int32 `offs` tensor or DeepGEMM's masked_m
+// left on the device, for callers that cannot synchronise (CUDA graphs). `entries`: G int32 device
+// values, the same as the host arrays above (contiguous offs: non-decreasing, 0 <= offs <= M;
+// masked_m: each in [0, m_max]). The launcher reads neither them nor the status on the host: a
+// one-block prologue kernel on `stream` checks them and writes the group table into `workspace`
+// (grouped_gemm_workspace_bytes() bytes, 16-byte aligned, the caller's: a launch's table lives
+// there until its GEMM has run, so launches that may overlap, e.g. on two streams, need two) and
+// the `status` word (int32, written by every call: 0, or the first bad entry's code, which
+// grouped_gemm_status_message decodes; on a bad entry the GEMM writes nothing, docs/gpu_gemm.md
+// §4). Every other argument is checked on the host as above (std::invalid_argument, one line).
+// No host synchronisation and no allocation, so the call can be captured in a CUDA graph and
+// replayed with other entries; except dgrad on W stored nk, whose transposed copy is still
+// cudaMallocAsync scratch (captured as graph memory nodes). Row-major blockwise A scales are not
+// transposed for the 256-wide tiles on this path (their consumers load them: the same bits, ~2%
+// slower; pass tma_mn_major to stage them, docs/gpu_gemm.md §2).
+struct DeviceGroups {
+  const std::int32_t* entries;  // (G) offs or masked_m
+  std::int32_t* status;         // one word
+  void* workspace;              // grouped_gemm_workspace_bytes()
+};
+std::size_t grouped_gemm_workspace_bytes();
+// The one-line message of a status word ("" for 0), as the host-array path's for the same entry.
+std::string grouped_gemm_status_message(std::int32_t status);
+void grouped_gemm_forward(const DeviceGemmOperands& op, const DeviceGroups& offs,
+                          const DeviceGemmOutput& y, cudaStream_t stream);
+void grouped_gemm_forward_masked(const DeviceGemmOperands& op, std::int64_t m_max,
+                                 const DeviceGroups& masked_m, const DeviceGemmOutput& y,
+                                 cudaStream_t stream);
+void grouped_gemm_dgrad(const DeviceDgradOperands& op, const DeviceGroups& offs,
+                        const DeviceGemmOutput& da, cudaStream_t stream);
+
 // K-grouped wgrad dW[g] (N, K) = C[g] + sum over the tokens t of group g (ascending) of
 // dY[t, n]·X[t, k], as ref::grouped_gemm_wgrad, on the token-contiguous (transposed) copies
 // dYᵀ (N, M) and Xᵀ (K, M) that FP8 wgmma reads (the quantizers' column-wise output). Group g holds
@@ -123,6 +156,18 @@ void grouped_gemm_forward_masked_host(const GroupedGemmOperands& op, std::int64_
                                       ScaleLayoutF32 scale_a_layout = ScaleLayoutF32::row_major);
 void grouped_gemm_dgrad_host(const DgradOperands& op, std::span<const std::int64_t> offs,
                              const GemmOutput& out);
+// The same through the device-side groups' path: the int32 entries are uploaded as they are (not
+// checked on the host), the call runs, and a bad status throws std::invalid_argument with
+// grouped_gemm_status_message (the output then keeps what it held).
+void grouped_gemm_forward_host_device_groups(
+    const GroupedGemmOperands& op, std::span<const std::int32_t> offs, const GemmOutput& out,
+    ScaleLayoutF32 scale_a_layout = ScaleLayoutF32::row_major);
+void grouped_gemm_forward_masked_host_device_groups(
+    const GroupedGemmOperands& op, std::int64_t m_max, std::span<const std::int32_t> masked_m,
+    const GemmOutput& out, ScaleLayoutF32 scale_a_layout = ScaleLayoutF32::row_major);
+void grouped_gemm_dgrad_host_device_groups(const DgradOperands& op,
+                                           std::span<const std::int32_t> offs,
+                                           const GemmOutput& out);
 struct HostWgradOperands {
   std::int64_t M, N, K, G;
   Format fdy, fx;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <span>
 #include <stdexcept>
+#include <string>
 
 #include "gpu/device.h"
 #include "gpu/grouped_gemm.h"
@@ -82,6 +83,36 @@ void forward_on_device(const GroupedGemmOperands& op, const GemmOutput& out,
   with_output(out, [&](const DeviceGemmOutput& y) { run(d, y); });
 }
 
+// A host call's device-side groups (gpu/grouped_gemm.h DeviceGroups): the int32 entries uploaded
+// as they are, the workspace, and the status word set to -1 (no status the prologue writes), so
+// that a status the prologue failed to write is reported too.
+class UploadedGroups {
+ public:
+  UploadedGroups(std::span<const std::int32_t> entries, std::int64_t G)
+      : entries_(entries),
+        status_(sizeof(std::int32_t)),
+        workspace_(grouped_gemm_workspace_bytes()) {
+    if (std::int64_t(entries.size()) != G)
+      throw std::invalid_argument("fp8ref gpu grouped GEMM: the device group entries must be G = " +
+                                  std::to_string(G));
+    FP8REF_CUDA_CHECK(cudaMemset(status_.as<void>(), 0xFF, sizeof(std::int32_t)));
+  }
+  DeviceGroups groups() const {
+    return {entries_.as<const std::int32_t>(), status_.as<std::int32_t>(), workspace_.as<void>()};
+  }
+  // After the launches (synchronised): std::invalid_argument with the status' one-line message
+  // unless it is 0.
+  void check() const {
+    std::int32_t status = -1;
+    FP8REF_CUDA_CHECK(
+        cudaMemcpy(&status, status_.as<void>(), sizeof status, cudaMemcpyDeviceToHost));
+    if (status != 0) throw std::invalid_argument(grouped_gemm_status_message(status));
+  }
+
+ private:
+  DeviceBuffer entries_, status_, workspace_;
+};
+
 }  // namespace
 
 void grouped_gemm_forward_host(const GroupedGemmOperands& op, std::span<const std::int64_t> offs,
@@ -101,8 +132,11 @@ void grouped_gemm_forward_masked_host(const GroupedGemmOperands& op, std::int64_
                     });
 }
 
-void grouped_gemm_dgrad_host(const DgradOperands& op, std::span<const std::int64_t> offs,
-                             const GemmOutput& out) {
+namespace {
+
+// Runs `run(device operands, device output)` on op uploaded.
+template <class Run>
+void dgrad_on_device(const DgradOperands& op, const GemmOutput& out, Run run) {
   DeviceBuffer dy{op.dy}, w{op.w}, sdy{op.scale_dy}, sw{op.scale_w};
   const DeviceDgradOperands d{op.M,
                               op.N,
@@ -118,7 +152,50 @@ void grouped_gemm_dgrad_host(const DgradOperands& op, std::span<const std::int64
                               std::int64_t(op.scale_dy.size()),
                               sw.as<const float>(),
                               std::int64_t(op.scale_w.size())};
-  with_output(out, [&](const DeviceGemmOutput& y) { grouped_gemm_dgrad(d, offs, y, nullptr); });
+  with_output(out, [&](const DeviceGemmOutput& y) { run(d, y); });
+}
+
+}  // namespace
+
+void grouped_gemm_dgrad_host(const DgradOperands& op, std::span<const std::int64_t> offs,
+                             const GemmOutput& out) {
+  dgrad_on_device(op, out, [&](const DeviceDgradOperands& d, const DeviceGemmOutput& y) {
+    grouped_gemm_dgrad(d, offs, y, nullptr);
+  });
+}
+
+void grouped_gemm_dgrad_host_device_groups(const DgradOperands& op,
+                                           std::span<const std::int32_t> offs,
+                                           const GemmOutput& out) {
+  const UploadedGroups groups(offs, op.G);
+  dgrad_on_device(op, out, [&](const DeviceDgradOperands& d, const DeviceGemmOutput& y) {
+    grouped_gemm_dgrad(d, groups.groups(), y, nullptr);
+  });
+  groups.check();
+}
+
+void grouped_gemm_forward_host_device_groups(const GroupedGemmOperands& op,
+                                             std::span<const std::int32_t> offs,
+                                             const GemmOutput& out, ScaleLayoutF32 scale_a_layout) {
+  const UploadedGroups groups(offs, op.G);
+  forward_on_device(op, out, scale_a_layout,
+                    [&](const DeviceGemmOperands& d, const DeviceGemmOutput& y) {
+                      grouped_gemm_forward(d, groups.groups(), y, nullptr);
+                    });
+  groups.check();
+}
+
+void grouped_gemm_forward_masked_host_device_groups(const GroupedGemmOperands& op,
+                                                    std::int64_t m_max,
+                                                    std::span<const std::int32_t> masked_m,
+                                                    const GemmOutput& out,
+                                                    ScaleLayoutF32 scale_a_layout) {
+  const UploadedGroups groups(masked_m, op.G);
+  forward_on_device(op, out, scale_a_layout,
+                    [&](const DeviceGemmOperands& d, const DeviceGemmOutput& y) {
+                      grouped_gemm_forward_masked(d, m_max, groups.groups(), y, nullptr);
+                    });
+  groups.check();
 }
 
 void grouped_gemm_wgrad_host(const HostWgradOperands& op, std::span<const std::int64_t> offs,

@@ -15,6 +15,7 @@
 #include <cuda_bf16.h>
 
 #include "gpu/device.h"
+#include "gpu/grouped_gemm_groups.h"
 #include "gpu/grouped_gemm_kernels.h"
 #include "gpu/tensor_map.h"
 #include "gpu/tma_pipeline_sm90.cuh"
@@ -59,19 +60,38 @@ struct TileCoord {
   int g, n0;
   std::int32_t row0, row_end;
 };
-template <int BN>
-__device__ __forceinline__ TileCoord tile_coord(const GemmGroupTable& t, std::int64_t tile,
+// An entry of the group table: the kernel parameter's as it is, or (DevTable: the table the
+// prologue wrote in global memory, constant while the kernel runs) through the read-only cache,
+// where the binary search's loads of every tile after the first hit L1.
+template <bool DevTable>
+__device__ __forceinline__ std::int32_t table_at(const std::int32_t& x) {
+  if constexpr (DevTable)
+    return __ldg(&x);
+  else
+    return x;
+}
+template <bool DevTable>
+__device__ __forceinline__ const GemmGroupTable& group_table(const GemmKernelArgs& a) {
+  if constexpr (DevTable)
+    return *a.device_groups;
+  else
+    return a.groups;
+}
+template <int BN, bool DevTable>
+__device__ __forceinline__ TileCoord tile_coord(const GemmKernelArgs& a, std::int64_t tile,
                                                 int n_tiles) {
+  const GemmGroupTable& t = group_table<DevTable>(a);
+  const auto at = [](const std::int32_t& x) { return table_at<DevTable>(x); };
   const int mt = int(tile / n_tiles);
-  int lo = 0, hi = t.count;  // largest g with tile_prefix[g] <= mt: the non-empty group holding mt
+  int lo = 0, hi = at(t.count);  // largest g with tile_prefix[g] <= mt: the non-empty group of mt
   while (hi - lo > 1) {
     const int mid = (lo + hi) / 2;
-    (t.tile_prefix[mid] <= mt ? lo : hi) = mid;
+    (at(t.tile_prefix[mid]) <= mt ? lo : hi) = mid;
   }
   TileCoord c;
   c.g = lo, c.n0 = int(tile % n_tiles) * BN;
-  c.row0 = t.start[lo] + (mt - t.tile_prefix[lo]) * kGemmBlockM;
-  c.row_end = min(c.row0 + kGemmBlockM, t.end[lo]);
+  c.row0 = at(t.start[lo]) + (mt - at(t.tile_prefix[lo])) * kGemmBlockM;
+  c.row_end = min(c.row0 + kGemmBlockM, at(t.end[lo]));
   return c;
 }
 
@@ -97,7 +117,7 @@ __device__ __forceinline__ void st_shared_f32(std::uint32_t addr, float v) {
 // scale pointers advance by one K block, and the barrier, tile and slot addresses of stage 0 are
 // held in registers (an opaque move keeps the compiler from recomputing them every block) and
 // offset per stage. produce_blocks: its loop over the CTA's tiles and their K blocks.
-template <int BN, bool Staged>
+template <int BN, bool Staged, bool DevTable>
 __device__ __forceinline__ void produce_blocks(const GemmTmaParams& p, const Ring<BN, Staged>& s,
                                                std::int64_t total, int n_tiles, int lane, int nkb) {
   using R = Ring<BN, Staged>;
@@ -109,7 +129,7 @@ __device__ __forceinline__ void produce_blocks(const GemmTmaParams& p, const Rin
   int st = 0;
   std::uint32_t phase = 0;
   for (std::int64_t tile = blockIdx.x; tile < total; tile += gridDim.x) {
-    const TileCoord c = tile_coord<BN>(a.groups, tile, n_tiles);
+    const TileCoord c = tile_coord<BN, DevTable>(a, tile, n_tiles);
     const std::int32_t b_row = c.g * std::int32_t(a.N) + c.n0;
     const float* sb = a.scale_b + c.g * a.sb_group + (c.n0 / 128) * a.sb_ntile;
     const std::int64_t sb_hi = c.n0 + 128 < a.N ? a.sb_ntile : 0;
@@ -148,13 +168,13 @@ __device__ __forceinline__ void produce_blocks(const GemmTmaParams& p, const Rin
     }
   }
 }
-template <int BN, bool Staged>
+template <int BN, bool Staged, bool DevTable>
 __device__ void produce(const GemmTmaParams& p, const Ring<BN, Staged>& s, std::int64_t total,
                         int n_tiles) {
   const int lane = int(threadIdx.x % 32), nkb = int(p.args.K / kGemmBlockK);
   if (!Staged && lane != 0) return;
   if (lane == 0) tma_prefetch_map(&p.map_a), tma_prefetch_map(&p.map_b);
-  produce_blocks<BN, Staged>(p, s, total, n_tiles, lane, nkb);
+  produce_blocks<BN, Staged, DevTable>(p, s, total, n_tiles, lane, nkb);
 }
 
 // One of four values by a lane-dependent index, with selects (a dynamic index into a register
@@ -391,7 +411,7 @@ __device__ __forceinline__ float ld_shared_f32(std::uint32_t addr) {
 // the stage's slot (A rows local_row and local_row + 8, the halves' B scales) once `full` has
 // completed. The same operations on every element in the same order as the 128-wide tiles
 // (docs/gpu_gemm.md §2, §3).
-template <bool AE5, bool BE5, bool Staged>
+template <bool AE5, bool BE5, bool Staged, bool DevTable>
 __device__ void consume_halves(const GemmTmaParams& p, const Ring<256, Staged>& s,
                                std::int64_t total, int n_tiles) {
   const GemmKernelArgs& a = p.args;
@@ -417,7 +437,7 @@ __device__ void consume_halves(const GemmTmaParams& p, const Ring<256, Staged>& 
   int st = 0;
   std::uint32_t phase = 0;
   for (std::int64_t tile = blockIdx.x; tile < total; tile += gridDim.x) {
-    const TileCoord c = tile_coord<256>(a.groups, tile, n_tiles);
+    const TileCoord c = tile_coord<256, DevTable>(a, tile, n_tiles);
     float acc[128], t[64];  // acc: columns 8j.. at acc[4j..]; t: one half, from +0 per block
 #pragma unroll
     for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
@@ -479,7 +499,7 @@ __device__ void consume_halves(const GemmTmaParams& p, const Ring<256, Staged>& 
 
 // The consumer warpgroups: per K block, wait for the stage, run T_kb on it, free it and promote;
 // after the last block, the epilogue stores the tile while the producer already loads the next.
-template <int BN, bool AE5, bool BE5, bool MnA>
+template <int BN, bool AE5, bool BE5, bool MnA, bool DevTable>
 __device__ void consume(const GemmTmaParams& p, const Ring<BN>& s, std::int64_t total,
                         int n_tiles) {
   const GemmKernelArgs& a = p.args;
@@ -499,7 +519,7 @@ __device__ void consume(const GemmTmaParams& p, const Ring<BN>& s, std::int64_t 
   int st = 0;
   std::uint32_t phase = 0;
   for (std::int64_t tile = blockIdx.x; tile < total; tile += gridDim.x) {
-    const TileCoord c = tile_coord<BN>(a.groups, tile, n_tiles);
+    const TileCoord c = tile_coord<BN, DevTable>(a, tile, n_tiles);
     float acc[BN / 2], t[BN / 2];  // t: written by the first k32 step of each block (scale-d 0)
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
@@ -539,41 +559,60 @@ __device__ void consume(const GemmTmaParams& p, const Ring<BN>& s, std::int64_t 
 }
 
 // MnA: A's block scales are MN-major (GemmKernelArgs::sa_mn_ld); 256-wide tiles then stage the
-// scales (Staged), 128-wide ones index them by K block.
-template <int BN, bool AE5, bool BE5, bool MnA>
-__global__ void __launch_bounds__(kPipelineThreads, 1)
-    grouped_gemm_kernel(const __grid_constant__ GemmTmaParams p) {
+// scales (Staged), 128-wide ones index them by K block. DevTable: the group table is the one in
+// global memory (GemmKernelArgs::device_groups), its tile count read by every CTA.
+template <int BN, bool AE5, bool BE5, bool MnA, bool DevTable>
+__device__ __forceinline__ void grouped_gemm_body(const GemmTmaParams& p) {
   constexpr bool Staged = MnA && BN == 256;
   extern __shared__ __align__(1024) std::uint8_t smem_raw[];
   const Ring<BN, Staged> s = Ring<BN, Staged>::at(smem_raw);
   const int n_tiles = int((p.args.N + BN - 1) / BN);
-  const std::int64_t total = std::int64_t(p.args.groups.tile_prefix[p.args.groups.count]) * n_tiles;
+  const GemmGroupTable& t = group_table<DevTable>(p.args);
+  const std::int64_t total =
+      std::int64_t(table_at<DevTable>(t.tile_prefix[table_at<DevTable>(t.count)])) * n_tiles;
   if (threadIdx.x == 0) Staged ? s.init_full(32) : s.init(false);
   __syncthreads();
   if (threadIdx.x >= kConsumerThreads) {
     setmaxnreg_dec<kProducerRegs>();
-    if (threadIdx.x < kConsumerThreads + 32) produce<BN, Staged>(p, s, total, n_tiles);
+    if (threadIdx.x < kConsumerThreads + 32) produce<BN, Staged, DevTable>(p, s, total, n_tiles);
   } else {
     setmaxnreg_inc<kConsumerRegs>();
     if constexpr (BN == 256)
-      consume_halves<AE5, BE5, Staged>(p, s, total, n_tiles);
+      consume_halves<AE5, BE5, Staged, DevTable>(p, s, total, n_tiles);
     else
-      consume<BN, AE5, BE5, MnA>(p, s, total, n_tiles);
+      consume<BN, AE5, BE5, MnA, DevTable>(p, s, total, n_tiles);
   }
+}
+// The kernel on the host-built table in its parameters, and on the device-side groups' table
+// (two names, so that the first keeps its symbol and SASS, docs/gpu_gemm.md §7).
+template <int BN, bool AE5, bool BE5, bool MnA>
+__global__ void __launch_bounds__(kPipelineThreads, 1)
+    grouped_gemm_kernel(const __grid_constant__ GemmTmaParams p) {
+  grouped_gemm_body<BN, AE5, BE5, MnA, false>(p);
+}
+template <int BN, bool AE5, bool BE5, bool MnA>
+__global__ void __launch_bounds__(kPipelineThreads, 1)
+    grouped_gemm_kernel_device_groups(const __grid_constant__ GemmTmaParams p) {
+  grouped_gemm_body<BN, AE5, BE5, MnA, true>(p);
 }
 
 template <int BN, bool AE5, bool BE5, bool MnA>
 void launch_typed(const GemmKernelArgs& args, cudaStream_t stream) {
   constexpr bool Staged = MnA && BN == 256;
   constexpr int kBytes = Ring<BN, Staged>::kBytes;
-  const std::int64_t tiles =
-      std::int64_t(args.groups.tile_prefix[args.groups.count]) * ((args.N + BN - 1) / BN);
+  // Device-side groups: the tiles are not known here, only bounded (the CTAs past the table's
+  // tiles exit at once).
+  const bool dev = args.device_groups != nullptr;
+  const std::int64_t row_tiles =
+      dev ? args.row_tiles_bound : args.groups.tile_prefix[args.groups.count];
+  const std::int64_t tiles = row_tiles * ((args.N + BN - 1) / BN);
   if (tiles == 0) return;
   GemmTmaParams p{};
   p.args = args;
   p.map_a = fp8_tile_map(args.a, args.K, args.M, kGemmBlockM);
   p.map_b = fp8_tile_map(args.b, args.K, std::int64_t(args.groups.count) * args.N, BN);
-  const auto kernel = grouped_gemm_kernel<BN, AE5, BE5, MnA>;
+  const auto kernel = dev ? grouped_gemm_kernel_device_groups<BN, AE5, BE5, MnA>
+                          : grouped_gemm_kernel<BN, AE5, BE5, MnA>;
   FP8REF_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes));
   const unsigned grid = unsigned(std::min<std::int64_t>(tiles, current_device_sm_count()));
@@ -609,7 +648,34 @@ __global__ void scales_mn_major_kernel(const float* in, float* out, std::int64_t
     if (k0 + i < nkb && r0 + x < ld) out[std::int64_t(k0 + i) * ld + r0 + x] = tile[x][i];
 }
 
+// The device-side groups' prologue (launch_group_table): one block stages the G entries in shared
+// memory (coalesced), thread 0 builds the table there (build_group_table, serial in g: at most 256
+// steps on shared memory), then the block writes it out and thread 0 the status. The table is
+// zeroed first, so that the bytes past G are those of the host launcher's zero-initialised one.
+__global__ void __launch_bounds__(256)
+    group_table_kernel(const std::int32_t* desc, int G, bool masked, std::int64_t limit,
+                       GemmGroupTable* table, std::int32_t* status) {
+  __shared__ std::int32_t entries[kGemmMaxGroups];
+  __shared__ GemmGroupTable t;
+  constexpr int kWords = int(sizeof(GemmGroupTable) / 4);
+  auto* words = reinterpret_cast<std::int32_t*>(&t);
+  for (int i = int(threadIdx.x); i < kWords; i += int(blockDim.x)) words[i] = 0;
+  for (int i = int(threadIdx.x); i < G; i += int(blockDim.x)) entries[i] = desc[i];
+  __syncthreads();
+  if (threadIdx.x == 0) *status = build_group_table(t, entries, G, masked, limit);
+  __syncthreads();
+  auto* out = reinterpret_cast<std::int32_t*>(table);
+  for (int i = int(threadIdx.x); i < kWords; i += int(blockDim.x)) out[i] = words[i];
+}
+static_assert(sizeof(GemmGroupTable) % 4 == 0, "the table copies out in 32-bit words");
+
 }  // namespace
+
+void launch_group_table(const std::int32_t* desc, int G, bool masked, std::int64_t limit,
+                        GemmGroupTable* table, std::int32_t* status, cudaStream_t stream) {
+  group_table_kernel<<<1, 256, 0, stream>>>(desc, G, masked, limit, table, status);
+  FP8REF_CUDA_CHECK(cudaGetLastError());
+}
 
 void launch_scales_mn_major(const float* in, float* out, std::int64_t M, int nkb, std::int64_t ld,
                             cudaStream_t stream) {

@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <span>
 
 namespace fp8ref::gpu::detail {
 
@@ -45,7 +46,27 @@ struct GemmKernelArgs {
   bool out_bf16;
   bool a_e5m2, b_e5m2;
   GemmGroupTable groups;
+  // The device-side groups' path (docs/gpu_gemm.md §1): non-null, the kernel reads the table there
+  // (written by launch_group_table before it, on the stream) instead of `groups`, of which only
+  // `count` (G) is set; row_tiles_bound bounds the table's row tiles (the grid's size). Placed
+  // after `groups`, so that the host-table kernels' parameter offsets, and their SASS, stay as
+  // they were.
+  const GemmGroupTable* device_groups;
+  std::int64_t row_tiles_bound;
 };
+
+// The one-block prologue of the device-side groups' path (docs/gpu_gemm.md §1, §4): reads the G
+// int32 entries of `desc` (offs, or masked_m when `masked`; limit = M, or m_max), writes the group
+// table into `table` (build_group_table, gpu/grouped_gemm_groups.h: empty on a bad entry) and the
+// status word into `status` (0, or the first bad entry's kind | group << 4). Device pointers.
+void launch_group_table(const std::int32_t* desc, int G, bool masked, std::int64_t limit,
+                        GemmGroupTable* table, std::int32_t* status, cudaStream_t stream);
+
+// The host launcher's group tables (gpu/grouped_gemm.cpp): contiguous offs (G entries,
+// non-decreasing, <= M) or masked_m (each in [0, m_max]); std::invalid_argument (one line) on a
+// bad entry. A CPU test holds build_group_table to them (docs/gpu_gemm.md §5).
+GemmGroupTable host_group_table_offs(std::int64_t M, std::span<const std::int64_t> offs);
+GemmGroupTable host_group_table_masked(std::int64_t m_max, std::span<const std::int64_t> masked_m);
 
 // Throws CudaError (gpu/device.h) when the launch fails; arguments are assumed valid. block_n: the
 // output columns of a tile, 128, 192 or 256 (gpu/grouped_gemm.cpp picks it, blockwise 128 or 256,

@@ -3,11 +3,16 @@
 // generators' group distributions with poisoned padding; operands on which the neighbouring models
 // give other bits; 192-wide tiles past N; repeated and reordered launches; many waves of tiles
 // against the GPU oracle; merged gate/up equal to two forwards; an empty wgrad group gives C; bad
-// input refused before any launch. The drawn and fixed cases include K-grouped wgrad.
+// input refused before any launch. The drawn and fixed cases include K-grouped wgrad. The
+// device-side groups (`offs` / masked_m on the device, docs/gpu_gemm.md §1): the bits of the host
+// arrays' path, the prologue's table equal to the host launcher's, bad entries reported in the
+// status word with the output untouched, a CUDA graph capture replayed with new offsets.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
 #include <bit>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -16,6 +21,8 @@
 #include "campaign/gpu_gemm_case.h"
 #include "gpu/device.h"
 #include "gpu/grouped_gemm.h"
+#include "gpu/grouped_gemm_groups.h"
+#include "gpu/grouped_gemm_kernels.h"
 #include "gpu/oracle/grouped_gemm_oracle.h"
 #include "proptests/common/test_level.h"
 
@@ -394,6 +401,271 @@ TEST(GpuGroupedGemm, WgradBadInputIsRefusedBeforeAnyLaunch) {
   op = ok, op.M = 250, refused(op, offs, dw, "M not a multiple of 16");
   op = ok, op.scaling = Scaling::rowwise, refused(op, offs, dw, "rowwise wgrad");
   refused(ok, offs, {OutDtype::f32, py, 5}, "dW of the wrong size");
+}
+
+// ---- Device-side groups (docs/gpu_gemm.md §1, §4, §5) ----
+
+std::vector<std::int32_t> to_i32(const std::vector<std::int64_t>& v) {
+  return {v.begin(), v.end()};
+}
+
+// The output bits of a forward, masked or dgrad case through the device-side groups' path (the
+// host-memory wrappers: the int32 entries uploaded unchecked, the prologue's status read back),
+// or through the host arrays'.
+std::vector<std::uint32_t> bits_with_groups_on(GpuGemmCase c, fuzz::GroupsOn on) {
+  c.groups_on = on;
+  return fuzz::kernel_gemm_bits(c);
+}
+std::vector<std::uint32_t> device_groups_bits(const GpuGemmCase& c) {
+  return bits_with_groups_on(c, fuzz::GroupsOn::device);
+}
+
+// Drawn forward, masked and dgrad cases (every scaling, format pair, output, A-scale layout, W
+// layout and group distribution of gpu.grouped_gemm): the device-side groups give the host
+// arrays' bits.
+TEST(GpuGroupedGemm, DeviceGroupsGiveTheHostGroupsBits) {
+  FP8REF_REQUIRE_DEVICE();
+  test::check_property(
+      [] {
+        const GpuGemmCase c = fuzz::draw_gpu_gemm_case();
+        RC_PRE(c.op != GemmOp::wgrad);
+        for (const auto& t : fuzz::gpu_gemm_tags(c)) RC_CLASSIFY(true, t);
+        const std::string m = fuzz::first_gemm_mismatch(
+            c, device_groups_bits(c), bits_with_groups_on(c, fuzz::GroupsOn::host));
+        RC_ASSERT(m == "");
+      },
+      40);
+}
+
+// Every scaling and output of forward, masked and dgrad through the device-side groups equal the
+// declared model (the CPU oracle): 256-wide tiles (N = 256, and N = 2176 with a last half past N)
+// include blockwise forward tiles on row-major A scales, which this path does not transpose (the
+// consumers load them, docs/gpu_gemm.md §1), and 128-wide ones (N = 1152 blockwise).
+TEST(GpuGroupedGemm, DeviceGroupsEqualTheModel) {
+  FP8REF_REQUIRE_DEVICE();
+  const gen::GroupSizes gs = sizes({0, 300, 1, 128, 0, 77, 129, 0});
+  for (std::int64_t N : {256, 2176, 1152})
+    for (GemmOp op : {GemmOp::forward, GemmOp::masked, GemmOp::dgrad})
+      for (Scaling s : {Scaling::blockwise, Scaling::rowwise, Scaling::tensorwise})
+        for (OutDtype out : {OutDtype::bf16, OutDtype::f32}) {
+          const GpuGemmCase c = make_case(op, s, Format::e4m3, Format::e5m2, out, gs, N, 384);
+          const auto want = fuzz::oracle_gemm_bits(c);
+          ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
+          EXPECT_EQ(fuzz::first_gemm_mismatch(c, device_groups_bits(c), want), "");
+        }
+}
+
+// Device memory of a test, freed at scope exit.
+class DeviceMemory {
+ public:
+  explicit DeviceMemory(std::size_t bytes) {
+    EXPECT_EQ(cudaMalloc(&p_, std::max<std::size_t>(bytes, 16)), cudaSuccess);
+  }
+  template <class T>
+  explicit DeviceMemory(const std::vector<T>& host) : DeviceMemory(host.size() * sizeof(T)) {
+    put(host);
+  }
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+  ~DeviceMemory() { cudaFree(p_); }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(p_);
+  }
+  template <class T>
+  void put(const std::vector<T>& host, cudaStream_t stream = nullptr) const {
+    EXPECT_EQ(
+        cudaMemcpyAsync(p_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice, stream),
+        cudaSuccess);
+  }
+  template <class T>
+  std::vector<T> get(std::size_t n) const {
+    std::vector<T> host(n);
+    EXPECT_EQ(cudaMemcpy(host.data(), p_, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return host;
+  }
+
+ private:
+  void* p_ = nullptr;
+};
+
+// The prologue's table (detail::launch_group_table) == the host launcher's byte for byte
+// (detail::host_group_table_offs / _masked, both zero past the groups): offsets with empty groups,
+// groups of 1, 127, 128, 129 and 300 rows, G = 1 and G = 256, masked counts; on a bad entry the
+// empty table (count 0, tile_prefix[0] = 0) and the entry's status.
+TEST(GpuGroupedGemm, DeviceGroupTableEqualsTheHostTable) {
+  FP8REF_REQUIRE_DEVICE();
+  using gpu::detail::GemmGroupTable;
+  const DeviceMemory table(sizeof(GemmGroupTable)), status(sizeof(std::int32_t));
+  const auto device_table = [&](const std::vector<std::int64_t>& d, bool masked, std::int64_t limit,
+                                std::int32_t& st) {
+    const DeviceMemory entries(to_i32(d));
+    gpu::detail::launch_group_table(entries.as<const std::int32_t>(), int(d.size()), masked, limit,
+                                    table.as<GemmGroupTable>(), status.as<std::int32_t>(), nullptr);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    st = status.get<std::int32_t>(1)[0];
+    GemmGroupTable t;
+    EXPECT_EQ(cudaMemcpy(&t, table.as<void>(), sizeof t, cudaMemcpyDeviceToHost), cudaSuccess);
+    return t;
+  };
+  std::vector<std::int64_t> many(256);
+  for (std::size_t g = 0; g < many.size(); ++g) many[g] = std::int64_t(g * g) % 700 + 1000 * g;
+  for (std::size_t g = 1; g < many.size(); ++g) many[g] = std::max(many[g], many[g - 1]);
+  for (const auto& offs : {std::vector<std::int64_t>{129, 129, 132, 388},
+                           {0},
+                           {300},
+                           {0, 1, 128, 256, 385, 385, 685},
+                           many}) {
+    const std::int64_t M = offs.back() + 5;
+    std::int32_t st = -1;
+    const GemmGroupTable got = device_table(offs, false, M, st),
+                         want = gpu::detail::host_group_table_offs(M, offs);
+    EXPECT_EQ(st, 0);
+    EXPECT_EQ(std::memcmp(&got, &want, sizeof got), 0) << "G = " << offs.size();
+  }
+  const std::vector<std::int64_t> masked_m = {0, 300, 1, 128, 0, 77, 129, 0};
+  std::int32_t st = -1;
+  GemmGroupTable got = device_table(masked_m, true, 310, st);
+  const GemmGroupTable want = gpu::detail::host_group_table_masked(310, masked_m);
+  EXPECT_EQ(st, 0);
+  EXPECT_EQ(std::memcmp(&got, &want, sizeof got), 0);
+  got = device_table({100, 50, 300}, false, 400, st);
+  EXPECT_EQ(st, gpu::detail::kGroupsOutOfOrder | (1 << 4));
+  EXPECT_EQ(got.count, 0);
+  EXPECT_EQ(got.tile_prefix[0], 0);
+  got = device_table({3, 311}, true, 310, st);
+  EXPECT_EQ(st, gpu::detail::kGroupsMaskedRange | (1 << 4));
+  EXPECT_EQ(got.count, 0);
+}
+
+// Bad device entries: the status word reports them and the host wrappers throw the host arrays'
+// own message (docs/gpu_gemm.md §4); the GEMM writes nothing, so the poisoned output keeps every
+// bit.
+TEST(GpuGroupedGemm, BadDeviceGroupsSetTheStatusAndLeaveTheOutput) {
+  FP8REF_REQUIRE_DEVICE();
+  const gen::GroupSizes gs = sizes({129, 0, 3, 256});
+  for (GemmOp op : {GemmOp::forward, GemmOp::masked, GemmOp::dgrad}) {
+    const GpuGemmCase good =
+        make_case(op, Scaling::blockwise, Format::e4m3, Format::e4m3, OutDtype::bf16, gs, 256, 256);
+    const std::vector<std::vector<std::int64_t>> bad =
+        op == GemmOp::masked
+            ? std::vector<std::vector<std::int64_t>>{{129, -1, 3, 256}, {129, 0, 3, good.m_max + 1}}
+            : std::vector<std::vector<std::int64_t>>{
+                  {129, 128, 132, 388}, {-1, 129, 132, 388}, {129, 129, 132, good.M + 1}};
+    for (const auto& d : bad) {
+      GpuGemmCase c = good;
+      (op == GemmOp::masked ? c.masked_m : c.offs) = d;
+      std::string host_message, device_message;
+      try {
+        (void)bits_with_groups_on(c, fuzz::GroupsOn::host);  // refused before any launch
+      } catch (const std::invalid_argument& e) {
+        host_message = e.what();
+      }
+      std::vector<std::uint32_t> got;
+      try {
+        got = device_groups_bits(c);
+      } catch (const std::invalid_argument& e) {
+        device_message = e.what();
+      }
+      EXPECT_NE(host_message, "") << fuzz::describe(c);
+      EXPECT_EQ(device_message, host_message) << fuzz::describe(c);
+    }
+  }
+  // The output is untouched: the direct entry point with a poisoned output and a bad offs.
+  const GpuGemmCase c = make_case(GemmOp::forward, Scaling::rowwise, Format::e4m3, Format::e4m3,
+                                  OutDtype::bf16, gs, 256, 256);
+  const DeviceMemory a(c.a), b(c.b), sa(c.sa), sb(c.sb), offs(to_i32({129, 129, 132, 400})),
+      status(sizeof(std::int32_t)), workspace(gpu::grouped_gemm_workspace_bytes());
+  const std::vector<std::uint16_t> poison(std::size_t(c.M * c.N), fuzz::kOutPoisonBf16);
+  const DeviceMemory y(poison);
+  const gpu::DeviceGemmOperands d{c.M,
+                                  c.N,
+                                  c.K,
+                                  c.G,
+                                  c.fa,
+                                  c.fb,
+                                  a.as<const std::uint8_t>(),
+                                  b.as<const std::uint8_t>(),
+                                  c.scaling,
+                                  sa.as<const float>(),
+                                  std::int64_t(c.sa.size()),
+                                  sb.as<const float>(),
+                                  std::int64_t(c.sb.size())};
+  gpu::grouped_gemm_forward(
+      d, {offs.as<const std::int32_t>(), status.as<std::int32_t>(), workspace.as<void>()},
+      {OutDtype::bf16, y.as<void>(), c.M * c.N}, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(status.get<std::int32_t>(1)[0], gpu::detail::kGroupsPastM | (3 << 4));
+  EXPECT_EQ(y.get<std::uint16_t>(poison.size()), poison);
+}
+
+// The device-side groups' forward captured once in a CUDA graph (global capture mode, on a
+// non-blocking stream) and replayed with other offsets written into the same device array: each
+// replay gives the host arrays' bits for its offsets, a bad one sets the status and leaves the
+// poisoned output, and the first offsets again give their bits (docs/gpu_gemm.md §1).
+TEST(GpuGroupedGemm, CapturedDeviceGroupsForwardReplaysWithNewOffsets) {
+  FP8REF_REQUIRE_DEVICE();
+  const GpuGemmCase c = make_case(GemmOp::forward, Scaling::blockwise, Format::e4m3, Format::e4m3,
+                                  OutDtype::bf16, sizes({129, 0, 3, 256}));  // offs 129 129 132 388
+  const std::size_t n = std::size_t(c.M * c.N);
+  const DeviceMemory a(c.a), b(c.b), sa(c.sa), sb(c.sb), offs(c.G * sizeof(std::int32_t)),
+      status(sizeof(std::int32_t)), workspace(gpu::grouped_gemm_workspace_bytes()),
+      y(n * sizeof(std::uint16_t));
+  const gpu::DeviceGemmOperands d{c.M,
+                                  c.N,
+                                  c.K,
+                                  c.G,
+                                  c.fa,
+                                  c.fb,
+                                  a.as<const std::uint8_t>(),
+                                  b.as<const std::uint8_t>(),
+                                  c.scaling,
+                                  sa.as<const float>(),
+                                  std::int64_t(c.sa.size()),
+                                  sb.as<const float>(),
+                                  std::int64_t(c.sb.size())};
+  const gpu::DeviceGroups groups{offs.as<const std::int32_t>(), status.as<std::int32_t>(),
+                                 workspace.as<void>()};
+  const gpu::DeviceGemmOutput out{OutDtype::bf16, y.as<void>(), c.M * c.N};
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  const std::vector<std::uint16_t> poison(n, fuzz::kOutPoisonBf16);
+  // A run on `stream` outside the graph first (kernels loaded before the capture).
+  offs.put(to_i32(c.offs), stream), y.put(poison, stream);
+  gpu::grouped_gemm_forward(d, groups, out, stream);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  const auto bits = [&] {
+    const auto h = y.get<std::uint16_t>(n);
+    return std::vector<std::uint32_t>(h.begin(), h.end());
+  };
+  EXPECT_EQ(fuzz::first_gemm_mismatch(c, bits(), fuzz::kernel_gemm_bits(c)), "");
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  try {
+    gpu::grouped_gemm_forward(d, groups, out, stream);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "capture: " << e.what();
+  }
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  const auto replay = [&](const std::vector<std::int64_t>& o) {
+    offs.put(to_i32(o), stream), y.put(poison, stream);
+    EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    return status.get<std::int32_t>(1)[0];
+  };
+  GpuGemmCase other = c;
+  other.offs = {3, 259, 388, 388};  // the same rows in other groups
+  for (const GpuGemmCase* k : std::vector<const GpuGemmCase*>{&c, &other, &c}) {
+    EXPECT_EQ(replay(k->offs), 0);
+    EXPECT_EQ(fuzz::first_gemm_mismatch(*k, bits(), fuzz::kernel_gemm_bits(*k)), "");
+  }
+  EXPECT_EQ(replay({3, 2, 388, 388}), gpu::detail::kGroupsOutOfOrder | (1 << 4));
+  EXPECT_EQ(y.get<std::uint16_t>(n), poison);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
 }
 
 }  // namespace

@@ -7,8 +7,10 @@
 // bitwise after the timing; `--wgrad-only` times forward blockwise (the reference of wgrad's ratio)
 // and wgrad alone, wgrad also on `shift16` and `shift32`, balanced loads whose groups start 16 / 32
 // tokens past a multiple of 128 (docs/benchmarks.md); `--no-wgrad` leaves the wgrad rows out (an
-// A/B of the forward / dgrad kernels in less device time, `--check` too). A program that prints
-// ratios, not a test.
+// A/B of the forward / dgrad kernels in less device time, `--check` too); `--device-groups` runs
+// the forward and dgrad rows on the device-side groups (offs as int32 on the device, the prologue
+// kernel in every launch, docs/gpu_gemm.md §1), to compare with a run without it. A program that
+// prints ratios, not a test.
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -30,6 +32,9 @@ namespace {
 using namespace fp8ref;
 
 constexpr std::int64_t kM = 32768, kE = 8, kN = 2048, kK = 7168;
+
+// --device-groups (set once by main): forward and dgrad take DeviceGroups instead of host offs.
+bool g_device_groups = false;
 
 struct DeviceArray {
   void* p = nullptr;
@@ -148,6 +153,11 @@ std::pair<double, std::int64_t> run(const Config& c, const Host& h,
       c.mn_major ? serialize_f32(ScaleLayoutF32::tma_mn_major, 1, kM, kK / 128, h.sa) : h.sa;
   DeviceArray a(h.a), b(h.b), sa(sa_h), sb(h.sb), y(std::size_t(kM * out_cols) * 2);
   const gpu::DeviceGemmOutput out{OutDtype::bf16, y.p, kM * out_cols};
+  DeviceArray offs32(std::vector<std::int32_t>(offs.begin(), offs.end())), status(4),
+      workspace(gpu::grouped_gemm_workspace_bytes());
+  const gpu::DeviceGroups groups{offs32.as<const std::int32_t>(), status.as<std::int32_t>(),
+                                 workspace.p};
+  const bool dev = g_device_groups;
   std::function<void()> launch;
   if (dgrad) {
     const gpu::DeviceDgradOperands d{kM,
@@ -164,7 +174,10 @@ std::pair<double, std::int64_t> run(const Config& c, const Host& h,
                                      std::int64_t(h.sa.size()),
                                      sb.as<float>(),
                                      std::int64_t(h.sb.size())};
-    launch = [=] { gpu::grouped_gemm_dgrad(d, offs, out, nullptr); };
+    launch = [=] {
+      dev ? gpu::grouped_gemm_dgrad(d, groups, out, nullptr)
+          : gpu::grouped_gemm_dgrad(d, offs, out, nullptr);
+    };
   } else {
     const gpu::DeviceGemmOperands f{
         kM,
@@ -181,9 +194,17 @@ std::pair<double, std::int64_t> run(const Config& c, const Host& h,
         sb.as<float>(),
         std::int64_t(h.sb.size()),
         c.mn_major ? ScaleLayoutF32::tma_mn_major : ScaleLayoutF32::row_major};
-    launch = [=] { gpu::grouped_gemm_forward(f, offs, out, nullptr); };
+    launch = [=] {
+      dev ? gpu::grouped_gemm_forward(f, groups, out, nullptr)
+          : gpu::grouped_gemm_forward(f, offs, out, nullptr);
+    };
   }
   const double ms = time_ms(launch);
+  if (dev) {
+    std::int32_t st = -1;
+    FP8REF_CUDA_CHECK(cudaMemcpy(&st, status.p, 4, cudaMemcpyDeviceToHost));
+    if (st != 0) std::fprintf(stderr, "%s\n", gpu::grouped_gemm_status_message(st).c_str());
+  }
   if (!check) return {ms, -1};
   std::vector<std::uint16_t> got(std::size_t(kM * out_cols)), want(got.size(), 0);
   FP8REF_CUDA_CHECK(cudaMemcpy(got.data(), y.p, got.size() * 2, cudaMemcpyDeviceToHost));
@@ -322,12 +343,15 @@ int main(int argc, char** argv) {
       wgrad_only = true;
     } else if (std::strcmp(argv[i], "--no-wgrad") == 0) {
       no_wgrad = true;
+    } else if (std::strcmp(argv[i], "--device-groups") == 0) {
+      g_device_groups = true;
     } else if (std::strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
       csv_path = argv[++i];
     } else {
       std::fprintf(
           stderr,
-          "usage: fp8ref_gpu_gemm_bench [--check] [--wgrad-only | --no-wgrad] [--csv FILE]\n");
+          "usage: fp8ref_gpu_gemm_bench [--check] [--wgrad-only | --no-wgrad] [--device-groups] "
+          "[--csv FILE]\n");
       return 2;
     }
   }

@@ -136,11 +136,13 @@ bool operands_nonzero(const GpuGemmCase& c) {
 const char* to_string(WgradOffs w) {
   return w == WgradOffs::any_token ? "any_token" : "multiple_of_16";
 }
+const char* to_string(GroupsOn g) { return g == GroupsOn::device ? "device" : "host"; }
 
 GpuGemmCase make_gpu_gemm_case(GemmOp op, const gen::GroupSizes& gs, std::int64_t N, std::int64_t K,
                                Format fa, Format fb, Scaling scaling, OutDtype out,
                                gen::ValueClass va, gen::ValueClass vb, std::uint64_t seed,
-                               ScaleLayoutF32 sa_layout, WgradOffs wgrad_offs, BLayout dgrad_w) {
+                               ScaleLayoutF32 sa_layout, WgradOffs wgrad_offs, BLayout dgrad_w,
+                               GroupsOn groups_on) {
   const bool forward = op == GemmOp::forward || op == GemmOp::masked;
   if (sa_layout != ScaleLayoutF32::row_major &&
       !(sa_layout == ScaleLayoutF32::tma_mn_major && forward && scaling == Scaling::blockwise))
@@ -153,10 +155,14 @@ GpuGemmCase make_gpu_gemm_case(GemmOp op, const gen::GroupSizes& gs, std::int64_
         "case");
   if (dgrad_w != BLayout::kn && op != GemmOp::dgrad)
     throw std::invalid_argument("gpu.grouped_gemm case: W stored nk needs a dgrad case");
+  if (groups_on != GroupsOn::host && op == GemmOp::wgrad)
+    throw std::invalid_argument(
+        "gpu.grouped_gemm case: device-side groups need a forward, masked "
+        "or dgrad case");
   GpuGemmCase c;
   c.op = op, c.gs = gs, c.N = N, c.K = K, c.fa = fa, c.fb = fb, c.scaling = scaling, c.out = out;
   c.va = va, c.vb = vb, c.seed = seed, c.sa_layout = sa_layout, c.wgrad_offs = wgrad_offs;
-  c.dgrad_w = dgrad_w;
+  c.dgrad_w = dgrad_w, c.groups_on = groups_on;
   c.desc = op == GemmOp::masked ? cases::Desc::masked : cases::Desc::offs;
   set_rows(c);
   std::mt19937_64 rng(seed + 1);
@@ -215,8 +221,11 @@ GpuGemmCase draw_gpu_gemm_case(std::int64_t max_total) {
   // dgrad: W as the kernel reads it (kn) or stored nk, transposed by the launcher, half and half.
   const auto dgrad_w =
       op == GemmOp::dgrad && *rc::gen::arbitrary<bool>() ? BLayout::nk : BLayout::kn;
+  // forward, masked, dgrad: the groups as host arrays or on the device, half and half.
+  const auto groups_on =
+      op != GemmOp::wgrad && *rc::gen::arbitrary<bool>() ? GroupsOn::device : GroupsOn::host;
   GpuGemmCase c = make_gpu_gemm_case(op, gs, N, K, fa, fb, scaling, out, va, vb, seed, sa_layout,
-                                     wgrad_offs, dgrad_w);
+                                     wgrad_offs, dgrad_w, groups_on);
   std::int64_t rows = 0;
   for (std::int32_t g : c.group_of) rows += g >= 0;
   RC_PRE(rows == 0 || operands_nonzero(c));  // a vacuous case proves nothing
@@ -273,6 +282,11 @@ std::vector<std::uint32_t> kernel_gemm_bits(const GpuGemmCase& c) {
   std::vector<float> f(c.out == OutDtype::f32 ? n : 0, std::bit_cast<float>(kOutPoisonF32));
   std::vector<std::uint16_t> h(c.out == OutDtype::f32 ? 0 : n, kOutPoisonBf16);
   const GemmOutput y{c.out, f, h, {}};
+  // The device-side groups' entries: int32, as torch's `offs` tensor (values < 2^31: M < 2^31).
+  const bool device = c.groups_on == GroupsOn::device;
+  const auto i32 = [](const std::vector<std::int64_t>& v) {
+    return std::vector<std::int32_t>(v.begin(), v.end());
+  };
   if (c.op == GemmOp::wgrad) {
     const auto dy_t = transpose(c.a, c.M, c.N), x_t = transpose(c.b, c.M, c.K);
     const gpu::HostWgradOperands w{c.M,  c.N, c.K,       c.G,  c.fa, c.fb,
@@ -281,13 +295,21 @@ std::vector<std::uint32_t> kernel_gemm_bits(const GpuGemmCase& c) {
   } else if (c.op == GemmOp::dgrad) {
     const DgradOperands d{c.M, c.K, c.N,       c.G,       c.fa, c.fb,
                           c.a, c.b, c.dgrad_w, c.scaling, c.sa, c.sb};
-    gpu::grouped_gemm_dgrad_host(d, c.offs, y);
+    if (device)
+      gpu::grouped_gemm_dgrad_host_device_groups(d, i32(c.offs), y);
+    else
+      gpu::grouped_gemm_dgrad_host(d, c.offs, y);
   } else {
     GroupedGemmOperands op = c.operands();  // B stored nk
     std::vector<float> mn;
     if (c.sa_layout == ScaleLayoutF32::tma_mn_major) op.scale_a = mn = mn_major_scales_a(c);
-    if (c.op == GemmOp::masked)
+    if (c.op == GemmOp::masked && device)
+      gpu::grouped_gemm_forward_masked_host_device_groups(op, c.m_max, i32(c.masked_m), y,
+                                                          c.sa_layout);
+    else if (c.op == GemmOp::masked)
       gpu::grouped_gemm_forward_masked_host(op, c.m_max, c.masked_m, y, c.sa_layout);
+    else if (device)
+      gpu::grouped_gemm_forward_host_device_groups(op, i32(c.offs), y, c.sa_layout);
     else
       gpu::grouped_gemm_forward_host(op, c.offs, y, c.sa_layout);
   }
@@ -314,6 +336,8 @@ std::string describe(const GpuGemmCase& c) {
   if (c.wgrad_offs != WgradOffs::multiple_of_16)
     d.insert(d.size() - 1, " offs=" + std::string(to_string(c.wgrad_offs)));
   if (c.dgrad_w != BLayout::kn) d.insert(d.size() - 1, " W=" + std::string(to_string(c.dgrad_w)));
+  if (c.groups_on != GroupsOn::host)
+    d.insert(d.size() - 1, " groups=" + std::string(to_string(c.groups_on)));
   return d;
 }
 
@@ -361,6 +385,7 @@ std::vector<std::string> gpu_gemm_tags(const GpuGemmCase& c) {
   if (c.sa_layout != ScaleLayoutF32::row_major)
     t.push_back("scales_a:" + std::string(to_string(c.sa_layout)));
   if (c.dgrad_w != BLayout::kn) t.push_back("dgrad_w:" + std::string(to_string(c.dgrad_w)));
+  if (c.groups_on != GroupsOn::host) t.push_back("offs:" + std::string(to_string(c.groups_on)));
   if (c.op == GemmOp::wgrad) {  // offsets off multiples of 16; a non-empty group starting off one
     bool off16 = false, start_off16 = false;
     for (std::size_t g = 0; g < c.offs.size(); ++g) {

@@ -36,6 +36,12 @@ using cases::GemmOp;
 // offsets at any token, with the tail rounded up so that M % 16 == 0 (the kernel's row stride).
 enum class WgradOffs : std::uint8_t { multiple_of_16, any_token };
 const char* to_string(WgradOffs w);
+// Where a forward, masked or dgrad launch gets its groups (offs or masked_m): host arrays (the
+// launcher checks them and builds the group table), or int32 device arrays (the device-side
+// groups' path: a prologue kernel does, docs/gpu_gemm.md §1; run through the host-memory wrappers
+// `grouped_gemm_*_host_device_groups`).
+enum class GroupsOn : std::uint8_t { host, device };
+const char* to_string(GroupsOn g);
 
 struct GpuGemmCase : cases::GemmCase {
   std::uint64_t seed = 0;
@@ -48,8 +54,9 @@ struct GpuGemmCase : cases::GemmCase {
   // (G, K, N), what the kernel reads, or nk (G, N, K), the forward's layout, which the launcher
   // transposes first (docs/gpu_gemm.md §1); `b` holds it in that layout.
   BLayout dgrad_w = BLayout::kn;
-  std::vector<float> c;                // wgrad: C (G, N, K)
-  std::vector<std::int64_t> masked_m;  // masked: rows of each group (offs: forward / dgrad)
+  GroupsOn groups_on = GroupsOn::host;  // forward, masked, dgrad
+  std::vector<float> c;                 // wgrad: C (G, N, K)
+  std::vector<std::int64_t> masked_m;   // masked: rows of each group (offs: forward / dgrad)
 };
 
 // Poison of the output before a launch (f32 NaN payload / bf16 NaN payload): rows of no group
@@ -59,13 +66,14 @@ inline constexpr std::uint16_t kOutPoisonBf16 = 0x7FA5u;
 
 // A case from its parameters (deterministic in `seed`); N and K multiples of 128. sa_layout other
 // than row_major only for blockwise forward / masked, wgrad_offs other than multiple_of_16 only
-// for wgrad, dgrad_w other than kn only for dgrad (std::invalid_argument otherwise).
+// for wgrad, dgrad_w other than kn only for dgrad, groups_on device not for wgrad
+// (std::invalid_argument otherwise).
 GpuGemmCase make_gpu_gemm_case(GemmOp op, const gen::GroupSizes& gs, std::int64_t N, std::int64_t K,
                                Format fa, Format fb, Scaling scaling, OutDtype out,
                                gen::ValueClass va, gen::ValueClass vb, std::uint64_t seed,
                                ScaleLayoutF32 sa_layout = ScaleLayoutF32::row_major,
                                WgradOffs wgrad_offs = WgradOffs::multiple_of_16,
-                               BLayout dgrad_w = BLayout::kn);
+                               BLayout dgrad_w = BLayout::kn, GroupsOn groups_on = GroupsOn::host);
 
 // A's scales in the MN-major layout (K/128, align(M, 4)), the padding entries NaN (read into no
 // stored output).
@@ -73,7 +81,8 @@ std::vector<float> mn_major_scales_a(const GpuGemmCase& c);
 
 // A case drawn inside a RapidCheck property: every op, scaling, format pair, output and the
 // generators' group distributions (at most max_total rows); wgrad offsets at any token in half of
-// the wgrad cases, W stored nk in half of the dgrad cases.
+// the wgrad cases, W stored nk in half of the dgrad cases, the groups on the device in half of the
+// forward, masked and dgrad cases.
 GpuGemmCase draw_gpu_gemm_case(std::int64_t max_total = 600);
 
 // The model the kernel declares for a scaling (gpu::grouped_gemm_declared_model, restated here so

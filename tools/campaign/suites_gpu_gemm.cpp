@@ -2,7 +2,8 @@
 // (gpu/grouped_gemm.h) == the CPU oracle under the kernel's declared model, bitwise, over forward,
 // masked forward, dgrad and K-grouped wgrad, every scaling, e4m3 / e5m2 pairs, bf16 / f32 output
 // and the generators' group distributions (wgrad offsets at any token in half of the wgrad
-// cases, W stored nk in half of the dgrad cases), with poisoned padding rows, scales, empty experts
+// cases, W stored nk in half of the dgrad cases, the groups (offs / masked_m) on the device in half
+// of the forward, masked and dgrad cases), with poisoned padding rows, scales, empty experts
 // and output; a second launch gives the same bits. The generator rejects all-zero operands; an
 // all-zero output is a failure (a vacuous case).
 #include <bit>
@@ -48,6 +49,7 @@ TensorFile save_gpu_gemm(const GpuGemmCase& c) {
   if (c.wgrad_offs != WgradOffs::multiple_of_16)
     m["wgrad_offs"] = std::string(to_string(c.wgrad_offs));
   if (c.dgrad_w != BLayout::kn) m["dgrad_w"] = std::string(to_string(c.dgrad_w));
+  if (c.groups_on != GroupsOn::host) m["offs"] = std::string(to_string(c.groups_on));
   return tf;
 }
 
@@ -92,8 +94,17 @@ GpuGemmCase load_gpu_gemm(const TensorFile& tf) {
       throw std::invalid_argument("case file: gpu.grouped_gemm dgrad_w '" + *w + "' is not nk");
     dgrad_w = BLayout::nk;
   }
+  // fp8ref.offs: absent in files of cases with the groups as host arrays (and in those written
+  // before the device-side groups).
+  GroupsOn groups_on = GroupsOn::host;
+  if (const std::string* g = cases::find_meta(tf, "offs")) {
+    if (*g != to_string(GroupsOn::device))
+      throw std::invalid_argument("case file: gpu.grouped_gemm offs '" + *g + "' is not device");
+    groups_on = GroupsOn::device;
+  }
   return make_gpu_gemm_case(GemmOp(op), gs, N, K, Format(fa), Format(fb), *scaling, *out, *va, *vb,
-                            std::stoull(get_meta(tf, "seed")), sa_layout, wgrad_offs, dgrad_w);
+                            std::stoull(get_meta(tf, "seed")), sa_layout, wgrad_offs, dgrad_w,
+                            groups_on);
 }
 
 std::string gpu_gemm_diff(const GpuGemmCase& x, const GpuGemmCase& y) {
@@ -107,7 +118,8 @@ std::string gpu_gemm_diff(const GpuGemmCase& x, const GpuGemmCase& y) {
                            {"seed", x.seed == y.seed},
                            {"A scale layout", x.sa_layout == y.sa_layout},
                            {"wgrad offsets", x.wgrad_offs == y.wgrad_offs},
-                           {"dgrad W layout", x.dgrad_w == y.dgrad_w}});
+                           {"dgrad W layout", x.dgrad_w == y.dgrad_w},
+                           {"groups on", x.groups_on == y.groups_on}});
 }
 
 }  // namespace
@@ -120,7 +132,8 @@ void add_gpu_gemm_suites(std::vector<Suite>& out) {
        100,
        {"op:forward", "op:masked", "op:dgrad", "op:wgrad", "scaling:blockwise", "scaling:rowwise",
         "scaling:tensorwise", "out:bf16", "out:f32", "dist:zipf", "dist:interleaved_empty",
-        "scales_a:tma_mn_major", "wgrad_offs:any_token", "wgrad_offs:start_off_16", "dgrad_w:nk"},
+        "scales_a:tma_mn_major", "wgrad_offs:any_token", "wgrad_offs:start_off_16", "dgrad_w:nk",
+        "offs:device"},
        {}},
       {[] { return draw_gpu_gemm_case(); }, check_gpu_gemm, gpu_gemm_tags, save_gpu_gemm,
        load_gpu_gemm, gpu_gemm_diff},
