@@ -123,7 +123,7 @@ void grouped_gemm_dgrad_host(const DgradOperands& op, std::span<const std::int64
 
 void grouped_gemm_wgrad_host(const HostWgradOperands& op, std::span<const std::int64_t> offs,
                              const GemmOutput& dw) {
-  DeviceBuffer dy{op.dy_t}, x{op.x_t}, sdy{op.scale_dy}, sx{op.scale_x}, c{op.c};
+  DeviceBuffer dy{op.dy}, x{op.x}, sdy{op.scale_dy}, sx{op.scale_x}, c{op.c};
   const DeviceWgradOperands d{op.M,
                               op.N,
                               op.K,
@@ -137,7 +137,8 @@ void grouped_gemm_wgrad_host(const HostWgradOperands& op, std::span<const std::i
                               std::int64_t(op.scale_dy.size()),
                               sx.as<const float>(),
                               std::int64_t(op.scale_x.size()),
-                              c.as<const float>()};
+                              c.as<const float>(),
+                              op.layout};
   with_output(dw, [&](const DeviceGemmOutput& y) { grouped_gemm_wgrad(d, offs, y, nullptr); });
 }
 

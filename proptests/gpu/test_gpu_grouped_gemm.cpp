@@ -11,6 +11,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "campaign/gpu_gemm_case.h"
@@ -161,6 +162,62 @@ TEST(GpuGroupedGemm, WgradOffsetsAnyTokenEqualTheModel) {
           const auto want = fuzz::oracle_gemm_bits(c);
           ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
           EXPECT_EQ(fuzz::first_gemm_mismatch(c, fuzz::kernel_gemm_bits(c), want), "");
+        }
+}
+
+// The same wgrad case handed token-contiguous (dYᵀ, Xᵀ): M rounded up to 16 with tokens of no group
+// (NaN codes; a NaN scale row where the tail gains a 128-token block), the operands and scales of
+// c's tokens as they are.
+GpuGemmCase token_contiguous_twin(const GpuGemmCase& c) {
+  GpuGemmCase t = c;
+  t.wgrad_operands = fuzz::WgradOperandForm::token_contiguous;
+  t.M = (c.M + 15) / 16 * 16;
+  constexpr std::uint8_t kNanCode = 0x7F;  // e4m3 and e5m2
+  t.a.resize(std::size_t(t.M * c.N), kNanCode), t.b.resize(std::size_t(t.M * c.K), kNanCode);
+  t.group_of.resize(std::size_t(t.M), -1);
+  const std::int64_t last = c.offs.empty() ? 0 : c.offs.back();
+  if (c.scaling == Scaling::blockwise && (t.M - last + 127) / 128 > (c.M - last + 127) / 128) {
+    t.sa.resize(t.sa.size() + std::size_t(c.N), std::numeric_limits<float>::quiet_NaN());
+    t.sb.resize(t.sb.size() + std::size_t(c.K), std::numeric_limits<float>::quiet_NaN());
+  }
+  return t;
+}
+
+// wgrad on row-major dY (M, N) and X (M, K) (WgradOperandLayout::row_major, docs/gpu_gemm.md §1):
+// the launcher's fused transpose into the aligned layout gives the bits of the same case handed
+// token-contiguous and of the declared model. Layouts: the any-token offsets of the test above
+// with M = 664 (8 mod 16); one token, M = 1; empty groups at 0 and between, a group from 300,
+// M = 377; starts 0, 256, 304, M = 336 (0 mod 16, not mod 64); M = 192 (0 mod 64, not mod 128)
+// with a group from 64; M = 203, the last group ending at M; offsets at multiples of 16 (sizes
+// rounded) with M = 119 + 16·k as drawn. 192-wide (K = 384) and 128-wide (K = 512) tiles,
+// blockwise and tensorwise, f32 and bf16.
+TEST(GpuGroupedGemm, WgradRowMajorOperandsEqualTokenContiguousAndTheModel) {
+  FP8REF_REQUIRE_DEVICE();
+  const std::vector<std::pair<gen::GroupSizes, fuzz::WgradOffs>> layouts = {
+      {sizes({1, 16, 14, 1, 127, 96, 0, 130, 15, 129, 128}, 7), fuzz::WgradOffs::any_token},
+      {sizes({1}, 0), fuzz::WgradOffs::any_token},
+      {sizes({0, 300, 0, 77}, 0), fuzz::WgradOffs::any_token},
+      {sizes({256, 0, 48, 31}, 1), fuzz::WgradOffs::any_token},
+      {sizes({64, 100}, 28), fuzz::WgradOffs::any_token},
+      {sizes({200, 3}, 0), fuzz::WgradOffs::any_token},
+      {sizes({40, 0, 300}, 23), fuzz::WgradOffs::multiple_of_16}};
+  for (const auto& [gs, offs] : layouts)
+    for (std::int64_t K : {384, 512})
+      for (Scaling s : {Scaling::blockwise, Scaling::tensorwise})
+        for (OutDtype out : {OutDtype::f32, OutDtype::bf16}) {
+          const GpuGemmCase c = fuzz::make_gpu_gemm_case(
+              GemmOp::wgrad, gs, 256, K, Format::e4m3, Format::e5m2, s, out,
+              gen::ValueClass::normal, gen::ValueClass::outliers, 13, ScaleLayoutF32::row_major,
+              offs, BLayout::kn, fuzz::WgradOperandForm::row_major);
+          if (offs == fuzz::WgradOffs::any_token) {
+            ASSERT_EQ(c.M, gs.total() + gs.tail);
+          }
+          const auto want = fuzz::oracle_gemm_bits(c);
+          ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
+          const auto got = fuzz::kernel_gemm_bits(c);
+          EXPECT_EQ(fuzz::first_gemm_mismatch(c, got, want), "");
+          const GpuGemmCase twin = token_contiguous_twin(c);
+          EXPECT_EQ(fuzz::first_gemm_mismatch(twin, fuzz::kernel_gemm_bits(twin), got), "");
         }
 }
 
@@ -394,6 +451,16 @@ TEST(GpuGroupedGemm, WgradBadInputIsRefusedBeforeAnyLaunch) {
   op = ok, op.M = 250, refused(op, offs, dw, "M not a multiple of 16");
   op = ok, op.scaling = Scaling::rowwise, refused(op, offs, dw, "rowwise wgrad");
   refused(ok, offs, {OutDtype::f32, py, 5}, "dW of the wrong size");
+  // Operand layouts (docs/gpu_gemm.md §4): token_contiguous or row_major only; row-major dY and X
+  // are read with 16-byte loads (16-byte aligned), take any M below 2^31 but no offset past it.
+  op = ok, op.layout = gpu::WgradOperandLayout(2), refused(op, offs, dw, "a third layout");
+  op = ok, op.layout = gpu::WgradOperandLayout::row_major;
+  op.dy = p8 + 8, refused(op, offs, dw, "misaligned row-major dY");
+  op.dy = p8, op.x = p8 + 1, refused(op, offs, dw, "misaligned row-major X");
+  op.x = p8, refused(op, {128, 257}, dw, "a row-major offset past M");
+  op.M = std::int64_t(1) << 31, refused(op, offs, dw, "row-major M of 2^31 tokens");
+  op.M = 250, op.layout = gpu::WgradOperandLayout::token_contiguous;
+  refused(op, {128, 250}, dw, "token-contiguous M = 250 (row-major takes it)");
 }
 
 }  // namespace

@@ -36,6 +36,12 @@ using cases::GemmOp;
 // offsets at any token, with the tail rounded up so that M % 16 == 0 (the kernel's row stride).
 enum class WgradOffs : std::uint8_t { multiple_of_16, any_token };
 const char* to_string(WgradOffs w);
+// How a wgrad case hands the kernel dY and X (gpu::WgradOperandLayout): token_contiguous, their
+// transposes dYᵀ (N, M) and Xᵀ (K, M) (the form of every wgrad case before row_major), or
+// row_major, dY (M, N) and X (M, K) as drawn, which the launcher transposes (docs/gpu_gemm.md §1).
+// A row-major case keeps the drawn tail as it is: M need not be a multiple of 16.
+enum class WgradOperandForm : std::uint8_t { token_contiguous, row_major };
+const char* to_string(WgradOperandForm w);
 
 struct GpuGemmCase : cases::GemmCase {
   std::uint64_t seed = 0;
@@ -43,7 +49,8 @@ struct GpuGemmCase : cases::GemmCase {
   // tma_mn_major, the (K/128, align(M, 4)) copy the 256-wide tiles stage directly
   // (docs/gpu_gemm.md §2). The oracle always reads c.sa row-major.
   ScaleLayoutF32 sa_layout = ScaleLayoutF32::row_major;
-  WgradOffs wgrad_offs = WgradOffs::multiple_of_16;  // wgrad only
+  WgradOffs wgrad_offs = WgradOffs::multiple_of_16;                      // wgrad only
+  WgradOperandForm wgrad_operands = WgradOperandForm::token_contiguous;  // wgrad only
   // dgrad only: W as the launcher is handed it (in DgradOperands' terms, N the reduction): kn
   // (G, K, N), what the kernel reads, or nk (G, N, K), the forward's layout, which the launcher
   // transposes first (docs/gpu_gemm.md §1); `b` holds it in that layout.
@@ -58,14 +65,15 @@ inline constexpr std::uint32_t kOutPoisonF32 = 0x7FA5A5A5u;
 inline constexpr std::uint16_t kOutPoisonBf16 = 0x7FA5u;
 
 // A case from its parameters (deterministic in `seed`); N and K multiples of 128. sa_layout other
-// than row_major only for blockwise forward / masked, wgrad_offs other than multiple_of_16 only
-// for wgrad, dgrad_w other than kn only for dgrad (std::invalid_argument otherwise).
-GpuGemmCase make_gpu_gemm_case(GemmOp op, const gen::GroupSizes& gs, std::int64_t N, std::int64_t K,
-                               Format fa, Format fb, Scaling scaling, OutDtype out,
-                               gen::ValueClass va, gen::ValueClass vb, std::uint64_t seed,
-                               ScaleLayoutF32 sa_layout = ScaleLayoutF32::row_major,
-                               WgradOffs wgrad_offs = WgradOffs::multiple_of_16,
-                               BLayout dgrad_w = BLayout::kn);
+// than row_major only for blockwise forward / masked, wgrad_offs other than multiple_of_16 and
+// wgrad_operands other than token_contiguous only for wgrad, dgrad_w other than kn only for dgrad
+// (std::invalid_argument otherwise).
+GpuGemmCase make_gpu_gemm_case(
+    GemmOp op, const gen::GroupSizes& gs, std::int64_t N, std::int64_t K, Format fa, Format fb,
+    Scaling scaling, OutDtype out, gen::ValueClass va, gen::ValueClass vb, std::uint64_t seed,
+    ScaleLayoutF32 sa_layout = ScaleLayoutF32::row_major,
+    WgradOffs wgrad_offs = WgradOffs::multiple_of_16, BLayout dgrad_w = BLayout::kn,
+    WgradOperandForm wgrad_operands = WgradOperandForm::token_contiguous);
 
 // A's scales in the MN-major layout (K/128, align(M, 4)), the padding entries NaN (read into no
 // stored output).
@@ -73,7 +81,8 @@ std::vector<float> mn_major_scales_a(const GpuGemmCase& c);
 
 // A case drawn inside a RapidCheck property: every op, scaling, format pair, output and the
 // generators' group distributions (at most max_total rows); wgrad offsets at any token in half of
-// the wgrad cases, W stored nk in half of the dgrad cases.
+// the wgrad cases and, independently, row-major wgrad operands in half, W stored nk in half of the
+// dgrad cases.
 GpuGemmCase draw_gpu_gemm_case(std::int64_t max_total = 600);
 
 // The model the kernel declares for a scaling (gpu::grouped_gemm_declared_model, restated here so

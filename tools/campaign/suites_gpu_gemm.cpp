@@ -2,9 +2,9 @@
 // (gpu/grouped_gemm.h) == the CPU oracle under the kernel's declared model, bitwise, over forward,
 // masked forward, dgrad and K-grouped wgrad, every scaling, e4m3 / e5m2 pairs, bf16 / f32 output
 // and the generators' group distributions (wgrad offsets at any token in half of the wgrad
-// cases, W stored nk in half of the dgrad cases), with poisoned padding rows, scales, empty experts
-// and output; a second launch gives the same bits. The generator rejects all-zero operands; an
-// all-zero output is a failure (a vacuous case).
+// cases, row-major wgrad operands in half, W stored nk in half of the dgrad cases), with poisoned
+// padding rows, scales, empty experts and output; a second launch gives the same bits. The
+// generator rejects all-zero operands; an all-zero output is a failure (a vacuous case).
 #include <bit>
 #include <cstdint>
 #include <stdexcept>
@@ -48,6 +48,8 @@ TensorFile save_gpu_gemm(const GpuGemmCase& c) {
   if (c.wgrad_offs != WgradOffs::multiple_of_16)
     m["wgrad_offs"] = std::string(to_string(c.wgrad_offs));
   if (c.dgrad_w != BLayout::kn) m["dgrad_w"] = std::string(to_string(c.dgrad_w));
+  if (c.wgrad_operands != WgradOperandForm::token_contiguous)
+    m["wgrad_operands"] = std::string(to_string(c.wgrad_operands));
   return tf;
 }
 
@@ -92,8 +94,18 @@ GpuGemmCase load_gpu_gemm(const TensorFile& tf) {
       throw std::invalid_argument("case file: gpu.grouped_gemm dgrad_w '" + *w + "' is not nk");
     dgrad_w = BLayout::nk;
   }
+  // fp8ref.wgrad_operands: absent in files of cases handing dYᵀ / Xᵀ token-contiguous (and in
+  // those written before row_major).
+  WgradOperandForm wgrad_operands = WgradOperandForm::token_contiguous;
+  if (const std::string* w = cases::find_meta(tf, "wgrad_operands")) {
+    if (*w != to_string(WgradOperandForm::row_major))
+      throw std::invalid_argument("case file: gpu.grouped_gemm wgrad_operands '" + *w +
+                                  "' is not row_major");
+    wgrad_operands = WgradOperandForm::row_major;
+  }
   return make_gpu_gemm_case(GemmOp(op), gs, N, K, Format(fa), Format(fb), *scaling, *out, *va, *vb,
-                            std::stoull(get_meta(tf, "seed")), sa_layout, wgrad_offs, dgrad_w);
+                            std::stoull(get_meta(tf, "seed")), sa_layout, wgrad_offs, dgrad_w,
+                            wgrad_operands);
 }
 
 std::string gpu_gemm_diff(const GpuGemmCase& x, const GpuGemmCase& y) {
@@ -107,7 +119,8 @@ std::string gpu_gemm_diff(const GpuGemmCase& x, const GpuGemmCase& y) {
                            {"seed", x.seed == y.seed},
                            {"A scale layout", x.sa_layout == y.sa_layout},
                            {"wgrad offsets", x.wgrad_offs == y.wgrad_offs},
-                           {"dgrad W layout", x.dgrad_w == y.dgrad_w}});
+                           {"dgrad W layout", x.dgrad_w == y.dgrad_w},
+                           {"wgrad operand layout", x.wgrad_operands == y.wgrad_operands}});
 }
 
 }  // namespace
@@ -120,7 +133,8 @@ void add_gpu_gemm_suites(std::vector<Suite>& out) {
        100,
        {"op:forward", "op:masked", "op:dgrad", "op:wgrad", "scaling:blockwise", "scaling:rowwise",
         "scaling:tensorwise", "out:bf16", "out:f32", "dist:zipf", "dist:interleaved_empty",
-        "scales_a:tma_mn_major", "wgrad_offs:any_token", "wgrad_offs:start_off_16", "dgrad_w:nk"},
+        "scales_a:tma_mn_major", "wgrad_offs:any_token", "wgrad_offs:start_off_16", "dgrad_w:nk",
+        "wgrad_operands:row_major"},
        {}},
       {[] { return draw_gpu_gemm_case(); }, check_gpu_gemm, gpu_gemm_tags, save_gpu_gemm,
        load_gpu_gemm, gpu_gemm_diff},
