@@ -16,6 +16,7 @@
 #include "campaign/gemm_case.h"
 #include "campaign/gen/group_sizes.h"
 #include "campaign/gen/values.h"
+#include "campaign/gpu_gemm_case.h"
 #include "campaign/suite.h"
 #include "campaign/wgrad_case.h"
 #include "proptests/common/test_level.h"
@@ -122,6 +123,36 @@ TEST(CaseFiles, PrefixedKeyWinsOverTheBareOne) {
   EXPECT_EQ(load_wgrad(tf).model.epilogue, Epilogue::a_then_b);
   tf.metadata.erase("fp8ref.epilogue");
   EXPECT_THROW(load_wgrad(tf), std::invalid_argument);
+}
+
+// gpu.grouped_gemm's wgrad operand layout (docs/fuzz.md, docs/gpu_gemm.md §5): a row-major case
+// writes fp8ref.wgrad_operands = row_major and reads back as itself (M = 3 + 130 + 5, not a
+// multiple of 16); a token-contiguous case writes no such key, and a file without it (every file
+// written before row_major) reads as token-contiguous, its tail rounded up to M % 16 == 0 as
+// before; any other value is refused.
+TEST(GpuGemmCaseFile, WgradOperandsKeyReadsBackAndOldFilesAreTokenContiguous) {
+  gen::GroupSizes gs;
+  gs.dist = gen::SizeDist::zipf, gs.sizes = {3, 0, 130}, gs.tail = 5;
+  const auto make = [&](WgradOperandForm form) {
+    return make_gpu_gemm_case(GemmOp::wgrad, gs, 128, 256, Format::e4m3, Format::e5m2,
+                              Scaling::blockwise, OutDtype::bf16, gen::ValueClass::normal,
+                              gen::ValueClass::normal, 99, ScaleLayoutF32::row_major,
+                              WgradOffs::any_token, BLayout::kn, form);
+  };
+  const GpuGemmCase rm = make(WgradOperandForm::row_major);
+  ASSERT_EQ(rm.M, 138);
+  TensorFile tf = save_gpu_gemm(rm);
+  ASSERT_EQ(tf.metadata.at("fp8ref.wgrad_operands"), "row_major");
+  EXPECT_EQ(gpu_gemm_diff(rm, load_gpu_gemm(through_safetensors(tf))), "");
+  const GpuGemmCase tc = make(WgradOperandForm::token_contiguous);
+  EXPECT_EQ(save_gpu_gemm(tc).metadata.count("fp8ref.wgrad_operands"), 0u);
+  ASSERT_EQ(tf.metadata.erase("fp8ref.wgrad_operands"), 1u);
+  const GpuGemmCase old = load_gpu_gemm(through_safetensors(tf));
+  EXPECT_EQ(old.wgrad_operands, WgradOperandForm::token_contiguous);
+  EXPECT_EQ(old.M, 144);
+  EXPECT_EQ(gpu_gemm_diff(tc, old), "");
+  tf.metadata["fp8ref.wgrad_operands"] = "column_major";
+  EXPECT_THROW(load_gpu_gemm(tf), std::invalid_argument);
 }
 
 // Every align_edges draw at the GEMM suites' token cap (160) is made of edges k·align - 1,

@@ -14,6 +14,7 @@
 
 #include "campaign/gen/group_sizes.h"
 #include "campaign/gen/values.h"
+#include "campaign/suite.h"
 #include "cases/gemm_case.h"
 #include "numerics/scale_layout.h"
 #include "reference/grouped_gemm.h"
@@ -104,5 +105,14 @@ std::string first_gemm_mismatch(const GpuGemmCase& c, const std::vector<std::uin
 bool has_nonzero_output(const GpuGemmCase& c, const std::vector<std::uint32_t>& bits);
 std::string describe(const GpuGemmCase& c);
 std::vector<std::string> gpu_gemm_tags(const GpuGemmCase& c);
+
+// The case file of gpu.grouped_gemm (tools/campaign/suites_gpu_gemm.cpp, docs/fuzz.md "Case
+// files"): the parameters under fp8ref.* keys, the operands regenerated from the seed; a key of a
+// non-default form (scales_a, wgrad_offs, dgrad_w, wgrad_operands) is written only when the case
+// has that form, and a file without it loads as the default (every file written before the key).
+// load throws std::invalid_argument on a malformed file; diff names the first differing field.
+TensorFile save_gpu_gemm(const GpuGemmCase& c);
+GpuGemmCase load_gpu_gemm(const TensorFile& tf);
+std::string gpu_gemm_diff(const GpuGemmCase& x, const GpuGemmCase& y);
 
 }  // namespace fp8ref::fuzz

@@ -30,6 +30,8 @@ void check_gpu_gemm(const GpuGemmCase& c, Fingerprint& fp) {
     throw Violation("gpu.grouped_gemm second launch: " + m);
 }
 
+}  // namespace
+
 TensorFile save_gpu_gemm(const GpuGemmCase& c) {
   TensorFile tf;
   save_group_sizes(c.gs, tf);
@@ -122,8 +124,6 @@ std::string gpu_gemm_diff(const GpuGemmCase& x, const GpuGemmCase& y) {
                            {"dgrad W layout", x.dgrad_w == y.dgrad_w},
                            {"wgrad operand layout", x.wgrad_operands == y.wgrad_operands}});
 }
-
-}  // namespace
 
 void add_gpu_gemm_suites(std::vector<Suite>& out) {
   out.push_back(make_suite<GpuGemmCase>(
