@@ -68,6 +68,10 @@ FP8REF_WT_HD void wgrad_copy16(std::uint8_t* dst, const std::uint8_t* src) {
 #endif
 }
 
+// The shared tile holds token r's features c at [r][c ^ (r & 48)]: its 16-byte chunks swizzled by
+// bits 4-5 of the token, so that the second half's byte reads of one column from the rows
+// 16·(t % 4) + i of a warp fall in four different banks instead of one (a row pitch that keeps
+// the 16-byte stores aligned is a multiple of 16 bytes, and 16 rows of it a multiple of 32 words).
 // First half of the CTA of output columns [64·tile_j, + 64) and output rows [64·tile_f, + 64):
 // thread t loads the 16 features 16·(t % 4) .. + 15 of the tile's token t / 4 (zeros for a
 // column past its group's tokens) into tile row t / 4. A 64-row tile lies in dYᵀ or in Xᵀ (N is
@@ -81,20 +85,21 @@ FP8REF_WT_HD void wgrad_transpose_load(const WgradTransposeArgs& p, std::int64_t
   const std::uint8_t* base = in_dy ? p.dy : p.x;
   const std::int64_t ld = in_dy ? p.N : p.K, col = (in_dy ? f0 : f0 - p.N) + tc;
   const std::int64_t src = wgrad_transpose_source(p, tile_j * kWgradTransposeTile + tr);
-  wgrad_copy16(&tile[tr][tc], src >= 0 ? base + src * ld + col : nullptr);
+  wgrad_copy16(&tile[tr][tc ^ (tr & 48)], src >= 0 ? base + src * ld + col : nullptr);
 }
 
 // Second half (after the CTA's barrier): thread t stores output row 64·tile_f + t / 4, columns
-// 64·tile_j + 16·(t % 4) .. + 15: tile column t / 4 of tile rows 16·(t % 4) .. + 15.
+// 64·tile_j + 16·(t % 4) .. + 15: feature t / 4 of tokens 16·(t % 4) .. + 15, at shared column
+// (t / 4) ^ 16·(t % 4) (the rows' swizzle, above).
 FP8REF_WT_HD void wgrad_transpose_store(const WgradTransposeArgs& p, std::int64_t tile_j,
                                         std::int64_t tile_f, int t,
                                         const std::uint8_t (*tile)[kWgradTransposePitch]) {
-  const int tr = t / 4, tc = (t % 4) * 16;
+  const int tr = t / 4, tc = (t % 4) * 16, col = tr ^ tc;  // rows tc .. tc + 15: r & 48 = tc
   std::uint32_t w[4];
   for (int i = 0; i < 4; ++i)
-    w[i] = std::uint32_t(tile[tc + 4 * i][tr]) | std::uint32_t(tile[tc + 4 * i + 1][tr]) << 8 |
-           std::uint32_t(tile[tc + 4 * i + 2][tr]) << 16 |
-           std::uint32_t(tile[tc + 4 * i + 3][tr]) << 24;
+    w[i] = std::uint32_t(tile[tc + 4 * i][col]) | std::uint32_t(tile[tc + 4 * i + 1][col]) << 8 |
+           std::uint32_t(tile[tc + 4 * i + 2][col]) << 16 |
+           std::uint32_t(tile[tc + 4 * i + 3][col]) << 24;
   std::uint8_t* dst =
       p.out + (tile_f * kWgradTransposeTile + tr) * p.m_out + tile_j * kWgradTransposeTile + tc;
 #if defined(__CUDA_ARCH__)
