@@ -134,7 +134,7 @@ FP8REF_RC_PROP(WgradTransposeEmulated, EqualsANaiveCopyOverRandomLayouts, 150, (
 }
 
 // Fixed layouts: a single token; every group empty (no output columns); groups of 128 exactly
-// (no padding); starts at 1, 17, 31 mod 128; M = 203, 192 + 28, 1.
+// (no padding); starts at 1, 17, 31 mod 128; M = 203, 192 (a tail of 28), 1.
 TEST(WgradTransposeEmulated, FixedLayoutsEqualANaiveCopy) {
   const std::vector<Layout> layouts = {
       {{1}, 0, 128, 128},        {{0, 0}, 9, 128, 256},
