@@ -146,8 +146,12 @@ std::int64_t wgrad_scale_rows(std::int64_t M, std::span<const std::int64_t> offs
 
 void check_wgrad(const DeviceWgradOperands& op, std::span<const std::int64_t> offs,
                  const DeviceGemmOutput& dw) {
-  if (op.M < 0 || op.M >= (std::int64_t(1) << 31) || op.M % 16 != 0)
-    bad("wgrad needs M (tokens) a multiple of 16 below 2^31");
+  const bool row_major = op.layout == WgradOperandLayout::row_major;
+  if (!row_major && op.layout != WgradOperandLayout::token_contiguous)
+    bad("wgrad operand layout must be token_contiguous or row_major");
+  if (op.M < 0 || op.M >= (std::int64_t(1) << 31)) bad("wgrad needs M (tokens) in [0, 2^31)");
+  if (!row_major && op.M % 16 != 0)
+    bad("wgrad on token-contiguous dY^T / X^T needs M (tokens) a multiple of 16");
   if (op.N <= 0 || op.N % 128 != 0)
     bad("N = " + std::to_string(op.N) + " is not a multiple of 128");
   if (op.K <= 0 || op.K % 128 != 0)
@@ -166,7 +170,9 @@ void check_wgrad(const DeviceWgradOperands& op, std::span<const std::int64_t> of
   if (dw.dtype != OutDtype::f32 && dw.dtype != OutDtype::bf16) bad("output must be f32 or bf16");
   check_size(dw.size, op.G * op.N * op.K, "dW");
   check_aligned(dw.y, "dW"), check_aligned(op.c, "C");
-  if (op.M > 0) check_aligned(op.x_t, "X^T"), check_aligned(op.dy_t, "dY^T");
+  if (op.M > 0 && row_major)
+    check_aligned(op.x, "X (row-major)"), check_aligned(op.dy, "dY (row-major)");
+  if (op.M > 0 && !row_major) check_aligned(op.x, "X^T"), check_aligned(op.dy, "dY^T");
 }
 
 // Blockwise 256-wide tiles (two 128-column halves, docs/gpu_gemm.md §2) for the forward and for
@@ -228,7 +234,45 @@ void launch(const GemmKernelArgs& p, bool dgrad, cudaStream_t stream) {
 // are indexed per group block and stay as they are. Otherwise the kernel reads them in place.
 // kRepackAlign = 128 rather than the 16 TMA needs: starts 16 mod 32 cost the kernel 17.5% and
 // 0 mod 32 but not mod 128 1.5% (docs/gpu_gemm.md §2), for at most 127 more scratch tokens a group.
+// Row-major operands are copied into the same aligned layout, transposed on the way.
 constexpr std::int64_t kRepackAlign = 128;
+
+// The aligned layout: group g's tokens move from `from[g]` to to[g] (to[0] = 0, to[g + 1] - to[g]
+// its tokens rounded up to kRepackAlign); p's groups and M become the copy's. Returns p's old
+// starts in `from`.
+void align_wgrad_groups(detail::WgradKernelArgs& p, std::int32_t* from, std::int32_t* to) {
+  std::int64_t total = 0;
+  for (int g = 0; g < p.groups; ++g)
+    total += (p.end[g] - p.start[g] + kRepackAlign - 1) / kRepackAlign * kRepackAlign;
+  if (total >= (std::int64_t(1) << 31))
+    bad("wgrad: the tokens, each group's rounded up to 128, must stay below 2^31");
+  to[0] = 0;
+  for (int g = 0; g < p.groups; ++g) {
+    const std::int32_t m = p.end[g] - p.start[g];
+    const auto padded = std::int32_t((m + kRepackAlign - 1) / kRepackAlign * kRepackAlign);
+    from[g] = p.start[g], to[g + 1] = to[g] + padded;
+    p.start[g] = to[g], p.end[g] = to[g] + m;
+  }
+  p.M = total;
+}
+
+// Runs `copy(scratch)` then the kernel on the (N + K, p.M) scratch copy it wrote: dYᵀ rows, then
+// Xᵀ rows (stream-ordered; freed on the stream after the kernel).
+template <class Copy>
+void wgrad_on_copy(detail::WgradKernelArgs p, int block_k, cudaStream_t stream, Copy copy) {
+  void* scratch = nullptr;
+  FP8REF_CUDA_CHECK(cudaMallocAsync(&scratch, std::size_t((p.N + p.K) * p.M), stream));
+  try {
+    const auto out = static_cast<std::uint8_t*>(scratch);
+    copy(out);
+    p.dy_t = out, p.x_t = out + p.N * p.M;
+    detail::launch_grouped_wgrad(p, block_k, stream);
+  } catch (...) {
+    cudaFreeAsync(scratch, stream);
+    throw;
+  }
+  FP8REF_CUDA_CHECK(cudaFreeAsync(scratch, stream));
+}
 
 void launch_wgrad(detail::WgradKernelArgs p, int block_k, cudaStream_t stream) {
   bool aligned = true;
@@ -237,32 +281,31 @@ void launch_wgrad(detail::WgradKernelArgs p, int block_k, cudaStream_t stream) {
   if (aligned) return detail::launch_grouped_wgrad(p, block_k, stream);
   detail::WgradRepackArgs r{};
   r.a = p.dy_t, r.b = p.x_t, r.rows_a = p.N, r.rows_b = p.K, r.m = p.M, r.groups = p.groups;
-  const auto padded = [&](int g) {
-    return (p.end[g] - p.start[g] + kRepackAlign - 1) / kRepackAlign * kRepackAlign;
-  };
-  std::int64_t to = 0;
-  for (int g = 0; g < p.groups; ++g) to += padded(g);
-  if (to >= (std::int64_t(1) << 31))
-    bad("wgrad: the tokens, each group's rounded up to 128, must stay below 2^31");
-  r.to[0] = 0;
-  for (int g = 0; g < p.groups; ++g) {
-    const std::int32_t m = p.end[g] - p.start[g];
-    r.from[g] = p.start[g], r.to[g + 1] = r.to[g] + std::int32_t(padded(g));
-    p.start[g] = r.to[g], p.end[g] = r.to[g] + m;
-  }
-  r.m_out = p.M = to;
-  void* copy = nullptr;
-  FP8REF_CUDA_CHECK(cudaMallocAsync(&copy, std::size_t((p.N + p.K) * p.M), stream));
-  try {
-    r.out = static_cast<std::uint8_t*>(copy);
+  align_wgrad_groups(p, r.from, r.to);
+  r.m_out = p.M;
+  wgrad_on_copy(p, block_k, stream, [&](std::uint8_t* out) {
+    r.out = out;
     detail::launch_wgrad_repack(r, stream);
-    p.dy_t = r.out, p.x_t = r.out + p.N * p.M;
-    detail::launch_grouped_wgrad(p, block_k, stream);
-  } catch (...) {
-    cudaFreeAsync(copy, stream);
-    throw;
+  });
+}
+
+// Row-major dY (M, N) and X (M, K) (WgradOperandLayout::row_major): transposed into the aligned
+// layout in one pass (gpu/grouped_wgrad_transpose.cu), whatever the group starts.
+void launch_wgrad_row_major(detail::WgradKernelArgs p, const std::uint8_t* dy,
+                            const std::uint8_t* x, int block_k, cudaStream_t stream) {
+  detail::WgradTransposeArgs t{};
+  t.dy = dy, t.x = x, t.N = p.N, t.K = p.K, t.groups = p.groups;
+  for (int g = 0; g < p.groups; ++g) t.count[g] = p.end[g] - p.start[g];
+  align_wgrad_groups(p, t.from, t.to);
+  t.m_out = p.M;
+  if (p.M == 0) {  // no tokens in any group: nothing is read, dW = C
+    p.dy_t = p.x_t = nullptr;
+    return detail::launch_grouped_wgrad(p, block_k, stream);
   }
-  FP8REF_CUDA_CHECK(cudaFreeAsync(copy, stream));
+  wgrad_on_copy(p, block_k, stream, [&](std::uint8_t* out) {
+    t.out = out;
+    detail::launch_wgrad_transpose(t, stream);
+  });
 }
 
 // dgrad's kernel view: output K columns, reduction over N (DeviceDgradOperands).
@@ -434,7 +477,7 @@ void grouped_gemm_wgrad(const DeviceWgradOperands& op, std::span<const std::int6
   if ((op.scale_dy_size > 0 && op.scale_dy == nullptr) ||
       (op.scale_x_size > 0 && op.scale_x == nullptr))
     bad("a scale tensor is null");
-  p.dy_t = op.dy_t, p.x_t = op.x_t, p.scale_dy = op.scale_dy, p.scale_x = op.scale_x, p.c = op.c;
+  p.dy_t = op.dy, p.x_t = op.x, p.scale_dy = op.scale_dy, p.scale_x = op.scale_x, p.c = op.c;
   p.dw = dw.y, p.M = op.M, p.N = op.N, p.K = op.K, p.groups = int(op.G);
   p.blockwise = blockwise, p.out_bf16 = dw.dtype == OutDtype::bf16;
   p.dy_e5m2 = is_e5m2(op.fdy, "dY"), p.x_e5m2 = is_e5m2(op.fx, "X");
@@ -450,7 +493,10 @@ void grouped_gemm_wgrad(const DeviceWgradOperands& op, std::span<const std::int6
   });
   // Tiles of 128 × 192 columns of dW[g] where K is a multiple of 192 or large enough that the
   // masked columns of the last tile cost less than the wider tile saves (docs/gpu_gemm.md §2).
-  launch_wgrad(p, op.K % 192 == 0 || op.K >= 2048 ? 192 : 128, stream);
+  const int block_k = op.K % 192 == 0 || op.K >= 2048 ? 192 : 128;
+  if (op.layout == WgradOperandLayout::row_major)
+    return launch_wgrad_row_major(p, op.dy, op.x, block_k, stream);
+  launch_wgrad(p, block_k, stream);
 }
 
 }  // namespace fp8ref::gpu

@@ -120,27 +120,39 @@ void grouped_gemm_forward_masked(const DeviceGemmOperands& op, std::int64_t m_ma
 void grouped_gemm_dgrad(const DeviceDgradOperands& op, const DeviceGroups& offs,
                         const DeviceGemmOutput& da, cudaStream_t stream);
 
+// How the K-grouped wgrad is handed dY and X (docs/gpu_gemm.md §1):
+//   token_contiguous: the transposed copies dYᵀ (N, M) and Xᵀ (K, M) that FP8 wgmma reads (the
+//                     quantizers' column-wise output), read in place where every non-empty group
+//                     starts at a multiple of 16 tokens;
+//   row_major:        dY (M, N) and X (M, K) as the forward produced them; the launcher first
+//                     transposes them, in one pass, into stream-ordered scratch with every group
+//                     at a multiple of 128 tokens (gpu/grouped_wgrad_transpose.cu: a pass over
+//                     (N + K) bytes per token of a group). The codes' layout does not change the
+//                     scales: the same tensors either way.
+enum class WgradOperandLayout : std::uint8_t { token_contiguous, row_major };
+
 // K-grouped wgrad dW[g] (N, K) = C[g] + sum over the tokens t of group g (ascending) of
-// dY[t, n]·X[t, k], as ref::grouped_gemm_wgrad, on the token-contiguous (transposed) copies
-// dYᵀ (N, M) and Xᵀ (K, M) that FP8 wgmma reads (the quantizers' column-wise output). Group g holds
-// tokens [offs[g-1], offs[g]) (host array), at any token; M a multiple of 16 (16-byte rows of
-// tokens; where a group starts off a multiple of 16 the launcher reads an aligned copy, docs/
-// gpu_gemm.md §1); N and K multiples of 128. Scalings: blockwise, scale_dy (R, N) and scale_x (R,
-// K) with one row per 128-token block restarting at each group start (R as ref::WgradOperands
-// says); tensorwise, scale_dy (1) and scale_x (1). Declared models as the forward's. C and dW (G,
-// N, K); dW f32 or bf16; an empty group's dW is C (bf16: C rounded; a NaN in C becomes the
-// canonical bf16 NaN 0x7FFF there).
+// dY[t, n]·X[t, k], as ref::grouped_gemm_wgrad. Group g holds tokens [offs[g-1], offs[g]) (host
+// array), at any token. token_contiguous: M a multiple of 16 (16-byte rows of tokens; where a
+// group starts off a multiple of 16 the launcher reads an aligned copy, docs/gpu_gemm.md §1);
+// row_major: any M >= 0 (tokens of no group are never read). N and K multiples of 128; dy and x
+// 16-byte aligned (when M > 0). Scalings: blockwise, scale_dy (R, N) and scale_x (R, K) with one
+// row per 128-token block restarting at each group start (R as ref::WgradOperands says);
+// tensorwise, scale_dy (1) and scale_x (1). Declared models as the forward's. C and dW (G, N, K);
+// dW f32 or bf16; an empty group's dW is C (bf16: C rounded; a NaN in C becomes the canonical
+// bf16 NaN 0x7FFF there). Any other layout is refused (std::invalid_argument, before any launch).
 struct DeviceWgradOperands {
   std::int64_t M, N, K, G;
   Format fdy, fx;
-  const std::uint8_t* dy_t;  // (N, M)
-  const std::uint8_t* x_t;   // (K, M)
+  const std::uint8_t* dy;  // token_contiguous: dYᵀ (N, M); row_major: dY (M, N)
+  const std::uint8_t* x;   // token_contiguous: Xᵀ (K, M); row_major: X (M, K)
   Scaling scaling;
   const float* scale_dy;
   std::int64_t scale_dy_size;
   const float* scale_x;
   std::int64_t scale_x_size;
   const float* c;  // (G, N, K)
+  WgradOperandLayout layout = WgradOperandLayout::token_contiguous;
 };
 void grouped_gemm_wgrad(const DeviceWgradOperands& op, std::span<const std::int64_t> offs,
                         const DeviceGemmOutput& dw, cudaStream_t stream);
@@ -171,9 +183,10 @@ void grouped_gemm_dgrad_host_device_groups(const DgradOperands& op,
 struct HostWgradOperands {
   std::int64_t M, N, K, G;
   Format fdy, fx;
-  std::span<const std::uint8_t> dy_t, x_t;  // (N, M), (K, M)
+  std::span<const std::uint8_t> dy, x;  // (N, M), (K, M) token_contiguous; (M, N), (M, K) row_major
   Scaling scaling;
   std::span<const float> scale_dy, scale_x, c;
+  WgradOperandLayout layout = WgradOperandLayout::token_contiguous;
 };
 void grouped_gemm_wgrad_host(const HostWgradOperands& op, std::span<const std::int64_t> offs,
                              const GemmOutput& dw);

@@ -200,7 +200,7 @@ void grouped_gemm_forward_masked_host_device_groups(const GroupedGemmOperands& o
 
 void grouped_gemm_wgrad_host(const HostWgradOperands& op, std::span<const std::int64_t> offs,
                              const GemmOutput& dw) {
-  DeviceBuffer dy{op.dy_t}, x{op.x_t}, sdy{op.scale_dy}, sx{op.scale_x}, c{op.c};
+  DeviceBuffer dy{op.dy}, x{op.x}, sdy{op.scale_dy}, sx{op.scale_x}, c{op.c};
   const DeviceWgradOperands d{op.M,
                               op.N,
                               op.K,
@@ -214,7 +214,8 @@ void grouped_gemm_wgrad_host(const HostWgradOperands& op, std::span<const std::i
                               std::int64_t(op.scale_dy.size()),
                               sx.as<const float>(),
                               std::int64_t(op.scale_x.size()),
-                              c.as<const float>()};
+                              c.as<const float>(),
+                              op.layout};
   with_output(dw, [&](const DeviceGemmOutput& y) { grouped_gemm_wgrad(d, offs, y, nullptr); });
 }
 

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <span>
 
+#include "gpu/grouped_wgrad_transpose.h"
+
 namespace fp8ref::gpu::detail {
 
 inline constexpr int kGemmBlockM = 128;  // output rows of a tile (two warpgroups of 64)
@@ -117,6 +119,10 @@ struct WgradRepackArgs {
   std::int32_t to[kGemmMaxGroups + 1];
 };
 void launch_wgrad_repack(const WgradRepackArgs& args, cudaStream_t stream);
+
+// Row-major dY (M, N) and X (M, K) into the token-contiguous, per-group aligned (N + K, m_out) copy
+// WgradTransposeArgs describes (gpu/grouped_wgrad_transpose.cu), in one pass; m_out % 64 == 0.
+void launch_wgrad_transpose(const WgradTransposeArgs& args, cudaStream_t stream);
 
 // out[b] (cols, rows) = in[b] (rows, cols)ᵀ for b < batches: byte matrices, rows and cols multiples
 // of 64, both pointers 16-byte aligned (gpu/grouped_gemm_transpose.cu: dgrad's W stored nk).

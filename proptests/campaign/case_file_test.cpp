@@ -12,10 +12,13 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <stdexcept>
+#include <utility>
 
 #include "campaign/gemm_case.h"
 #include "campaign/gen/group_sizes.h"
 #include "campaign/gen/values.h"
+#include "campaign/gpu_gemm_case.h"
 #include "campaign/suite.h"
 #include "campaign/wgrad_case.h"
 #include "proptests/common/test_level.h"
@@ -122,6 +125,75 @@ TEST(CaseFiles, PrefixedKeyWinsOverTheBareOne) {
   EXPECT_EQ(load_wgrad(tf).model.epilogue, Epilogue::a_then_b);
   tf.metadata.erase("fp8ref.epilogue");
   EXPECT_THROW(load_wgrad(tf), std::invalid_argument);
+}
+
+// gpu.grouped_gemm's wgrad operand layout (docs/fuzz.md, docs/gpu_gemm.md §5): a row-major case
+// writes fp8ref.wgrad_operands = row_major and reads back as itself (M = 3 + 130 + 5, not a
+// multiple of 16); a token-contiguous case writes no such key, and a file without it (every file
+// written before row_major) reads as token-contiguous, its tail rounded up to M % 16 == 0 as
+// before; any other value is refused.
+TEST(GpuGemmCaseFile, WgradOperandsKeyReadsBackAndOldFilesAreTokenContiguous) {
+  gen::GroupSizes gs;
+  gs.dist = gen::SizeDist::zipf, gs.sizes = {3, 0, 130}, gs.tail = 5;
+  const auto make = [&](WgradOperandForm form) {
+    return make_gpu_gemm_case(GemmOp::wgrad, gs, 128, 256, Format::e4m3, Format::e5m2,
+                              Scaling::blockwise, OutDtype::bf16, gen::ValueClass::normal,
+                              gen::ValueClass::normal, 99, ScaleLayoutF32::row_major,
+                              WgradOffs::any_token, BLayout::kn, GroupsOn::host, form);
+  };
+  const GpuGemmCase rm = make(WgradOperandForm::row_major);
+  ASSERT_EQ(rm.M, 138);
+  TensorFile tf = save_gpu_gemm(rm);
+  ASSERT_EQ(tf.metadata.at("fp8ref.wgrad_operands"), "row_major");
+  EXPECT_EQ(gpu_gemm_diff(rm, load_gpu_gemm(through_safetensors(tf))), "");
+  const GpuGemmCase tc = make(WgradOperandForm::token_contiguous);
+  EXPECT_EQ(save_gpu_gemm(tc).metadata.count("fp8ref.wgrad_operands"), 0u);
+  ASSERT_EQ(tf.metadata.erase("fp8ref.wgrad_operands"), 1u);
+  const GpuGemmCase old = load_gpu_gemm(through_safetensors(tf));
+  EXPECT_EQ(old.wgrad_operands, WgradOperandForm::token_contiguous);
+  EXPECT_EQ(old.M, 144);
+  EXPECT_EQ(gpu_gemm_diff(tc, old), "");
+  tf.metadata["fp8ref.wgrad_operands"] = "column_major";
+  EXPECT_THROW(load_gpu_gemm(tf), std::invalid_argument);
+}
+
+// gpu.grouped_gemm's device-side groups (docs/fuzz.md, docs/gpu_gemm.md §5) next to the other
+// non-default forms: a masked case and a dgrad case on W stored nk with their groups on the device
+// write fp8ref.offs = device (and no fp8ref.wgrad_operands) and read back as themselves; a host
+// case writes no such key, and a file without it (every file written before the device-side
+// groups) reads as host groups; any other value is refused; a wgrad case cannot take device
+// groups, nor a forward case row-major wgrad operands.
+TEST(GpuGemmCaseFile, OffsKeyReadsBackAndOldFilesAreHostGroups) {
+  gen::GroupSizes gs;
+  gs.dist = gen::SizeDist::zipf, gs.sizes = {3, 0, 130}, gs.tail = 5;
+  const auto make = [&](GemmOp op, BLayout w, GroupsOn on) {
+    return make_gpu_gemm_case(op, gs, 128, 256, Format::e4m3, Format::e5m2, Scaling::blockwise,
+                              OutDtype::bf16, gen::ValueClass::normal, gen::ValueClass::normal, 99,
+                              ScaleLayoutF32::row_major, WgradOffs::multiple_of_16, w, on);
+  };
+  for (const auto& [op, w] :
+       {std::pair{GemmOp::masked, BLayout::kn}, {GemmOp::dgrad, BLayout::nk}}) {
+    const GpuGemmCase dev = make(op, w, GroupsOn::device);
+    TensorFile tf = save_gpu_gemm(dev);
+    ASSERT_EQ(tf.metadata.at("fp8ref.offs"), "device");
+    EXPECT_EQ(tf.metadata.count("fp8ref.wgrad_operands"), 0u);
+    EXPECT_EQ(gpu_gemm_diff(dev, load_gpu_gemm(through_safetensors(tf))), "");
+    const GpuGemmCase host = make(op, w, GroupsOn::host);
+    EXPECT_EQ(save_gpu_gemm(host).metadata.count("fp8ref.offs"), 0u);
+    ASSERT_EQ(tf.metadata.erase("fp8ref.offs"), 1u);
+    const GpuGemmCase old = load_gpu_gemm(through_safetensors(tf));
+    EXPECT_EQ(old.groups_on, GroupsOn::host);
+    EXPECT_EQ(gpu_gemm_diff(host, old), "");
+    tf.metadata["fp8ref.offs"] = "host";
+    EXPECT_THROW(load_gpu_gemm(tf), std::invalid_argument);
+  }
+  EXPECT_THROW(make(GemmOp::wgrad, BLayout::kn, GroupsOn::device), std::invalid_argument);
+  EXPECT_THROW(make_gpu_gemm_case(GemmOp::forward, gs, 128, 256, Format::e4m3, Format::e5m2,
+                                  Scaling::blockwise, OutDtype::bf16, gen::ValueClass::normal,
+                                  gen::ValueClass::normal, 99, ScaleLayoutF32::row_major,
+                                  WgradOffs::multiple_of_16, BLayout::kn, GroupsOn::host,
+                                  WgradOperandForm::row_major),
+               std::invalid_argument);
 }
 
 // Every align_edges draw at the GEMM suites' token cap (160) is made of edges k·align - 1,

@@ -16,6 +16,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "campaign/gpu_gemm_case.h"
@@ -169,6 +170,85 @@ TEST(GpuGroupedGemm, WgradOffsetsAnyTokenEqualTheModel) {
           ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
           EXPECT_EQ(fuzz::first_gemm_mismatch(c, fuzz::kernel_gemm_bits(c), want), "");
         }
+}
+
+// The same wgrad case handed token-contiguous (dYᵀ, Xᵀ): M rounded up to 16 with tokens of no group
+// (NaN codes; a NaN scale row where the tail gains a 128-token block), the operands and scales of
+// c's tokens as they are.
+GpuGemmCase token_contiguous_twin(const GpuGemmCase& c) {
+  GpuGemmCase t = c;
+  t.wgrad_operands = fuzz::WgradOperandForm::token_contiguous;
+  t.M = (c.M + 15) / 16 * 16;
+  constexpr std::uint8_t kNanCode = 0x7F;  // e4m3 and e5m2
+  t.a.resize(std::size_t(t.M * c.N), kNanCode), t.b.resize(std::size_t(t.M * c.K), kNanCode);
+  t.group_of.resize(std::size_t(t.M), -1);
+  const std::int64_t last = c.offs.empty() ? 0 : c.offs.back();
+  if (c.scaling == Scaling::blockwise && (t.M - last + 127) / 128 > (c.M - last + 127) / 128) {
+    t.sa.resize(t.sa.size() + std::size_t(c.N), std::numeric_limits<float>::quiet_NaN());
+    t.sb.resize(t.sb.size() + std::size_t(c.K), std::numeric_limits<float>::quiet_NaN());
+  }
+  return t;
+}
+
+// Row-major wgrad layouts: the any-token offsets of the test above with M = 664 (8 mod 16); one
+// token, M = 1; empty groups at 0 and between, a group from 300, M = 377; starts 0, 256, 304,
+// M = 336 (0 mod 16, not mod 64); M = 192 (0 mod 64, not mod 128) with a group from 64; M = 203,
+// the last group ending at M; offsets at multiples of 16 (sizes 32, 0, 288) with a tail of 23
+// tokens, M = 343.
+std::vector<std::pair<gen::GroupSizes, fuzz::WgradOffs>> row_major_layouts() {
+  return {{sizes({1, 16, 14, 1, 127, 96, 0, 130, 15, 129, 128}, 7), fuzz::WgradOffs::any_token},
+          {sizes({1}, 0), fuzz::WgradOffs::any_token},
+          {sizes({0, 300, 0, 77}, 0), fuzz::WgradOffs::any_token},
+          {sizes({256, 0, 48, 31}, 1), fuzz::WgradOffs::any_token},
+          {sizes({64, 100}, 28), fuzz::WgradOffs::any_token},
+          {sizes({200, 3}, 0), fuzz::WgradOffs::any_token},
+          {sizes({40, 0, 300}, 23), fuzz::WgradOffs::multiple_of_16}};
+}
+
+// Each row-major layout × K = 384 (192-wide tiles) and 512 (128-wide) × blockwise / tensorwise ×
+// f32 / bf16 dW: `check(case)`.
+template <class Check>
+void for_row_major_cases(Check check) {
+  for (const auto& [gs, offs] : row_major_layouts())
+    for (std::int64_t K : {384, 512})
+      for (Scaling s : {Scaling::blockwise, Scaling::tensorwise})
+        for (OutDtype out : {OutDtype::f32, OutDtype::bf16})
+          check(fuzz::make_gpu_gemm_case(GemmOp::wgrad, gs, 256, K, Format::e4m3, Format::e5m2, s,
+                                         out, gen::ValueClass::normal, gen::ValueClass::outliers,
+                                         13, ScaleLayoutF32::row_major, offs, BLayout::kn,
+                                         fuzz::GroupsOn::host, fuzz::WgradOperandForm::row_major),
+                gs.total() + gs.tail);
+}
+
+// The row-major cases and their token-contiguous twins are the same case to the model (the twin's
+// added tokens belong to no group; its scale rows past them are never read): the same bits, not
+// all zero; a row-major case keeps M as drawn. Needs no device (runs in CI).
+TEST(GpuGroupedGemm, WgradRowMajorCasesAndTheirTwinsAreOneCaseToTheModel) {
+  for_row_major_cases([](const GpuGemmCase& c, std::int64_t drawn_m) {
+    if (c.wgrad_offs == fuzz::WgradOffs::any_token) {
+      ASSERT_EQ(c.M, drawn_m);
+    }
+    const auto want = fuzz::oracle_gemm_bits(c);
+    ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
+    const GpuGemmCase twin = token_contiguous_twin(c);
+    ASSERT_EQ(twin.M % 16, 0);
+    EXPECT_EQ(fuzz::first_gemm_mismatch(twin, fuzz::oracle_gemm_bits(twin), want), "");
+  });
+}
+
+// wgrad on row-major dY (M, N) and X (M, K) (WgradOperandLayout::row_major, docs/gpu_gemm.md §1):
+// the launcher's fused transpose into the aligned layout gives the bits of the declared model and
+// of the same case handed token-contiguous, over the layouts above.
+TEST(GpuGroupedGemm, WgradRowMajorOperandsEqualTokenContiguousAndTheModel) {
+  FP8REF_REQUIRE_DEVICE();
+  for_row_major_cases([](const GpuGemmCase& c, std::int64_t) {
+    const auto want = fuzz::oracle_gemm_bits(c);
+    ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
+    const auto got = fuzz::kernel_gemm_bits(c);
+    EXPECT_EQ(fuzz::first_gemm_mismatch(c, got, want), "");
+    const GpuGemmCase twin = token_contiguous_twin(c);
+    EXPECT_EQ(fuzz::first_gemm_mismatch(twin, fuzz::kernel_gemm_bits(twin), got), "");
+  });
 }
 
 // The operands separate the declared model from its neighbours: each neighbour differs from the
@@ -401,6 +481,16 @@ TEST(GpuGroupedGemm, WgradBadInputIsRefusedBeforeAnyLaunch) {
   op = ok, op.M = 250, refused(op, offs, dw, "M not a multiple of 16");
   op = ok, op.scaling = Scaling::rowwise, refused(op, offs, dw, "rowwise wgrad");
   refused(ok, offs, {OutDtype::f32, py, 5}, "dW of the wrong size");
+  // Operand layouts (docs/gpu_gemm.md §4): token_contiguous or row_major only; row-major dY and X
+  // are read with 16-byte loads (16-byte aligned), take any M below 2^31 but no offset past it.
+  op = ok, op.layout = gpu::WgradOperandLayout(2), refused(op, offs, dw, "a third layout");
+  op = ok, op.layout = gpu::WgradOperandLayout::row_major;
+  op.dy = p8 + 8, refused(op, offs, dw, "misaligned row-major dY");
+  op.dy = p8, op.x = p8 + 1, refused(op, offs, dw, "misaligned row-major X");
+  op.x = p8, refused(op, {128, 257}, dw, "a row-major offset past M");
+  op.M = std::int64_t(1) << 31, refused(op, offs, dw, "row-major M of 2^31 tokens");
+  op.M = 250, op.layout = gpu::WgradOperandLayout::token_contiguous;
+  refused(op, {128, 250}, dw, "token-contiguous M = 250 (row-major takes it)");
 }
 
 // ---- Device-side groups (docs/gpu_gemm.md §1, §4, §5) ----

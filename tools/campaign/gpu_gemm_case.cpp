@@ -30,10 +30,12 @@ std::vector<float> spread_scales(std::int64_t n, std::mt19937_64& rng) {
 // Row -> group map and the descriptors (offs or masked_m) of c.gs; sets M and m_max.
 void set_rows(GpuGemmCase& c) {
   cases::GroupSizes gs = c.gs;
+  // Row-major wgrad operands take any M: the tail stays as drawn.
+  const bool any_m = c.wgrad_operands == WgradOperandForm::row_major;
   if (c.op == GemmOp::wgrad && c.wgrad_offs == WgradOffs::multiple_of_16) {
     for (auto& m : gs.sizes) m = m / 16 * 16;
-    gs.tail = gs.tail / 16 * 16;
-  } else if (c.op == GemmOp::wgrad) {  // any token: M = the tokens and the tail rounded up to 16
+    if (!any_m) gs.tail = gs.tail / 16 * 16;
+  } else if (c.op == GemmOp::wgrad && !any_m) {  // any token: M = tokens and tail rounded to 16
     gs.tail = (gs.total() + gs.tail + 15) / 16 * 16 - gs.total();
   }
   c.G = gs.groups();
@@ -138,11 +140,15 @@ const char* to_string(WgradOffs w) {
 }
 const char* to_string(GroupsOn g) { return g == GroupsOn::device ? "device" : "host"; }
 
+const char* to_string(WgradOperandForm w) {
+  return w == WgradOperandForm::row_major ? "row_major" : "token_contiguous";
+}
+
 GpuGemmCase make_gpu_gemm_case(GemmOp op, const gen::GroupSizes& gs, std::int64_t N, std::int64_t K,
                                Format fa, Format fb, Scaling scaling, OutDtype out,
                                gen::ValueClass va, gen::ValueClass vb, std::uint64_t seed,
                                ScaleLayoutF32 sa_layout, WgradOffs wgrad_offs, BLayout dgrad_w,
-                               GroupsOn groups_on) {
+                               GroupsOn groups_on, WgradOperandForm wgrad_operands) {
   const bool forward = op == GemmOp::forward || op == GemmOp::masked;
   if (sa_layout != ScaleLayoutF32::row_major &&
       !(sa_layout == ScaleLayoutF32::tma_mn_major && forward && scaling == Scaling::blockwise))
@@ -159,10 +165,13 @@ GpuGemmCase make_gpu_gemm_case(GemmOp op, const gen::GroupSizes& gs, std::int64_
     throw std::invalid_argument(
         "gpu.grouped_gemm case: device-side groups need a forward, masked "
         "or dgrad case");
+  if (wgrad_operands != WgradOperandForm::token_contiguous && op != GemmOp::wgrad)
+    throw std::invalid_argument(
+        "gpu.grouped_gemm case: row-major wgrad operands need a wgrad case");
   GpuGemmCase c;
   c.op = op, c.gs = gs, c.N = N, c.K = K, c.fa = fa, c.fb = fb, c.scaling = scaling, c.out = out;
   c.va = va, c.vb = vb, c.seed = seed, c.sa_layout = sa_layout, c.wgrad_offs = wgrad_offs;
-  c.dgrad_w = dgrad_w, c.groups_on = groups_on;
+  c.dgrad_w = dgrad_w, c.groups_on = groups_on, c.wgrad_operands = wgrad_operands;
   c.desc = op == GemmOp::masked ? cases::Desc::masked : cases::Desc::offs;
   set_rows(c);
   std::mt19937_64 rng(seed + 1);
@@ -224,8 +233,13 @@ GpuGemmCase draw_gpu_gemm_case(std::int64_t max_total) {
   // forward, masked, dgrad: the groups as host arrays or on the device, half and half.
   const auto groups_on =
       op != GemmOp::wgrad && *rc::gen::arbitrary<bool>() ? GroupsOn::device : GroupsOn::host;
+  // wgrad: dY and X handed token-contiguous or row-major (the launcher's fused transpose,
+  // docs/gpu_gemm.md §1), half and half.
+  const auto wgrad_operands = op == GemmOp::wgrad && *rc::gen::arbitrary<bool>()
+                                  ? WgradOperandForm::row_major
+                                  : WgradOperandForm::token_contiguous;
   GpuGemmCase c = make_gpu_gemm_case(op, gs, N, K, fa, fb, scaling, out, va, vb, seed, sa_layout,
-                                     wgrad_offs, dgrad_w, groups_on);
+                                     wgrad_offs, dgrad_w, groups_on, wgrad_operands);
   std::int64_t rows = 0;
   for (std::int32_t g : c.group_of) rows += g >= 0;
   RC_PRE(rows == 0 || operands_nonzero(c));  // a vacuous case proves nothing
@@ -287,7 +301,22 @@ std::vector<std::uint32_t> kernel_gemm_bits(const GpuGemmCase& c) {
   const auto i32 = [](const std::vector<std::int64_t>& v) {
     return std::vector<std::int32_t>(v.begin(), v.end());
   };
-  if (c.op == GemmOp::wgrad) {
+  if (c.op == GemmOp::wgrad && c.wgrad_operands == WgradOperandForm::row_major) {
+    const gpu::HostWgradOperands w{c.M,
+                                   c.N,
+                                   c.K,
+                                   c.G,
+                                   c.fa,
+                                   c.fb,
+                                   c.a,
+                                   c.b,
+                                   c.scaling,
+                                   c.sa,
+                                   c.sb,
+                                   c.c,
+                                   gpu::WgradOperandLayout::row_major};
+    gpu::grouped_gemm_wgrad_host(w, c.offs, y);
+  } else if (c.op == GemmOp::wgrad) {
     const auto dy_t = transpose(c.a, c.M, c.N), x_t = transpose(c.b, c.M, c.K);
     const gpu::HostWgradOperands w{c.M,  c.N, c.K,       c.G,  c.fa, c.fb,
                                    dy_t, x_t, c.scaling, c.sa, c.sb, c.c};
@@ -338,6 +367,8 @@ std::string describe(const GpuGemmCase& c) {
   if (c.dgrad_w != BLayout::kn) d.insert(d.size() - 1, " W=" + std::string(to_string(c.dgrad_w)));
   if (c.groups_on != GroupsOn::host)
     d.insert(d.size() - 1, " groups=" + std::string(to_string(c.groups_on)));
+  if (c.wgrad_operands != WgradOperandForm::token_contiguous)
+    d.insert(d.size() - 1, " operands=" + std::string(to_string(c.wgrad_operands)));
   return d;
 }
 
@@ -386,6 +417,8 @@ std::vector<std::string> gpu_gemm_tags(const GpuGemmCase& c) {
     t.push_back("scales_a:" + std::string(to_string(c.sa_layout)));
   if (c.dgrad_w != BLayout::kn) t.push_back("dgrad_w:" + std::string(to_string(c.dgrad_w)));
   if (c.groups_on != GroupsOn::host) t.push_back("offs:" + std::string(to_string(c.groups_on)));
+  if (c.wgrad_operands != WgradOperandForm::token_contiguous)
+    t.push_back("wgrad_operands:" + std::string(to_string(c.wgrad_operands)));
   if (c.op == GemmOp::wgrad) {  // offsets off multiples of 16; a non-empty group starting off one
     bool off16 = false, start_off16 = false;
     for (std::size_t g = 0; g < c.offs.size(); ++g) {

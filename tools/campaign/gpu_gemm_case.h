@@ -14,6 +14,7 @@
 
 #include "campaign/gen/group_sizes.h"
 #include "campaign/gen/values.h"
+#include "campaign/suite.h"
 #include "cases/gemm_case.h"
 #include "numerics/scale_layout.h"
 #include "reference/grouped_gemm.h"
@@ -42,6 +43,12 @@ const char* to_string(WgradOffs w);
 // `grouped_gemm_*_host_device_groups`).
 enum class GroupsOn : std::uint8_t { host, device };
 const char* to_string(GroupsOn g);
+// How a wgrad case hands the kernel dY and X (gpu::WgradOperandLayout): token_contiguous, their
+// transposes dYᵀ (N, M) and Xᵀ (K, M) (the form of every wgrad case before row_major), or
+// row_major, dY (M, N) and X (M, K) as drawn, which the launcher transposes (docs/gpu_gemm.md §1).
+// A row-major case keeps the drawn tail as it is: M need not be a multiple of 16.
+enum class WgradOperandForm : std::uint8_t { token_contiguous, row_major };
+const char* to_string(WgradOperandForm w);
 
 struct GpuGemmCase : cases::GemmCase {
   std::uint64_t seed = 0;
@@ -49,7 +56,8 @@ struct GpuGemmCase : cases::GemmCase {
   // tma_mn_major, the (K/128, align(M, 4)) copy the 256-wide tiles stage directly
   // (docs/gpu_gemm.md §2). The oracle always reads c.sa row-major.
   ScaleLayoutF32 sa_layout = ScaleLayoutF32::row_major;
-  WgradOffs wgrad_offs = WgradOffs::multiple_of_16;  // wgrad only
+  WgradOffs wgrad_offs = WgradOffs::multiple_of_16;                      // wgrad only
+  WgradOperandForm wgrad_operands = WgradOperandForm::token_contiguous;  // wgrad only
   // dgrad only: W as the launcher is handed it (in DgradOperands' terms, N the reduction): kn
   // (G, K, N), what the kernel reads, or nk (G, N, K), the forward's layout, which the launcher
   // transposes first (docs/gpu_gemm.md §1); `b` holds it in that layout.
@@ -65,15 +73,16 @@ inline constexpr std::uint32_t kOutPoisonF32 = 0x7FA5A5A5u;
 inline constexpr std::uint16_t kOutPoisonBf16 = 0x7FA5u;
 
 // A case from its parameters (deterministic in `seed`); N and K multiples of 128. sa_layout other
-// than row_major only for blockwise forward / masked, wgrad_offs other than multiple_of_16 only
-// for wgrad, dgrad_w other than kn only for dgrad, groups_on device not for wgrad
-// (std::invalid_argument otherwise).
-GpuGemmCase make_gpu_gemm_case(GemmOp op, const gen::GroupSizes& gs, std::int64_t N, std::int64_t K,
-                               Format fa, Format fb, Scaling scaling, OutDtype out,
-                               gen::ValueClass va, gen::ValueClass vb, std::uint64_t seed,
-                               ScaleLayoutF32 sa_layout = ScaleLayoutF32::row_major,
-                               WgradOffs wgrad_offs = WgradOffs::multiple_of_16,
-                               BLayout dgrad_w = BLayout::kn, GroupsOn groups_on = GroupsOn::host);
+// than row_major only for blockwise forward / masked, wgrad_offs other than multiple_of_16 and
+// wgrad_operands other than token_contiguous only for wgrad, dgrad_w other than kn only for dgrad,
+// groups_on device not for wgrad (std::invalid_argument otherwise).
+GpuGemmCase make_gpu_gemm_case(
+    GemmOp op, const gen::GroupSizes& gs, std::int64_t N, std::int64_t K, Format fa, Format fb,
+    Scaling scaling, OutDtype out, gen::ValueClass va, gen::ValueClass vb, std::uint64_t seed,
+    ScaleLayoutF32 sa_layout = ScaleLayoutF32::row_major,
+    WgradOffs wgrad_offs = WgradOffs::multiple_of_16, BLayout dgrad_w = BLayout::kn,
+    GroupsOn groups_on = GroupsOn::host,
+    WgradOperandForm wgrad_operands = WgradOperandForm::token_contiguous);
 
 // A's scales in the MN-major layout (K/128, align(M, 4)), the padding entries NaN (read into no
 // stored output).
@@ -81,8 +90,8 @@ std::vector<float> mn_major_scales_a(const GpuGemmCase& c);
 
 // A case drawn inside a RapidCheck property: every op, scaling, format pair, output and the
 // generators' group distributions (at most max_total rows); wgrad offsets at any token in half of
-// the wgrad cases, W stored nk in half of the dgrad cases, the groups on the device in half of the
-// forward, masked and dgrad cases.
+// the wgrad cases and, independently, row-major wgrad operands in half, W stored nk in half of the
+// dgrad cases, the groups on the device in half of the forward, masked and dgrad cases.
 GpuGemmCase draw_gpu_gemm_case(std::int64_t max_total = 600);
 
 // The model the kernel declares for a scaling (gpu::grouped_gemm_declared_model, restated here so
@@ -104,5 +113,15 @@ std::string first_gemm_mismatch(const GpuGemmCase& c, const std::vector<std::uin
 bool has_nonzero_output(const GpuGemmCase& c, const std::vector<std::uint32_t>& bits);
 std::string describe(const GpuGemmCase& c);
 std::vector<std::string> gpu_gemm_tags(const GpuGemmCase& c);
+
+// The case file of gpu.grouped_gemm (tools/campaign/suites_gpu_gemm.cpp, docs/fuzz.md "Case
+// files"): the parameters under fp8ref.* keys, the operands regenerated from the seed; a key of a
+// non-default form (scales_a, wgrad_offs, dgrad_w, offs, wgrad_operands) is written only when the
+// case has that form, and a file without it loads as the default (every file written before the
+// key). load throws std::invalid_argument on a malformed file; diff names the first differing
+// field.
+TensorFile save_gpu_gemm(const GpuGemmCase& c);
+GpuGemmCase load_gpu_gemm(const TensorFile& tf);
+std::string gpu_gemm_diff(const GpuGemmCase& x, const GpuGemmCase& y);
 
 }  // namespace fp8ref::fuzz

@@ -2,10 +2,10 @@
 // (gpu/grouped_gemm.h) == the CPU oracle under the kernel's declared model, bitwise, over forward,
 // masked forward, dgrad and K-grouped wgrad, every scaling, e4m3 / e5m2 pairs, bf16 / f32 output
 // and the generators' group distributions (wgrad offsets at any token in half of the wgrad
-// cases, W stored nk in half of the dgrad cases, the groups (offs / masked_m) on the device in half
-// of the forward, masked and dgrad cases), with poisoned padding rows, scales, empty experts
-// and output; a second launch gives the same bits. The generator rejects all-zero operands; an
-// all-zero output is a failure (a vacuous case).
+// cases, row-major wgrad operands in half, W stored nk in half of the dgrad cases, the groups
+// (offs / masked_m) on the device in half of the forward, masked and dgrad cases), with poisoned
+// padding rows, scales, empty experts and output; a second launch gives the same bits. The
+// generator rejects all-zero operands; an all-zero output is a failure (a vacuous case).
 #include <bit>
 #include <cstdint>
 #include <stdexcept>
@@ -31,6 +31,8 @@ void check_gpu_gemm(const GpuGemmCase& c, Fingerprint& fp) {
     throw Violation("gpu.grouped_gemm second launch: " + m);
 }
 
+}  // namespace
+
 TensorFile save_gpu_gemm(const GpuGemmCase& c) {
   TensorFile tf;
   save_group_sizes(c.gs, tf);
@@ -50,6 +52,8 @@ TensorFile save_gpu_gemm(const GpuGemmCase& c) {
     m["wgrad_offs"] = std::string(to_string(c.wgrad_offs));
   if (c.dgrad_w != BLayout::kn) m["dgrad_w"] = std::string(to_string(c.dgrad_w));
   if (c.groups_on != GroupsOn::host) m["offs"] = std::string(to_string(c.groups_on));
+  if (c.wgrad_operands != WgradOperandForm::token_contiguous)
+    m["wgrad_operands"] = std::string(to_string(c.wgrad_operands));
   return tf;
 }
 
@@ -102,9 +106,18 @@ GpuGemmCase load_gpu_gemm(const TensorFile& tf) {
       throw std::invalid_argument("case file: gpu.grouped_gemm offs '" + *g + "' is not device");
     groups_on = GroupsOn::device;
   }
+  // fp8ref.wgrad_operands: absent in files of cases handing dYᵀ / Xᵀ token-contiguous (and in
+  // those written before row_major).
+  WgradOperandForm wgrad_operands = WgradOperandForm::token_contiguous;
+  if (const std::string* w = cases::find_meta(tf, "wgrad_operands")) {
+    if (*w != to_string(WgradOperandForm::row_major))
+      throw std::invalid_argument("case file: gpu.grouped_gemm wgrad_operands '" + *w +
+                                  "' is not row_major");
+    wgrad_operands = WgradOperandForm::row_major;
+  }
   return make_gpu_gemm_case(GemmOp(op), gs, N, K, Format(fa), Format(fb), *scaling, *out, *va, *vb,
                             std::stoull(get_meta(tf, "seed")), sa_layout, wgrad_offs, dgrad_w,
-                            groups_on);
+                            groups_on, wgrad_operands);
 }
 
 std::string gpu_gemm_diff(const GpuGemmCase& x, const GpuGemmCase& y) {
@@ -119,10 +132,9 @@ std::string gpu_gemm_diff(const GpuGemmCase& x, const GpuGemmCase& y) {
                            {"A scale layout", x.sa_layout == y.sa_layout},
                            {"wgrad offsets", x.wgrad_offs == y.wgrad_offs},
                            {"dgrad W layout", x.dgrad_w == y.dgrad_w},
-                           {"groups on", x.groups_on == y.groups_on}});
+                           {"groups on", x.groups_on == y.groups_on},
+                           {"wgrad operand layout", x.wgrad_operands == y.wgrad_operands}});
 }
-
-}  // namespace
 
 void add_gpu_gemm_suites(std::vector<Suite>& out) {
   out.push_back(make_suite<GpuGemmCase>(
@@ -133,7 +145,7 @@ void add_gpu_gemm_suites(std::vector<Suite>& out) {
        {"op:forward", "op:masked", "op:dgrad", "op:wgrad", "scaling:blockwise", "scaling:rowwise",
         "scaling:tensorwise", "out:bf16", "out:f32", "dist:zipf", "dist:interleaved_empty",
         "scales_a:tma_mn_major", "wgrad_offs:any_token", "wgrad_offs:start_off_16", "dgrad_w:nk",
-        "offs:device"},
+        "offs:device", "wgrad_operands:row_major"},
        {}},
       {[] { return draw_gpu_gemm_case(); }, check_gpu_gemm, gpu_gemm_tags, save_gpu_gemm,
        load_gpu_gemm, gpu_gemm_diff},
