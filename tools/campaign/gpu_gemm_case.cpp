@@ -290,6 +290,21 @@ std::vector<std::uint32_t> oracle_gemm_bits(const GpuGemmCase& c, const ModelCho
   return bits;
 }
 
+#ifdef FP8REF_CAMPAIGN_HAVE_GPU
+namespace {
+// wgrad through the kernel: dY (M, N) and X (M, K) as drawn (row_major, the launcher transposes
+// them), or their transposes dYᵀ (N, M) and Xᵀ (K, M) (token_contiguous), docs/gpu_gemm.md §1.
+void kernel_wgrad(const GpuGemmCase& c, const GemmOutput& y) {
+  const bool row_major = c.wgrad_operands == WgradOperandForm::row_major;
+  const auto dy = row_major ? c.a : transpose(c.a, c.M, c.N);
+  const auto x = row_major ? c.b : transpose(c.b, c.M, c.K);
+  gpu::HostWgradOperands w{c.M, c.N, c.K, c.G, c.fa, c.fb, dy, x, c.scaling, c.sa, c.sb, c.c};
+  if (row_major) w.layout = gpu::WgradOperandLayout::row_major;
+  gpu::grouped_gemm_wgrad_host(w, c.offs, y);
+}
+}  // namespace
+#endif
+
 std::vector<std::uint32_t> kernel_gemm_bits(const GpuGemmCase& c) {
 #ifdef FP8REF_CAMPAIGN_HAVE_GPU
   const std::size_t n = std::size_t(out_count(c));
@@ -301,26 +316,8 @@ std::vector<std::uint32_t> kernel_gemm_bits(const GpuGemmCase& c) {
   const auto i32 = [](const std::vector<std::int64_t>& v) {
     return std::vector<std::int32_t>(v.begin(), v.end());
   };
-  if (c.op == GemmOp::wgrad && c.wgrad_operands == WgradOperandForm::row_major) {
-    const gpu::HostWgradOperands w{c.M,
-                                   c.N,
-                                   c.K,
-                                   c.G,
-                                   c.fa,
-                                   c.fb,
-                                   c.a,
-                                   c.b,
-                                   c.scaling,
-                                   c.sa,
-                                   c.sb,
-                                   c.c,
-                                   gpu::WgradOperandLayout::row_major};
-    gpu::grouped_gemm_wgrad_host(w, c.offs, y);
-  } else if (c.op == GemmOp::wgrad) {
-    const auto dy_t = transpose(c.a, c.M, c.N), x_t = transpose(c.b, c.M, c.K);
-    const gpu::HostWgradOperands w{c.M,  c.N, c.K,       c.G,  c.fa, c.fb,
-                                   dy_t, x_t, c.scaling, c.sa, c.sb, c.c};
-    gpu::grouped_gemm_wgrad_host(w, c.offs, y);
+  if (c.op == GemmOp::wgrad) {
+    kernel_wgrad(c, y);
   } else if (c.op == GemmOp::dgrad) {
     const DgradOperands d{c.M, c.K, c.N,       c.G,       c.fa, c.fb,
                           c.a, c.b, c.dgrad_w, c.scaling, c.sa, c.sb};
