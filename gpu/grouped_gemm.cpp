@@ -194,21 +194,31 @@ constexpr bool kBlockwiseWideDgrad = false;
 // the consumers' own loads), a one-line switch.
 constexpr bool kTransposeRowMajorScales = true;
 
+// use(scratch) on `bytes` of stream-ordered scratch memory, freed (stream-ordered) after what use
+// enqueued, or at once when it throws: the copies the launchers make before a kernel reads them.
+template <class Use>
+void with_scratch(std::size_t bytes, cudaStream_t stream, Use&& use) {
+  void* scratch = nullptr;
+  FP8REF_CUDA_CHECK(cudaMallocAsync(&scratch, bytes, stream));
+  try {
+    use(static_cast<std::uint8_t*>(scratch));
+  } catch (...) {
+    cudaFreeAsync(scratch, stream);
+    throw;
+  }
+  FP8REF_CUDA_CHECK(cudaFreeAsync(scratch, stream));
+}
+
 // launch_grouped_gemm on an MN-major copy of p's row-major blockwise A scales, made in
 // stream-ordered scratch memory that is freed (stream-ordered) after the launch.
 void launch_transposed(GemmKernelArgs p, int block_n, cudaStream_t stream) {
   const std::int64_t ld = (p.M + 3) / 4 * 4, nkb = p.K / kGemmBlockK;
-  void* mn = nullptr;
-  FP8REF_CUDA_CHECK(cudaMallocAsync(&mn, std::size_t(ld * nkb) * 4, stream));
-  try {
-    detail::launch_scales_mn_major(p.scale_a, static_cast<float*>(mn), p.M, int(nkb), ld, stream);
-    p.scale_a = static_cast<const float*>(mn), p.sa_row = 1, p.sa_kb = ld, p.sa_mn_ld = ld;
+  with_scratch(std::size_t(ld * nkb) * 4, stream, [&](std::uint8_t* scratch) {
+    float* mn = reinterpret_cast<float*>(scratch);
+    detail::launch_scales_mn_major(p.scale_a, mn, p.M, int(nkb), ld, stream);
+    p.scale_a = mn, p.sa_row = 1, p.sa_kb = ld, p.sa_mn_ld = ld;
     detail::launch_grouped_gemm(p, block_n, stream);
-  } catch (...) {
-    cudaFreeAsync(mn, stream);
-    throw;
-  }
-  FP8REF_CUDA_CHECK(cudaFreeAsync(mn, stream));
+  });
 }
 
 void launch(const GemmKernelArgs& p, bool dgrad, cudaStream_t stream) {
@@ -260,18 +270,11 @@ void align_wgrad_groups(detail::WgradKernelArgs& p, std::int32_t* from, std::int
 // Xᵀ rows (stream-ordered; freed on the stream after the kernel).
 template <class Copy>
 void wgrad_on_copy(detail::WgradKernelArgs p, int block_k, cudaStream_t stream, Copy copy) {
-  void* scratch = nullptr;
-  FP8REF_CUDA_CHECK(cudaMallocAsync(&scratch, std::size_t((p.N + p.K) * p.M), stream));
-  try {
-    const auto out = static_cast<std::uint8_t*>(scratch);
+  with_scratch(std::size_t((p.N + p.K) * p.M), stream, [&](std::uint8_t* out) {
     copy(out);
     p.dy_t = out, p.x_t = out + p.N * p.M;
     detail::launch_grouped_wgrad(p, block_k, stream);
-  } catch (...) {
-    cudaFreeAsync(scratch, stream);
-    throw;
-  }
-  FP8REF_CUDA_CHECK(cudaFreeAsync(scratch, stream));
+  });
 }
 
 void launch_wgrad(detail::WgradKernelArgs p, int block_k, cudaStream_t stream) {
@@ -324,17 +327,11 @@ void launch_dgrad(GemmKernelArgs p, const DeviceDgradOperands& op, bool rows, cu
   // W stored nk (G, N, K): the kernel reads W with the reduction dimension N contiguous (FP8 wgmma
   // has no transposed shared-memory operand), so each W[g] is first transposed into (K, N) scratch
   // (gpu/grouped_gemm_transpose.cu: a pass over G·N·K bytes); its scales are the same either way.
-  void* wt = nullptr;
-  FP8REF_CUDA_CHECK(cudaMallocAsync(&wt, std::size_t(op.G * op.N * op.K), stream));
-  try {
-    detail::launch_fp8_transpose(op.w, static_cast<std::uint8_t*>(wt), op.G, op.N, op.K, stream);
-    p.b = static_cast<const std::uint8_t*>(wt);
+  with_scratch(std::size_t(op.G * op.N * op.K), stream, [&](std::uint8_t* wt) {
+    detail::launch_fp8_transpose(op.w, wt, op.G, op.N, op.K, stream);
+    p.b = wt;
     launch(p, true, stream);
-  } catch (...) {
-    cudaFreeAsync(wt, stream);
-    throw;
-  }
-  FP8REF_CUDA_CHECK(cudaFreeAsync(wt, stream));
+  });
 }
 
 // The device-side groups' path (docs/gpu_gemm.md §1): the pointers checked (never read here), the

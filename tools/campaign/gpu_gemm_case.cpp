@@ -84,12 +84,14 @@ void set_wgrad_operands(GpuGemmCase& c, std::mt19937_64& rng) {
     c.c[i] = i % 97 == 0 ? -0.0f : std::ldexp(float(rng() % 200) - 100.0f, int(rng() % 9) - 4);
 }
 
-[[maybe_unused]] std::vector<std::uint8_t> transpose(const std::vector<std::uint8_t>& a,
-                                                     std::int64_t rows, std::int64_t cols) {
+// Each of `batches` row-major (rows, cols) byte matrices of `a` as (cols, rows).
+std::vector<std::uint8_t> transpose(const std::vector<std::uint8_t>& a, std::int64_t rows,
+                                    std::int64_t cols, std::int64_t batches = 1) {
   std::vector<std::uint8_t> t(a.size());
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t k = 0; k < cols; ++k)
-      t[std::size_t(k * rows + r)] = a[std::size_t(r * cols + k)];
+  for (std::int64_t b = 0; b < batches; ++b)
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t k = 0; k < cols; ++k)
+        t[std::size_t((b * cols + k) * rows + r)] = a[std::size_t((b * rows + r) * cols + k)];
   return t;
 }
 
@@ -184,14 +186,8 @@ GpuGemmCase make_gpu_gemm_case(GemmOp op, const gen::GroupSizes& gs, std::int64_
   c.sa = spread_scales(cases::sa_count(c), rng);
   c.sb = spread_scales(cases::sb_count(c), rng);
   poison(c);
-  if (c.dgrad_w == BLayout::nk) {  // each W[g] (N here, K here) stored transposed: (G, K, N)
-    std::vector<std::uint8_t> t(c.b.size());
-    for (std::int64_t g = 0; g < c.G; ++g)
-      for (std::int64_t i = 0; i < N; ++i)
-        for (std::int64_t j = 0; j < K; ++j)
-          t[std::size_t((g * K + j) * N + i)] = c.b[std::size_t((g * N + i) * K + j)];
-    c.b = std::move(t);
-  }
+  // each W[g] (N here, K here) stored transposed: (G, K, N)
+  if (c.dgrad_w == BLayout::nk) c.b = transpose(c.b, N, K, c.G);
   return c;
 }
 

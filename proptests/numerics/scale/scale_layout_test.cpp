@@ -11,15 +11,25 @@
 namespace fp8ref {
 namespace {
 
-RC_GTEST_PROP(ScaleLayout, F32LayoutsRoundTrip, ()) {
+// A drawn f32 layout and a grid of arbitrary bit patterns (NaN payloads included) for it.
+struct DrawnF32Grid {
+  ScaleLayoutF32 l;
+  ScaleGridF32 s;
+};
+DrawnF32Grid draw_f32_grid() {
   const auto l = *rc::gen::elementOf(std::vector<ScaleLayoutF32>{
       ScaleLayoutF32::row_major, ScaleLayoutF32::col_major, ScaleLayoutF32::tma_mn_major,
       ScaleLayoutF32::te_compact, ScaleLayoutF32::cublas_k_major_pad4});
   const std::int64_t g = *rc::gen::inRange(1, 4), r = *rc::gen::inRange(0, 300),
                      c = *rc::gen::inRange(0, 70);
-  ScaleGridF32 s{g, r, c,
-                 *rc::gen::container<std::vector<std::uint32_t>>(
-                     std::size_t(g * r * c), rc::gen::arbitrary<std::uint32_t>())};
+  return {l, ScaleGridF32{g, r, c,
+                          *rc::gen::container<std::vector<std::uint32_t>>(
+                              std::size_t(g * r * c), rc::gen::arbitrary<std::uint32_t>())}};
+}
+
+RC_GTEST_PROP(ScaleLayout, F32LayoutsRoundTrip, ()) {
+  const auto [l, s] = draw_f32_grid();
+  const std::int64_t g = s.groups, r = s.rows, c = s.cols;
   const auto bytes = serialize(l, s);
   RC_ASSERT(bytes.size() == serialized_size(l, g, r, c));
   RC_ASSERT(deserialize(l, bytes, g, r, c) == s);
@@ -27,14 +37,8 @@ RC_GTEST_PROP(ScaleLayout, F32LayoutsRoundTrip, ()) {
 
 // serialize_f32 is serialize() read back as f32 words, NaN payloads and padding included.
 RC_GTEST_PROP(ScaleLayout, F32ValuesSerialiseAsTheirBytes, ()) {
-  const auto l = *rc::gen::elementOf(std::vector<ScaleLayoutF32>{
-      ScaleLayoutF32::row_major, ScaleLayoutF32::col_major, ScaleLayoutF32::tma_mn_major,
-      ScaleLayoutF32::te_compact, ScaleLayoutF32::cublas_k_major_pad4});
-  const std::int64_t g = *rc::gen::inRange(1, 4), r = *rc::gen::inRange(0, 300),
-                     c = *rc::gen::inRange(0, 70);
-  ScaleGridF32 s{g, r, c,
-                 *rc::gen::container<std::vector<std::uint32_t>>(
-                     std::size_t(g * r * c), rc::gen::arbitrary<std::uint32_t>())};
+  const auto [l, s] = draw_f32_grid();
+  const std::int64_t g = s.groups, r = s.rows, c = s.cols;
   std::vector<float> values(s.bits.size());
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = std::bit_cast<float>(s.bits[i]);
   const std::vector<float> got = serialize_f32(l, g, r, c, values);
