@@ -9,8 +9,12 @@
 // tokens past a multiple of 128 (docs/benchmarks.md); `--no-wgrad` leaves the wgrad rows out (an
 // A/B of the forward / dgrad kernels in less device time, `--check` too); `--device-groups` runs
 // the forward and dgrad rows on the device-side groups (offs as int32 on the device, the prologue
-// kernel in every launch, docs/gpu_gemm.md §1), to compare with a run without it. A program that
-// prints ratios, not a test.
+// kernel in every launch, docs/gpu_gemm.md §1), to compare with a run without it; `--layouts`
+// times what the launchers' copies cost (docs/gpu_gemm.md §1), each beside the row without the
+// copy: dgrad on W stored nk (the W transpose) against kn, wgrad on row-major dY / X (the fused
+// transpose) against token-contiguous, and wgrad on `shift8` (groups starting 8 tokens past a
+// multiple of 128: the aligned copy) against `shift16` (read in place). A program that prints
+// ratios, not a test.
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -69,11 +73,12 @@ double time_ms(const std::function<void()>& fn) {
   return ms / kIters;
 }
 
-// Cumulative expert ends of a load: balanced, Zipf (size ~ 1/rank), two empty experts, or shift16
-// / shift32 (balanced, the first expert 16 / 32 tokens longer and the last as much shorter).
+// Cumulative expert ends of a load: balanced, Zipf (size ~ 1/rank), two empty experts, or shift8
+// / shift16 / shift32 (balanced, the first expert 8 / 16 / 32 tokens longer and the last as much
+// shorter).
 std::vector<std::int64_t> expert_offs(const std::string& dist) {
-  if (dist == "shift16" || dist == "shift32") {
-    const std::int64_t shift = dist == "shift16" ? 16 : 32;
+  if (dist == "shift8" || dist == "shift16" || dist == "shift32") {
+    const std::int64_t shift = dist == "shift8" ? 8 : dist == "shift16" ? 16 : 32;
     std::vector<std::int64_t> offs;
     for (std::int64_t e = 1; e <= kE; ++e) offs.push_back(e == kE ? kM : e * (kM / kE) + shift);
     return offs;
@@ -111,11 +116,14 @@ struct Config {
   const char* op;  // forward or dgrad
   Scaling scaling;
   bool mn_major = false;  // blockwise forward: A scales passed MN-major (tma_mn_major)
-  const char* label() const { return mn_major ? "blockwise_mn" : to_string(scaling); }
+  bool w_nk = false;      // dgrad: W stored nk (G, N, K), transposed by the launcher
+  const char* label() const {
+    return mn_major ? "blockwise_mn" : w_nk ? "blockwise_wnk" : to_string(scaling);
+  }
 };
 
 struct Host {
-  std::vector<std::uint8_t> a, b;  // A (M, K), B (E, N, K); dgrad: dY (M, N), W (E, K, N)
+  std::vector<std::uint8_t> a, b;  // A (M, K), B (E, N, K); dgrad: dY (M, N), W (E, K, N) or nk
   std::vector<float> sa, sb;
 };
 
@@ -143,6 +151,28 @@ std::vector<std::int32_t> row_map_of(const std::vector<std::int64_t>& offs) {
   return map;
 }
 
+// (rows, cols) row-major -> (cols, rows) row-major.
+std::vector<std::uint8_t> transposed(const std::vector<std::uint8_t>& v, std::int64_t rows,
+                                     std::int64_t cols) {
+  std::vector<std::uint8_t> t(v.size());
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c)
+      t[std::size_t(c * rows + r)] = v[std::size_t(r * cols + c)];
+  return t;
+}
+
+// W stored nk (E, N, K) -> kn (E, K, N), for the oracle.
+std::vector<std::uint8_t> w_kn_of(const std::vector<std::uint8_t>& w) {
+  std::vector<std::uint8_t> kn;
+  kn.reserve(w.size());
+  for (std::int64_t e = 0; e < kE; ++e) {
+    const auto first = w.begin() + e * kN * kK;
+    const auto t = transposed(std::vector<std::uint8_t>(first, first + kN * kK), kN, kK);
+    kn.insert(kn.end(), t.begin(), t.end());
+  }
+  return kn;
+}
+
 // The kernel on one config and load; returns milliseconds, and with `check` the mismatch count
 // against the GPU oracle (-1 when not checked).
 std::pair<double, std::int64_t> run(const Config& c, const Host& h,
@@ -168,7 +198,7 @@ std::pair<double, std::int64_t> run(const Config& c, const Host& h,
                                      Format::e4m3,
                                      a.as<std::uint8_t>(),
                                      b.as<std::uint8_t>(),
-                                     BLayout::kn,
+                                     c.w_nk ? BLayout::nk : BLayout::kn,
                                      c.scaling,
                                      sa.as<float>(),
                                      std::int64_t(h.sa.size()),
@@ -211,9 +241,10 @@ std::pair<double, std::int64_t> run(const Config& c, const Host& h,
   const ModelChoice m = gpu::grouped_gemm_declared_model(c.scaling);
   const GemmOutput o{OutDtype::bf16, {}, want, {}};
   if (dgrad)
-    gpu::oracle_grouped_gemm_dgrad(
-        {kM, kN, kK, kE, Format::e4m3, Format::e4m3, h.a, h.b, BLayout::kn, c.scaling, h.sa, h.sb},
-        row_map_of(offs), m, RowPolicy::untouched, o);
+    gpu::oracle_grouped_gemm_dgrad({kM, kN, kK, kE, Format::e4m3, Format::e4m3, h.a,
+                                    c.w_nk ? w_kn_of(h.b) : h.b, BLayout::kn, c.scaling, h.sa,
+                                    h.sb},
+                                   row_map_of(offs), m, RowPolicy::untouched, o);
   else
     gpu::oracle_grouped_gemm_forward_offs(
         {kM, kN, kK, kE, Format::e4m3, Format::e4m3, h.a, h.b, BLayout::nk, c.scaling, h.sa, h.sb},
@@ -223,33 +254,27 @@ std::pair<double, std::int64_t> run(const Config& c, const Host& h,
   return {ms, diffs};
 }
 
-// (rows, cols) row-major -> (cols, rows) row-major.
-std::vector<std::uint8_t> transposed(const std::vector<std::uint8_t>& v, std::int64_t rows,
-                                     std::int64_t cols) {
-  std::vector<std::uint8_t> t(v.size());
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t c = 0; c < cols; ++c)
-      t[std::size_t(c * rows + r)] = v[std::size_t(r * cols + c)];
-  return t;
+// The expert ends of a load rounded down to multiples of 16 tokens (the last stays kM).
+std::vector<std::int64_t> rounded16(std::vector<std::int64_t> offs) {
+  for (auto& o : offs) o = o / 16 * 16;
+  offs.back() = kM;
+  return offs;
 }
 
 // K-grouped wgrad dW[e] (N, K) = C[e] + dY_eᵀ·X_e (f32 C and dW, blockwise 1×128-along-tokens
-// scales) on the expert loads rounded to multiples of 16 tokens; milliseconds, and with `check`
-// the mismatch count against the GPU oracle's wgrad (-1 when not checked).
-std::pair<double, std::int64_t> run_wgrad(std::vector<std::int64_t> offs, bool check) {
+// scales) on the expert ends `offs`, dY / X token-contiguous or `row_major`; milliseconds, and with
+// `check` the mismatch count against the GPU oracle's wgrad (-1 when not checked).
+std::pair<double, std::int64_t> run_wgrad(const std::vector<std::int64_t>& offs, bool check,
+                                          bool row_major = false) {
   std::int64_t rows = 0, prev = 0;
-  for (auto& o : offs) {
-    o = o / 16 * 16;
-    rows += (o - prev + 127) / 128, prev = o;
-  }
-  offs.back() = kM;
-  rows += (kM - prev + 127) / 128;  // prev < kM only when the last load was rounded down
-  // dY (M, N) and X (M, K) for the oracle; the kernel reads their transposes (random codes
-  // either way, so without `check` they are drawn transposed).
+  for (auto o : offs) rows += (o - prev + 127) / 128, prev = o;
+  // dY (M, N) and X (M, K) for the oracle; token-contiguous, the kernel reads their transposes
+  // (random codes either way, so without `check` they are drawn transposed).
   const auto dy = random_codes(std::size_t(kM * kN), 5), x = random_codes(std::size_t(kM * kK), 6);
   const auto sdy_h = random_scales(std::size_t(rows * kN), 7),
              sx_h = random_scales(std::size_t(rows * kK), 8);
-  DeviceArray dy_t(check ? transposed(dy, kM, kN) : dy), x_t(check ? transposed(x, kM, kK) : x),
+  const bool t = check && !row_major;
+  DeviceArray dy_t(t ? transposed(dy, kM, kN) : dy), x_t(t ? transposed(x, kM, kK) : x),
       sdy(sdy_h), sx(sx_h);
   const std::vector<float> c_h(std::size_t(kE * kN * kK), 0.0f);
   DeviceArray c(c_h), dw(std::size_t(kE * kN * kK) * 4);
@@ -266,7 +291,9 @@ std::pair<double, std::int64_t> run_wgrad(std::vector<std::int64_t> offs, bool c
                                     rows * kN,
                                     sx.as<float>(),
                                     rows * kK,
-                                    c.as<float>()};
+                                    c.as<float>(),
+                                    row_major ? gpu::WgradOperandLayout::row_major
+                                              : gpu::WgradOperandLayout::token_contiguous};
   const gpu::DeviceGemmOutput out{OutDtype::f32, dw.p, kE * kN * kK};
   const double ms = time_ms([&] { gpu::grouped_gemm_wgrad(op, offs, out, nullptr); });
   if (!check) return {ms, -1};
@@ -316,7 +343,7 @@ void bench_wgrad(bool check, bool shift16, FILE* csv) {
   std::vector<const char*> loads = {"balanced", "zipf", "two_empty"};
   if (shift16) loads.push_back("shift16"), loads.push_back("shift32");
   for (const char* dist : loads) {
-    const auto [ms, diffs] = run_wgrad(expert_offs(dist), check);
+    const auto [ms, diffs] = run_wgrad(rounded16(expert_offs(dist)), check);
     const double tf = flop / (ms * 1e-3) / 1e12;
     std::printf("%-8s %-12s %-10s %9.3f %9.1f %s\n", "wgrad", "blockwise", dist, ms, tf,
                 diffs < 0 ? "" : (std::to_string(diffs) + " (f32 C and dW)").c_str());
@@ -331,11 +358,46 @@ void bench_wgrad(bool check, bool shift16, FILE* csv) {
   }
 }
 
+// `--layouts`: each launcher copy's row beside the same product without the copy, balanced and
+// Zipf loads (wgrad's loads rounded to 16 tokens, as in bench_wgrad), with the ratio copy / none.
+void bench_layouts(bool check, FILE* csv) {
+  const double flop = 2.0 * double(kM) * double(kN) * double(kK);
+  const auto row = [&](const char* op, const char* label, const char* dist, double ms,
+                       std::int64_t diffs, double base_ms) {
+    const double tf = flop / (ms * 1e-3) / 1e12;
+    char ratio[48] = "";
+    if (base_ms > 0) std::snprintf(ratio, sizeof ratio, "(time %.3fx the row above)", ms / base_ms);
+    std::printf("%-8s %-14s %-10s %9.3f %9.1f %s%s\n", op, label, dist, ms, tf,
+                diffs < 0 ? "" : (std::to_string(diffs) + " ").c_str(), ratio);
+    if (csv) std::fprintf(csv, "%s,%s,%s,,%.4f,%.2f\n", op, label, dist, ms, tf);
+  };
+  const Config kn{"dgrad", Scaling::blockwise}, nk{"dgrad", Scaling::blockwise, false, true};
+  const Host h = make_host(kn);  // random codes: the same bytes read as (E, K, N) or (E, N, K)
+  for (const char* dist : {"balanced", "zipf"}) {
+    const auto offs = expert_offs(dist);
+    const auto [ms0, d0] = run(kn, h, offs, check);
+    row("dgrad", kn.label(), dist, ms0, d0, 0);
+    const auto [ms1, d1] = run(nk, h, offs, check);
+    row("dgrad", nk.label(), dist, ms1, d1, ms0);
+  }
+  for (const char* dist : {"balanced", "zipf"}) {
+    const auto offs = rounded16(expert_offs(dist));
+    const auto [ms0, d0] = run_wgrad(offs, check);
+    row("wgrad", "blockwise", dist, ms0, d0, 0);
+    const auto [ms1, d1] = run_wgrad(offs, check, true);
+    row("wgrad", "row_major", dist, ms1, d1, ms0);
+  }
+  const auto [ms16, d16] = run_wgrad(expert_offs("shift16"), check);
+  row("wgrad", "blockwise", "shift16", ms16, d16, 0);
+  const auto [ms8, d8] = run_wgrad(expert_offs("shift8"), check);
+  row("wgrad", "blockwise", "shift8", ms8, d8, ms16);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string csv_path;
-  bool check = false, wgrad_only = false, no_wgrad = false;
+  bool check = false, wgrad_only = false, no_wgrad = false, layouts = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--check") == 0) {
       check = true;
@@ -343,6 +405,8 @@ int main(int argc, char** argv) {
       wgrad_only = true;
     } else if (std::strcmp(argv[i], "--no-wgrad") == 0) {
       no_wgrad = true;
+    } else if (std::strcmp(argv[i], "--layouts") == 0) {
+      layouts = true;
     } else if (std::strcmp(argv[i], "--device-groups") == 0) {
       g_device_groups = true;
     } else if (std::strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
@@ -351,7 +415,7 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: fp8ref_gpu_gemm_bench [--check] [--wgrad-only | --no-wgrad] [--device-groups] "
-          "[--csv FILE]\n");
+          "[--layouts] [--csv FILE]\n");
       return 2;
     }
   }
@@ -370,8 +434,12 @@ int main(int argc, char** argv) {
               check ? "mismatches vs GPU oracle" : "");
   FILE* csv = csv_path.empty() ? nullptr : std::fopen(csv_path.c_str(), "w");
   if (csv) std::fprintf(csv, "op,scaling,load,offs,ms,tflops\n");
-  bench_forward_dgrad(check, wgrad_only, csv);
-  if (!no_wgrad) bench_wgrad(check, wgrad_only, csv);
+  if (layouts) {
+    bench_layouts(check, csv);
+  } else {
+    bench_forward_dgrad(check, wgrad_only, csv);
+    if (!no_wgrad) bench_wgrad(check, wgrad_only, csv);
+  }
   if (csv) std::fclose(csv);
   return 0;
 }
