@@ -380,6 +380,13 @@ GemmGroupTable host_group_table_masked(std::int64_t m_max, std::span<const std::
 
 std::size_t grouped_gemm_workspace_bytes() { return sizeof(detail::GemmGroupTable); }
 
+// 128 × 256 tiles where K is a multiple of 256 (two 128-column halves a block, fewer bytes loaded
+// per product than 192); else 128 × 192 where K is a multiple of 192 or large enough that the
+// masked columns of the last tile cost less than the wider tile saves; else 128 × 128.
+int grouped_gemm_wgrad_block_k(std::int64_t K) {
+  return K % 256 == 0 ? 256 : K % 192 == 0 || K >= 2048 ? 192 : 128;
+}
+
 std::string grouped_gemm_status_message(std::int32_t status) {
   const std::string g = std::to_string(status >> 4), at = "fp8ref gpu grouped GEMM: ";
   switch (status & 15) {
@@ -488,9 +495,7 @@ void grouped_gemm_wgrad(const DeviceWgradOperands& op, std::span<const std::int6
   std::stable_sort(p.order, p.order + offs.size(), [&](std::int32_t x, std::int32_t y) {
     return p.end[x] - p.start[x] > p.end[y] - p.start[y];
   });
-  // Tiles of 128 × 192 columns of dW[g] where K is a multiple of 192 or large enough that the
-  // masked columns of the last tile cost less than the wider tile saves (docs/gpu_gemm.md §2).
-  const int block_k = op.K % 192 == 0 || op.K >= 2048 ? 192 : 128;
+  const int block_k = grouped_gemm_wgrad_block_k(op.K);
   if (op.layout == WgradOperandLayout::row_major)
     return launch_wgrad_row_major(p, op.dy, op.x, block_k, stream);
   launch_wgrad(p, block_k, stream);

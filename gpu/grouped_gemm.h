@@ -26,6 +26,10 @@ namespace fp8ref::gpu {
 // Throws std::invalid_argument for any other scaling.
 ModelChoice grouped_gemm_declared_model(Scaling s);
 
+// The columns of dW[g] one wgrad tile spans at this K (docs/gpu_gemm.md §2): 256 where K % 256
+// == 0, else 192 where K % 192 == 0 or K >= 2048, else 128. The same bits whichever.
+int grouped_gemm_wgrad_block_k(std::int64_t K);
+
 // Device operands of the forward. B is (G, N, K) (`nk`: K contiguous, the only layout FP8 wgmma
 // reads from shared memory). Scales (f32 decode scales) as GroupedGemmOperands documents;
 // the sizes are element counts, checked against the shapes. Requirements, checked before any

@@ -101,7 +101,7 @@ struct WgradKernelArgs {
   std::int32_t blk0[kGemmMaxGroups];
   std::int32_t order[kGemmMaxGroups];  // the groups by descending token count: tile order
 };
-// block_k: the dW columns of a tile, 128 or 192 (gpu/grouped_gemm.cpp picks it).
+// block_k: the dW columns of a tile, 128, 192 or 256 (gpu/grouped_gemm.cpp picks it).
 void launch_grouped_wgrad(const WgradKernelArgs& args, int block_k, cudaStream_t stream);
 
 // Groups at any token moved to 16-token aligned starts for the wgrad kernel: rows of `m` bytes

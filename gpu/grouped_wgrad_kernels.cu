@@ -1,12 +1,14 @@
 // The K-grouped wgrad kernel on Hopper tensor cores (sm_90a): dW[g] = C[g] + dY_gᵀ·X_g with the
 // tokens of group g as the reduction, read by TMA from token-contiguous dYᵀ and Xᵀ (the K-major
 // operands FP8 wgmma takes) through the warp-specialised pipeline of gpu/tma_pipeline_sm90.cuh.
-// Persistent CTAs walk the 128 × BK tiles of every dW[g] (BK = 128 or 192 columns of K,
+// Persistent CTAs walk the 128 × BK tiles of every dW[g] (BK = 128, 192 or 256 columns of K,
 // docs/gpu_gemm.md §2), the groups with most tokens first in pairs whose tiles alternate, K-tile
 // outer, in a snake over waves;
 // 128-token blocks from the group's start (a multiple of 16: the TMA box's start, see
 // WgradKernelArgs), the tokens of the last one past the group's end (any token) zeroed in shared
 // memory before the tensor cores read them; per block T = four chained wgmma k32 steps from +0,
+// at BK = 256 in two 128-column halves of one partial, each promoted before the other runs (as
+// the forward's 256-wide tiles: a 256-column partial would not fit beside the accumulators);
 // promoted as hopper_promoted_blockwise (acc = fmaf(RN(sdy·sx), T, acc), a scale per row and
 // column of the tile, copied into the stage by cp.async.bulk and read by ld.shared) or
 // hopper_promoted_tensorwise; then dW = RN_out(RN(C + acc)), C read and dW written as streaming
@@ -32,9 +34,10 @@ struct WgradTmaParams {
 };
 
 // Stages of a 128 (n) × 128 token dYᵀ tile, a BK (k) × 128 token Xᵀ tile, and the block's
-// scales: 128 of dY (the tile's rows) then BK of X (its columns). BK = 128 or 192.
+// scales: 128 of dY (the tile's rows) then BK of X (its columns). BK = 128, 192 or 256 (6, 5 and 4
+// stages; 203,840 bytes of shared memory at 256).
 template <int BK>
-using Ring = StageRing<128 * 128, BK * 128, BK == 128 ? 6 : 5, 128 + BK>;
+using Ring = StageRing<128 * 128, BK * 128, BK == 128 ? 6 : BK == 192 ? 5 : 4, 128 + BK>;
 
 struct WgradTile {
   int g;
@@ -196,6 +199,24 @@ __device__ __forceinline__ void zero_tail(const Ring<BK>& s, int st, int valid_t
   asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumerThreads) : "memory");
 }
 
+// promote_blockwise's columns: acc[kOff + i] += RN(r·sx)·t[i] over the BN columns of t from the
+// lane's first column at `cols` (r0 for row local_row, r1 for local_row + 8).
+template <int BN, int kOff, int NA>
+__device__ __forceinline__ void promote_columns(float r0, float r1, std::uint32_t cols,
+                                                const float (&t)[BN / 2], float (&acc)[NA]) {
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    float x[2];  // x[e]: column j·8 + (lane % 4)·2 + e
+    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(x[0]), "=f"(x[1]) : "r"(cols + j * 32));
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      acc[kOff + j * 4 + e] = __fmaf_rn(__fmul_rn(r0, x[e]), t[j * 4 + e], acc[kOff + j * 4 + e]);
+      acc[kOff + j * 4 + 2 + e] =
+          __fmaf_rn(__fmul_rn(r1, x[e]), t[j * 4 + 2 + e], acc[kOff + j * 4 + 2 + e]);
+    }
+  }
+}
+
 // acc += RN(sdy[row]·sx[col]) · T elementwise, rows local_row and local_row + 8, from the stage's
 // scales at shared-window addresses: rows = &sdy[local_row], cols = &sx[(lane % 4)·2], the lane's
 // first column. Read by ld.shared on 32-bit addresses: through a generic pointer (the ring's base
@@ -209,16 +230,7 @@ __device__ __forceinline__ void promote_blockwise(std::uint32_t rows, std::uint3
   float r0, r1;
   asm volatile("ld.shared.f32 %0, [%1];" : "=f"(r0) : "r"(rows));
   asm volatile("ld.shared.f32 %0, [%1];" : "=f"(r1) : "r"(rows + 32));  // local_row + 8
-#pragma unroll
-  for (int j = 0; j < BK / 8; ++j) {
-    float x[2];  // x[e]: column j·8 + (lane % 4)·2 + e
-    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(x[0]), "=f"(x[1]) : "r"(cols + j * 32));
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      acc[j * 4 + e] = __fmaf_rn(__fmul_rn(r0, x[e]), t[j * 4 + e], acc[j * 4 + e]);
-      acc[j * 4 + 2 + e] = __fmaf_rn(__fmul_rn(r1, x[e]), t[j * 4 + 2 + e], acc[j * 4 + 2 + e]);
-    }
-  }
+  promote_columns<BK, 0>(r0, r1, cols, t, acc);
 }
 
 // Rows local_row (h = 0) and local_row + 8 (h = 1) of the tile's dW = RN_out(RN(C + acc)), or
@@ -235,10 +247,11 @@ __device__ __forceinline__ void promote_blockwise(std::uint32_t rows, std::uint3
 // loads are in flight together (a load after a store to dW, which might alias, would wait for
 // it). Both as streaming accesses (ld/st .cs: evict first), each byte being used once, so that C
 // and dW leave L2 to the tiles of dYᵀ and Xᵀ other CTAs read. The choices are template
-// parameters, taken once per tile by store_wgrad, not per element.
-template <int BK, bool kBf16, bool kAdd>
+// parameters, taken once per tile by store_wgrad, not per element. The tile's accumulators are
+// acc[kOff ..] (kOff = 64: the second 128-column half of a 256-wide tile).
+template <int BK, int kOff, bool kBf16, bool kAdd, int NA>
 __device__ __forceinline__ void store_rows(const WgradKernelArgs& p, std::int64_t base,
-                                           std::int32_t cols, const float (&acc)[BK / 2]) {
+                                           std::int32_t cols, const float (&acc)[NA]) {
   const bool odd = (threadIdx.x & 1) != 0;
   float4 c[2][BK / 16];
 #pragma unroll
@@ -256,7 +269,8 @@ __device__ __forceinline__ void store_rows(const WgradKernelArgs& p, std::int64_
       if (BK > 128 && i * 16 >= cols) continue;
       float4 v = c[h][i];
       if constexpr (kAdd) {
-        const int e0 = (2 * i) * 4 + h * 2, e1 = (2 * i + 1) * 4 + h * 2;  // groups 2i, 2i + 1
+        // groups 2i, 2i + 1
+        const int e0 = kOff + (2 * i) * 4 + h * 2, e1 = kOff + (2 * i + 1) * 4 + h * 2;
         const float s0 = odd ? acc[e0] : acc[e1], s1 = odd ? acc[e0 + 1] : acc[e1 + 1];
         const float r0 = __shfl_xor_sync(0xffffffffu, s0, 1);
         const float r1 = __shfl_xor_sync(0xffffffffu, s1, 1);
@@ -280,10 +294,10 @@ __device__ __forceinline__ void store_rows(const WgradKernelArgs& p, std::int64_
 
 // The tile's epilogue: dW = RN_out(RN(C + acc')), acc' = acc (blockwise) or RN(acc·RN(sdy·sx))
 // (tensorwise: formed in place first, the same fmul before the same fadd), by one of four
-// store_rows.
-template <int BK>
+// store_rows; BK columns from t.k0, their accumulators acc[kOff ..] (store_rows).
+template <int BK, int kOff = 0, int NA>
 __device__ __forceinline__ void store_wgrad(const WgradKernelArgs& p, const WgradTile& t,
-                                            float (&acc)[BK / 2], int local_row) {
+                                            float (&acc)[NA], int local_row) {
   const int lane = threadIdx.x % 32;
   // The thread's first column of its rows (store_rows): 8(q & 1) + 4(q >> 1), q = lane % 4.
   const std::int64_t base = std::int64_t(t.g) * p.N * p.K + (t.n0 + local_row) * p.K + t.k0 +
@@ -292,14 +306,43 @@ __device__ __forceinline__ void store_wgrad(const WgradKernelArgs& p, const Wgra
   if (!p.blockwise && t.nkb > 0) {
     const float ts = __fmul_rn(p.scale_dy[0], p.scale_x[0]);
 #pragma unroll
-    for (int i = 0; i < BK / 2; ++i) acc[i] = __fmul_rn(acc[i], ts);
+    for (int i = 0; i < BK / 2; ++i) acc[kOff + i] = __fmul_rn(acc[kOff + i], ts);
   }
   if (p.out_bf16)
-    t.nkb > 0 ? store_rows<BK, true, true>(p, base, cols, acc)
-              : store_rows<BK, true, false>(p, base, cols, acc);
+    t.nkb > 0 ? store_rows<BK, kOff, true, true>(p, base, cols, acc)
+              : store_rows<BK, kOff, true, false>(p, base, cols, acc);
   else
-    t.nkb > 0 ? store_rows<BK, false, true>(p, base, cols, acc)
-              : store_rows<BK, false, false>(p, base, cols, acc);
+    t.nkb > 0 ? store_rows<BK, kOff, false, true>(p, base, cols, acc)
+              : store_rows<BK, kOff, false, false>(p, base, cols, acc);
+}
+
+// A 256-wide tile's T per token block (BK = 256): two 128-column halves into the one 64-register
+// partial d, each run (four chained wgmma k32 steps from +0) and promoted into its half of acc
+// before the other: half h reads the X tile's rows 128h.. (16 KiB further: 1024 in the
+// descriptor's address field). The row scales are read while half 0 runs.
+template <int H, bool AE5, bool BE5>
+__device__ __forceinline__ void product_half(bool blockwise, std::uint64_t desc_a,
+                                             std::uint64_t desc_b, std::uint32_t rows,
+                                             std::uint32_t cols, float& r0, float& r1,
+                                             float (&d)[64], float (&acc)[128]) {
+  fence_regs(d);
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    wgmma_k32<128, AE5, BE5>(d, desc_a + j * 2, desc_b + H * 1024 + j * 2, j);
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+  if (H == 0 && blockwise) {
+    asm volatile("ld.shared.f32 %0, [%1];" : "=f"(r0) : "r"(rows));
+    asm volatile("ld.shared.f32 %0, [%1];" : "=f"(r1) : "r"(rows + 32));  // local_row + 8
+  }
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  fence_regs(d);
+  if (blockwise) {
+    promote_columns<128, 64 * H>(r0, r1, cols + H * 512, d, acc);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[64 * H + i] = __fadd_rn(acc[64 * H + i], d[i]);
+  }
 }
 
 // The consumer warpgroups: per token block, wait for the stage, zero a group's tail, run T on
@@ -337,7 +380,8 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
     const std::int64_t tile = walk(w);
     if (tile >= total) break;
     const WgradTile t = wgrad_tile<BK>(a, tile);
-    float acc[BK / 2], d[BK / 2];  // d: written by the first k32 step of each block (scale-d 0)
+    // d: written by the first k32 step of each block (scale-d 0); at BK = 256 one half's
+    float acc[BK / 2], d[BK == 256 ? 64 : BK / 2];
 #pragma unroll
     for (int i = 0; i < BK / 2; ++i) acc[i] = 0.0f;
     for (int kb = 0; kb < t.nkb; ++kb) {
@@ -346,25 +390,39 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
       if (valid < 128) zero_tail<BK>(s, st, valid);
       const std::uint64_t step = std::uint32_t(st) * (Ring<BK>::kStageBytes >> 4);
       const std::uint64_t desc_a = desc_a0 + step, desc_b = desc_b0 + step;
-      fence_regs(d);
-      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        wgmma_k32<BK, AE5, BE5>(d, desc_a + j * 2, desc_b + j * 2, j);  // + 32 bytes
-      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-      asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-      fence_regs(d);
-      if (a.blockwise) {
-        promote_blockwise<BK>(rows0 + st * kScaleStride, cols0 + st * kScaleStride, d, acc);
+      if constexpr (BK == 256) {
+        const std::uint32_t rows = rows0 + st * kScaleStride, cols = cols0 + st * kScaleStride;
+        float r0 = 0.0f, r1 = 0.0f;
+        product_half<0, AE5, BE5>(a.blockwise, desc_a, desc_b, rows, cols, r0, r1, d, acc);
+        product_half<1, AE5, BE5>(a.blockwise, desc_a, desc_b, rows, cols, r0, r1, d, acc);
       } else {
+        fence_regs(d);
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-        for (int i = 0; i < BK / 2; ++i) acc[i] = __fadd_rn(acc[i], d[i]);
+        for (int j = 0; j < 4; ++j)
+          wgmma_k32<BK, AE5, BE5>(d, desc_a + j * 2, desc_b + j * 2, j);  // + 32 bytes
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        fence_regs(d);
+        if (a.blockwise) {
+          promote_blockwise<BK>(rows0 + st * kScaleStride, cols0 + st * kScaleStride, d, acc);
+        } else {
+#pragma unroll
+          for (int i = 0; i < BK / 2; ++i) acc[i] = __fadd_rn(acc[i], d[i]);
+        }
       }
       __syncwarp();  // s.release
       if (leader) mbar_arrive(s.empty(st));
       if (++st == Ring<BK>::kStages) st = 0, phase ^= 1;
     }
-    store_wgrad<BK>(a, t, acc, local_row);
+    if constexpr (BK == 256) {  // two 128-column epilogues (K % 128 == 0: half 1 whole or none)
+      store_wgrad<128, 0>(a, t, acc, local_row);
+      WgradTile h1 = t;
+      h1.k0 += 128;
+      if (h1.k0 < a.K) store_wgrad<128, 64>(a, h1, acc, local_row);
+    } else {
+      store_wgrad<BK>(a, t, acc, local_row);
+    }
   }
 }
 
@@ -415,6 +473,7 @@ void launch_wgrad_tile(const WgradKernelArgs& args, cudaStream_t stream) {
 }  // namespace
 
 void launch_grouped_wgrad(const WgradKernelArgs& args, int block_k, cudaStream_t stream) {
+  if (block_k == 256) return launch_wgrad_tile<256>(args, stream);
   if (block_k == 192) return launch_wgrad_tile<192>(args, stream);
   launch_wgrad_tile<128>(args, stream);
 }

@@ -114,8 +114,9 @@ TEST(GpuGroupedGemm, WideTilesPastNEqualTheModel) {
           EXPECT_EQ(fuzz::first_gemm_mismatch(c, fuzz::kernel_gemm_bits(c), want), "");
         }
   // wgrad: 128 × 192 tiles of dW for K = 384 (two whole tiles) and K = 2176 (the last tile has 64
-  // columns in dW; its columns past K read zeros and are not stored), f32 and bf16 dW.
-  for (std::int64_t K : {384, 2176})
+  // columns in dW; its columns past K read zeros and are not stored), 128 × 256 tiles (two
+  // 128-column halves each) for K = 768, f32 and bf16 dW.
+  for (std::int64_t K : {384, 2176, 768})
     for (Scaling s : {Scaling::blockwise, Scaling::tensorwise})
       for (OutDtype out : {OutDtype::f32, OutDtype::bf16}) {
         const GpuGemmCase c = make_case(GemmOp::wgrad, s, Format::e4m3, Format::e5m2, out,
@@ -129,13 +130,13 @@ TEST(GpuGroupedGemm, WideTilesPastNEqualTheModel) {
 // wgrad on group starts off 128-token alignment (docs/gpu_gemm.md §2, §7): starts 16 mod 32 (48,
 // 400, 592: every k32 step of a block straddles a 32-byte sector), 0 mod 32 but not mod 128 (320,
 // 576, 992), at 0, and empty groups; 1 to 4 blocks, last blocks of 16 to 80 tokens; 192-wide
-// (K = 384) and 128-wide (K = 512) tiles. The second draw's last group (16 tokens from 16) ends at
+// (K = 384), 256-wide (K = 512) and 128-wide (K = 640) tiles. The second draw's last group (16 tokens from 16) ends at
 // M = 32, past which a 128-token box reads zeros.
 TEST(GpuGroupedGemm, WgradGroupStartsOffAlignmentEqualTheModel) {
   FP8REF_REQUIRE_DEVICE();
   for (const gen::GroupSizes& gs :
        {sizes({48, 0, 272, 80, 0, 176, 16, 400, 32}, 16), sizes({16, 16}, 0)})
-    for (std::int64_t K : {384, 512})
+    for (std::int64_t K : {384, 512, 640})
       for (Scaling s : {Scaling::blockwise, Scaling::tensorwise})
         for (OutDtype out : {OutDtype::f32, OutDtype::bf16}) {
           const GpuGemmCase c =
@@ -154,12 +155,13 @@ TEST(GpuGroupedGemm, WgradGroupStartsOffAlignmentEqualTheModel) {
 // holds the next group's tokens (NaN codes past the last group). Second: one group of 1 token, the
 // box reading 15 NaN codes and zeros past M = 16. Third: only the last offset (335) off a
 // multiple of 16: the kernel reads the operands in place and zeroes the last 1 token of their
-// chunk. 192-wide (K = 384) and 128-wide (K = 512) tiles, blockwise and tensorwise, f32 and bf16.
+// chunk. 192-wide (K = 384), 256-wide (K = 512) and 128-wide (K = 640) tiles, blockwise and
+// tensorwise, f32 and bf16.
 TEST(GpuGroupedGemm, WgradOffsetsAnyTokenEqualTheModel) {
   FP8REF_REQUIRE_DEVICE();
   for (const gen::GroupSizes& gs : {sizes({1, 16, 14, 1, 127, 96, 0, 130, 15, 129, 128}, 7),
                                     sizes({1}, 0), sizes({256, 0, 48, 31}, 1)})
-    for (std::int64_t K : {384, 512})
+    for (std::int64_t K : {384, 512, 640})
       for (Scaling s : {Scaling::blockwise, Scaling::tensorwise})
         for (OutDtype out : {OutDtype::f32, OutDtype::bf16}) {
           const GpuGemmCase c = make_case(GemmOp::wgrad, s, Format::e4m3, Format::e5m2, out, gs,
@@ -205,12 +207,12 @@ std::vector<std::pair<gen::GroupSizes, fuzz::WgradOffs>> row_major_layouts() {
           {sizes({40, 0, 300}, 23), fuzz::WgradOffs::multiple_of_16}};
 }
 
-// Each row-major layout × K = 384 (192-wide tiles) and 512 (128-wide) × blockwise / tensorwise ×
-// f32 / bf16 dW: `check(case)`.
+// Each row-major layout × K = 384 (192-wide tiles), 512 (256-wide) and 640 (128-wide) ×
+// blockwise / tensorwise × f32 / bf16 dW: `check(case)`.
 template <class Check>
 void for_row_major_cases(Check check) {
   for (const auto& [gs, offs] : row_major_layouts())
-    for (std::int64_t K : {384, 512})
+    for (std::int64_t K : {384, 512, 640})
       for (Scaling s : {Scaling::blockwise, Scaling::tensorwise})
         for (OutDtype out : {OutDtype::f32, OutDtype::bf16})
           check(fuzz::make_gpu_gemm_case(GemmOp::wgrad, gs, 256, K, Format::e4m3, Format::e5m2, s,

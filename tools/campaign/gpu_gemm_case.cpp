@@ -201,7 +201,8 @@ GpuGemmCase draw_gpu_gemm_case(std::int64_t max_total) {
   const gen::GroupSizes gs = *gen::group_sizes(lim);
   const std::int64_t N = 128 * *rc::gen::element<std::int64_t>(1, 2, 3);
   // K = 384: 192-wide tiles of rowwise / tensorwise dgrad and of wgrad (gpu/grouped_gemm.cpp
-  // picks them for K % 192 == 0)
+  // picks them for K % 192 == 0); K = 256, 512: 256-wide wgrad tiles (K % 256 == 0); K = 128,
+  // 896: 128-wide ones
   const std::int64_t K = 128 * *rc::gen::element<std::int64_t>(1, 2, 3, 4, 7);
   auto scaling = *rc::gen::element(Scaling::blockwise, Scaling::rowwise, Scaling::tensorwise);
   if (op == GemmOp::wgrad && scaling == Scaling::rowwise) scaling = Scaling::blockwise;
@@ -421,6 +422,7 @@ std::vector<std::string> gpu_gemm_tags(const GpuGemmCase& c) {
     }
     if (off16) t.push_back("wgrad_offs:any_token");
     if (start_off16) t.push_back("wgrad_offs:start_off_16");
+    t.push_back("wgrad_tile:" + std::to_string(gpu::grouped_gemm_wgrad_block_k(c.K)));
   }
   return t;
 }
