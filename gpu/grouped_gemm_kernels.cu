@@ -61,8 +61,9 @@ struct TileCoord {
   std::int32_t row0, row_end;
 };
 // An entry of the group table: the kernel parameter's as it is, or (DevTable: the table the
-// prologue wrote in global memory, constant while the kernel runs) through the read-only cache,
-// where the binary search's loads of every tile after the first hit L1.
+// prologue wrote in global memory, constant while the kernel runs) through the read-only cache
+// (the producer's binary search; the consumers look a tile up with the whole warp,
+// tile_coord_warp).
 template <bool DevTable>
 __device__ __forceinline__ std::int32_t table_at(const std::int32_t& x) {
   if constexpr (DevTable)
@@ -77,9 +78,47 @@ __device__ __forceinline__ const GemmGroupTable& group_table(const GemmKernelArg
   else
     return a.groups;
 }
-template <int BN, bool DevTable>
+// The device-side table's lookup by the whole warp (every lane calls it): lane l loads entry
+// 32r + l of tile_prefix, start and end in round r, all independent, so that a tile pays one
+// global-load latency (G <= 32) instead of the binary search's chain of dependent loads, which
+// the consumers waited for at the start of every tile (dgrad on device-side groups +2.8%,
+// docs/gpu_gemm.md §1; whether the chain's loads missed L1 was not measured);
+// the largest g with tile_prefix[g] <= mt is the last lane of the ballot (tile_prefix ascends),
+// its entries taken by shuffles. G: the host's group count (the table's is G, or 0 for a bad
+// table, whose tile count 0 leaves no tile to look up).
+template <int BN>
+__device__ __forceinline__ TileCoord tile_coord_warp(const GemmKernelArgs& a, std::int64_t tile,
+                                                     int n_tiles) {
+  const GemmGroupTable& t = *a.device_groups;
+  const int lane = int(threadIdx.x % 32), mt = int(tile / n_tiles), groups = a.groups.count;
+  int g = 0;
+  std::int32_t prefix = 0, start = 0, end = 0;
+  for (int base = 0; base < groups; base += 32) {
+    const int j = base + lane;
+    const bool in = j < groups;
+    const std::int32_t pj = in ? __ldg(&t.tile_prefix[j]) : INT32_MAX;
+    const std::int32_t sj = in ? __ldg(&t.start[j]) : 0, ej = in ? __ldg(&t.end[j]) : 0;
+    const std::uint32_t le = __ballot_sync(0xffffffffu, pj <= mt);
+    if (le == 0) break;  // round r's first group starts past mt: the answer is the last round's
+    const int last = 31 - __clz(le);
+    g = base + last;
+    prefix = __shfl_sync(0xffffffffu, pj, last), start = __shfl_sync(0xffffffffu, sj, last);
+    end = __shfl_sync(0xffffffffu, ej, last);
+    if (last < 31) break;
+  }
+  TileCoord c;
+  c.g = g, c.n0 = int(tile % n_tiles) * BN;
+  c.row0 = start + (mt - prefix) * kGemmBlockM;
+  c.row_end = min(c.row0 + kGemmBlockM, end);
+  return c;
+}
+
+// Warp: every lane of the warp calls it (the consumers; the producer's tiles are looked up by its
+// lane 0 alone, ahead of the consumers, so its lookup's latency hides behind the ring).
+template <int BN, bool DevTable, bool Warp = false>
 __device__ __forceinline__ TileCoord tile_coord(const GemmKernelArgs& a, std::int64_t tile,
                                                 int n_tiles) {
+  if constexpr (DevTable && Warp) return tile_coord_warp<BN>(a, tile, n_tiles);
   const GemmGroupTable& t = group_table<DevTable>(a);
   const auto at = [](const std::int32_t& x) { return table_at<DevTable>(x); };
   const int mt = int(tile / n_tiles);
@@ -437,7 +476,7 @@ __device__ void consume_halves(const GemmTmaParams& p, const Ring<256, Staged>& 
   int st = 0;
   std::uint32_t phase = 0;
   for (std::int64_t tile = blockIdx.x; tile < total; tile += gridDim.x) {
-    const TileCoord c = tile_coord<256, DevTable>(a, tile, n_tiles);
+    const TileCoord c = tile_coord<256, DevTable, true>(a, tile, n_tiles);
     float acc[128], t[64];  // acc: columns 8j.. at acc[4j..]; t: one half, from +0 per block
 #pragma unroll
     for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
@@ -519,7 +558,7 @@ __device__ void consume(const GemmTmaParams& p, const Ring<BN>& s, std::int64_t 
   int st = 0;
   std::uint32_t phase = 0;
   for (std::int64_t tile = blockIdx.x; tile < total; tile += gridDim.x) {
-    const TileCoord c = tile_coord<BN, DevTable>(a, tile, n_tiles);
+    const TileCoord c = tile_coord<BN, DevTable, true>(a, tile, n_tiles);
     float acc[BN / 2], t[BN / 2];  // t: written by the first k32 step of each block (scale-d 0)
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;

@@ -529,6 +529,28 @@ TEST(GpuGroupedGemm, DeviceGroupsGiveTheHostGroupsBits) {
       40);
 }
 
+// More groups than a warp's lanes: the consumers look a tile's group up 32 groups a round
+// (tile_coord_warp, gpu/grouped_gemm_kernels.cu), so with 70 groups the answer lies in the first,
+// second or third round, at a round's last lane (31, 63) or first (32, 64), past a run of empty
+// groups that crosses a round (34 .. 62) and with empty groups after the last non-empty one; the
+// forward (256-wide tiles) and dgrad (128-wide) through the device-side groups equal the model.
+TEST(GpuGroupedGemm, DeviceGroupsPastOneWarpOfGroupsEqualTheModel) {
+  FP8REF_REQUIRE_DEVICE();
+  std::vector<std::int64_t> rows(70, 0);
+  for (const auto& [g, n] : std::vector<std::pair<int, std::int64_t>>{
+           {0, 5}, {30, 130}, {31, 1}, {32, 128}, {33, 17}, {63, 129}, {64, 2}, {65, 40}, {67, 3}})
+    rows[std::size_t(g)] = n;
+  const gen::GroupSizes gs = sizes(rows, 3);
+  for (GemmOp op : {GemmOp::forward, GemmOp::dgrad})
+    for (Scaling s : {Scaling::blockwise, Scaling::rowwise}) {
+      const GpuGemmCase c =
+          make_case(op, s, Format::e4m3, Format::e4m3, OutDtype::bf16, gs, 256, 384);
+      const auto want = fuzz::oracle_gemm_bits(c);
+      ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
+      EXPECT_EQ(fuzz::first_gemm_mismatch(c, device_groups_bits(c), want), "");
+    }
+}
+
 // Every scaling and output of forward, masked and dgrad through the device-side groups equal the
 // declared model (the CPU oracle): 256-wide tiles (N = 256, and N = 2176 with a last half past N)
 // include blockwise forward tiles on row-major A scales, which this path does not transpose (the
