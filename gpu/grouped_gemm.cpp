@@ -209,19 +209,31 @@ void with_scratch(std::size_t bytes, cudaStream_t stream, Use&& use) {
   FP8REF_CUDA_CHECK(cudaFreeAsync(scratch, stream));
 }
 
-// launch_grouped_gemm on an MN-major copy of p's row-major blockwise A scales, made in
-// stream-ordered scratch memory that is freed (stream-ordered) after the launch.
-void launch_transposed(GemmKernelArgs p, int block_n, cudaStream_t stream) {
+// The bytes of an MN-major copy of M rows' blockwise A scales over K: K/128 · align(M, 4) floats.
+std::size_t mn_major_scale_bytes(std::int64_t M, std::int64_t K) {
+  return std::size_t((M + 3) / 4 * 4 * (K / kGemmBlockK)) * 4;
+}
+// Where a device-side groups' workspace holds that copy: past the table, 256-byte aligned.
+constexpr std::size_t kWorkspaceScalesAt = (sizeof(detail::GemmGroupTable) + 255) / 256 * 256;
+
+// launch_grouped_gemm on an MN-major copy of p's row-major blockwise A scales written into `mn`
+// (mn_major_scale_bytes) first, on the stream.
+void launch_transposed_into(GemmKernelArgs p, int block_n, float* mn, cudaStream_t stream) {
   const std::int64_t ld = (p.M + 3) / 4 * 4, nkb = p.K / kGemmBlockK;
-  with_scratch(std::size_t(ld * nkb) * 4, stream, [&](std::uint8_t* scratch) {
-    float* mn = reinterpret_cast<float*>(scratch);
-    detail::launch_scales_mn_major(p.scale_a, mn, p.M, int(nkb), ld, stream);
-    p.scale_a = mn, p.sa_row = 1, p.sa_kb = ld, p.sa_mn_ld = ld;
-    detail::launch_grouped_gemm(p, block_n, stream);
+  detail::launch_scales_mn_major(p.scale_a, mn, p.M, int(nkb), ld, stream);
+  p.scale_a = mn, p.sa_row = 1, p.sa_kb = ld, p.sa_mn_ld = ld;
+  detail::launch_grouped_gemm(p, block_n, stream);
+}
+// The same with the copy in stream-ordered scratch memory, freed (stream-ordered) after the launch.
+void launch_transposed(const GemmKernelArgs& p, int block_n, cudaStream_t stream) {
+  with_scratch(mn_major_scale_bytes(p.M, p.K), stream, [&](std::uint8_t* scratch) {
+    launch_transposed_into(p, block_n, reinterpret_cast<float*>(scratch), stream);
   });
 }
 
-void launch(const GemmKernelArgs& p, bool dgrad, cudaStream_t stream) {
+// `scale_ws`: on device-side groups, room in the caller's workspace for the MN-major copy of
+// row-major blockwise A scales (nullptr: none).
+void launch(const GemmKernelArgs& p, bool dgrad, cudaStream_t stream, float* scale_ws = nullptr) {
   const bool blockwise = p.mode == GemmScaleMode::blockwise;
   const bool wide_ok = !blockwise || (dgrad ? kBlockwiseWideDgrad : kBlockwiseWideForward);
   int block_n = 128;
@@ -229,11 +241,14 @@ void launch(const GemmKernelArgs& p, bool dgrad, cudaStream_t stream) {
     block_n = 256;
   else if (!blockwise && p.N % 192 == 0)
     block_n = 192;
-  // (Device-side groups: the tiles are unknown here and the copy would need scratch memory, so
-  // the consumers load the row-major scales themselves, docs/gpu_gemm.md §1.)
-  if (kTransposeRowMajorScales && blockwise && !dgrad && block_n == 256 && p.sa_mn_ld == 0 &&
-      p.device_groups == nullptr && p.groups.tile_prefix[p.groups.count] > 0)
-    return launch_transposed(p, block_n, stream);
+  // (Device-side groups: the copy goes into the caller's workspace where it has room, else the
+  // consumers load the row-major scales themselves, docs/gpu_gemm.md §1: no allocation there.)
+  if (kTransposeRowMajorScales && blockwise && !dgrad && block_n == 256 && p.sa_mn_ld == 0) {
+    if (p.device_groups == nullptr && p.groups.tile_prefix[p.groups.count] > 0)
+      return launch_transposed(p, block_n, stream);
+    if (p.device_groups != nullptr && scale_ws != nullptr && p.M > 0)
+      return launch_transposed_into(p, block_n, scale_ws, stream);
+  }
   detail::launch_grouped_gemm(p, block_n, stream);
 }
 
@@ -337,15 +352,24 @@ void launch_dgrad(GemmKernelArgs p, const DeviceDgradOperands& op, bool rows, cu
 // The device-side groups' path (docs/gpu_gemm.md §1): the pointers checked (never read here), the
 // prologue launched on `stream` to check the entries and write the table into the caller's
 // workspace and the status word, and p pointed at that table; row_tiles bounds its row tiles.
-void set_device_groups(GemmKernelArgs& p, std::int64_t G, const DeviceGroups& d, bool masked,
-                       std::int64_t limit, std::int64_t row_tiles, cudaStream_t stream) {
+// Returns where the workspace has room for the MN-major copy of p's A scales (a forward's
+// row-major blockwise ones: grouped_gemm_workspace_bytes(op)), else nullptr.
+float* set_device_groups(GemmKernelArgs& p, std::int64_t G, const DeviceGroups& d, bool masked,
+                         std::int64_t limit, std::int64_t row_tiles, cudaStream_t stream) {
   if (d.entries == nullptr) bad("the device group entries are null");
   if (d.status == nullptr || reinterpret_cast<std::uintptr_t>(d.status) % 4 != 0)
     bad("status must be a 4-byte aligned device pointer");
   check_aligned(d.workspace, "workspace");
+  if (d.workspace_size != 0 && d.workspace_size < sizeof(detail::GemmGroupTable))
+    bad("workspace_size " + std::to_string(d.workspace_size) +
+        " is less than grouped_gemm_workspace_bytes()");
   auto* table = static_cast<detail::GemmGroupTable*>(d.workspace);
   detail::launch_group_table(d.entries, int(G), masked, limit, table, d.status, stream);
   p.groups.count = int(G), p.device_groups = table, p.row_tiles_bound = row_tiles;
+  const bool copy = p.mode == GemmScaleMode::blockwise && p.sa_mn_ld == 0;
+  if (!copy || d.workspace_size < kWorkspaceScalesAt + mn_major_scale_bytes(p.M, p.K))
+    return nullptr;
+  return reinterpret_cast<float*>(static_cast<std::uint8_t*>(d.workspace) + kWorkspaceScalesAt);
 }
 
 }  // namespace
@@ -379,6 +403,12 @@ GemmGroupTable host_group_table_masked(std::int64_t m_max, std::span<const std::
 }  // namespace detail
 
 std::size_t grouped_gemm_workspace_bytes() { return sizeof(detail::GemmGroupTable); }
+
+std::size_t grouped_gemm_workspace_bytes(const DeviceGemmOperands& op) {
+  if (op.scaling != Scaling::blockwise || op.scale_a_layout != ScaleLayoutF32::row_major)
+    return grouped_gemm_workspace_bytes();
+  return kWorkspaceScalesAt + mn_major_scale_bytes(op.M, op.K);
+}
 
 // 128 × 256 tiles where K is a multiple of 256 (two 128-column halves a block, fewer bytes loaded
 // per product than 192); else 128 × 192 where K is a multiple of 192 or large enough that the
@@ -446,8 +476,8 @@ void grouped_gemm_forward(const DeviceGemmOperands& op, const DeviceGroups& offs
   set_operands(p, op.G, op.fa, op.fb, op.a, op.b, op.scaling, op.scale_a, op.scale_a_size,
                op.scale_b, op.scale_b_size, false, op.scale_a_layout);
   const std::int64_t bound = op.M > 0 ? (op.M + 127 * op.G) / 128 : 0;
-  set_device_groups(p, op.G, offs, false, op.M, bound, stream);
-  launch(p, false, stream);
+  float* scale_ws = set_device_groups(p, op.G, offs, false, op.M, bound, stream);
+  launch(p, false, stream, scale_ws);
 }
 
 void grouped_gemm_forward_masked(const DeviceGemmOperands& op, std::int64_t m_max,
@@ -457,8 +487,9 @@ void grouped_gemm_forward_masked(const DeviceGemmOperands& op, std::int64_t m_ma
   set_operands(p, op.G, op.fa, op.fb, op.a, op.b, op.scaling, op.scale_a, op.scale_a_size,
                op.scale_b, op.scale_b_size, false, op.scale_a_layout);
   if (m_max < 0 || op.G * m_max != op.M) bad("masked layout needs M = G * m_max");
-  set_device_groups(p, op.G, masked_m, true, m_max, op.G * ((m_max + 127) / 128), stream);
-  launch(p, false, stream);
+  float* scale_ws =
+      set_device_groups(p, op.G, masked_m, true, m_max, op.G * ((m_max + 127) / 128), stream);
+  launch(p, false, stream, scale_ws);
 }
 
 void grouped_gemm_dgrad(const DeviceDgradOperands& op, const DeviceGroups& offs,

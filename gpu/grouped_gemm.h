@@ -105,15 +105,23 @@ void grouped_gemm_dgrad(const DeviceDgradOperands& op, std::span<const std::int6
 // §4). Every other argument is checked on the host as above (std::invalid_argument, one line).
 // No host synchronisation and no allocation, so the call can be captured in a CUDA graph and
 // replayed with other entries; except dgrad on W stored nk, whose transposed copy is still
-// cudaMallocAsync scratch (captured as graph memory nodes). Row-major blockwise A scales are not
-// transposed for the 256-wide tiles on this path (their consumers load them: the same bits, ~2%
-// slower; pass tma_mn_major to stage them, docs/gpu_gemm.md §2).
+// cudaMallocAsync scratch (captured as graph memory nodes). Row-major blockwise A scales of the
+// forwards' 256-wide tiles are transposed into the workspace when it has room for them
+// (workspace_size >= grouped_gemm_workspace_bytes(op)), as the host-array path does in scratch
+// memory; with less room the consumers load them row-major (the same bits, 8% slower at the
+// benchmark's shape; or pass tma_mn_major scales, docs/gpu_gemm.md §1).
 struct DeviceGroups {
-  const std::int32_t* entries;  // (G) offs or masked_m
-  std::int32_t* status;         // one word
-  void* workspace;              // grouped_gemm_workspace_bytes()
+  const std::int32_t* entries;     // (G) offs or masked_m
+  std::int32_t* status;            // one word
+  void* workspace;                 // grouped_gemm_workspace_bytes() or more
+  std::size_t workspace_size = 0;  // bytes at workspace; 0: grouped_gemm_workspace_bytes()
 };
+// The group table's bytes: the least workspace a call takes.
 std::size_t grouped_gemm_workspace_bytes();
+// The workspace with which a forward on these operands (their M, K, scaling and A-scale layout)
+// also transposes row-major blockwise A scales: the table's bytes rounded up to 256, plus
+// K/128 · align(M, 4) floats; the table's bytes for other operands.
+std::size_t grouped_gemm_workspace_bytes(const DeviceGemmOperands& op);
 // The one-line message of a status word ("" for 0), as the host-array path's for the same entry.
 std::string grouped_gemm_status_message(std::int32_t status);
 void grouped_gemm_forward(const DeviceGemmOperands& op, const DeviceGroups& offs,
@@ -174,13 +182,16 @@ void grouped_gemm_dgrad_host(const DgradOperands& op, std::span<const std::int64
                              const GemmOutput& out);
 // The same through the device-side groups' path: the int32 entries are uploaded as they are (not
 // checked on the host), the call runs, and a bad status throws std::invalid_argument with
-// grouped_gemm_status_message (the output then keeps what it held).
+// grouped_gemm_status_message (the output then keeps what it held). The forwards' workspace is
+// grouped_gemm_workspace_bytes(operands) (row-major blockwise A scales transposed into it), or
+// with `table_only_workspace` grouped_gemm_workspace_bytes() (the consumers load them row-major).
 void grouped_gemm_forward_host_device_groups(
     const GroupedGemmOperands& op, std::span<const std::int32_t> offs, const GemmOutput& out,
-    ScaleLayoutF32 scale_a_layout = ScaleLayoutF32::row_major);
+    ScaleLayoutF32 scale_a_layout = ScaleLayoutF32::row_major, bool table_only_workspace = false);
 void grouped_gemm_forward_masked_host_device_groups(
     const GroupedGemmOperands& op, std::int64_t m_max, std::span<const std::int32_t> masked_m,
-    const GemmOutput& out, ScaleLayoutF32 scale_a_layout = ScaleLayoutF32::row_major);
+    const GemmOutput& out, ScaleLayoutF32 scale_a_layout = ScaleLayoutF32::row_major,
+    bool table_only_workspace = false);
 void grouped_gemm_dgrad_host_device_groups(const DgradOperands& op,
                                            std::span<const std::int32_t> offs,
                                            const GemmOutput& out);

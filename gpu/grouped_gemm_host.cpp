@@ -88,17 +88,20 @@ void forward_on_device(const GroupedGemmOperands& op, const GemmOutput& out,
 // that a status the prologue failed to write is reported too.
 class UploadedGroups {
  public:
-  UploadedGroups(std::span<const std::int32_t> entries, std::int64_t G)
+  UploadedGroups(std::span<const std::int32_t> entries, std::int64_t G,
+                 std::size_t workspace_bytes = grouped_gemm_workspace_bytes())
       : entries_(entries),
         status_(sizeof(std::int32_t)),
-        workspace_(grouped_gemm_workspace_bytes()) {
+        workspace_(workspace_bytes),
+        workspace_bytes_(workspace_bytes) {
     if (std::int64_t(entries.size()) != G)
       throw std::invalid_argument("fp8ref gpu grouped GEMM: the device group entries must be G = " +
                                   std::to_string(G));
     FP8REF_CUDA_CHECK(cudaMemset(status_.as<void>(), 0xFF, sizeof(std::int32_t)));
   }
   DeviceGroups groups() const {
-    return {entries_.as<const std::int32_t>(), status_.as<std::int32_t>(), workspace_.as<void>()};
+    return {entries_.as<const std::int32_t>(), status_.as<std::int32_t>(), workspace_.as<void>(),
+            workspace_bytes_};
   }
   // After the launches (synchronised): std::invalid_argument with the status' one-line message
   // unless it is 0.
@@ -111,7 +114,18 @@ class UploadedGroups {
 
  private:
   DeviceBuffer entries_, status_, workspace_;
+  std::size_t workspace_bytes_;
 };
+
+// The forwards' workspace bytes (grouped_gemm_forward_host_device_groups): the table's alone, or
+// with room for the transposed row-major blockwise A scales of these operands.
+std::size_t forward_workspace_bytes(const GroupedGemmOperands& op, ScaleLayoutF32 sa_layout,
+                                    bool table_only) {
+  if (table_only) return grouped_gemm_workspace_bytes();
+  DeviceGemmOperands shape{};
+  shape.M = op.M, shape.K = op.K, shape.scaling = op.scaling, shape.scale_a_layout = sa_layout;
+  return grouped_gemm_workspace_bytes(shape);
+}
 
 }  // namespace
 
@@ -176,8 +190,10 @@ void grouped_gemm_dgrad_host_device_groups(const DgradOperands& op,
 
 void grouped_gemm_forward_host_device_groups(const GroupedGemmOperands& op,
                                              std::span<const std::int32_t> offs,
-                                             const GemmOutput& out, ScaleLayoutF32 scale_a_layout) {
-  const UploadedGroups groups(offs, op.G);
+                                             const GemmOutput& out, ScaleLayoutF32 scale_a_layout,
+                                             bool table_only_workspace) {
+  const UploadedGroups groups(offs, op.G,
+                              forward_workspace_bytes(op, scale_a_layout, table_only_workspace));
   forward_on_device(op, out, scale_a_layout,
                     [&](const DeviceGemmOperands& d, const DeviceGemmOutput& y) {
                       grouped_gemm_forward(d, groups.groups(), y, nullptr);
@@ -185,12 +201,11 @@ void grouped_gemm_forward_host_device_groups(const GroupedGemmOperands& op,
   groups.check();
 }
 
-void grouped_gemm_forward_masked_host_device_groups(const GroupedGemmOperands& op,
-                                                    std::int64_t m_max,
-                                                    std::span<const std::int32_t> masked_m,
-                                                    const GemmOutput& out,
-                                                    ScaleLayoutF32 scale_a_layout) {
-  const UploadedGroups groups(masked_m, op.G);
+void grouped_gemm_forward_masked_host_device_groups(
+    const GroupedGemmOperands& op, std::int64_t m_max, std::span<const std::int32_t> masked_m,
+    const GemmOutput& out, ScaleLayoutF32 scale_a_layout, bool table_only_workspace) {
+  const UploadedGroups groups(masked_m, op.G,
+                              forward_workspace_bytes(op, scale_a_layout, table_only_workspace));
   forward_on_device(op, out, scale_a_layout,
                     [&](const DeviceGemmOperands& d, const DeviceGemmOutput& y) {
                       grouped_gemm_forward_masked(d, m_max, groups.groups(), y, nullptr);

@@ -130,8 +130,8 @@ TEST(GpuGroupedGemm, WideTilesPastNEqualTheModel) {
 // wgrad on group starts off 128-token alignment (docs/gpu_gemm.md §2, §7): starts 16 mod 32 (48,
 // 400, 592: every k32 step of a block straddles a 32-byte sector), 0 mod 32 but not mod 128 (320,
 // 576, 992), at 0, and empty groups; 1 to 4 blocks, last blocks of 16 to 80 tokens; 192-wide
-// (K = 384), 256-wide (K = 512) and 128-wide (K = 640) tiles. The second draw's last group (16 tokens from 16) ends at
-// M = 32, past which a 128-token box reads zeros.
+// (K = 384), 256-wide (K = 512) and 128-wide (K = 640) tiles. The second draw's last group (16
+// tokens from 16) ends at M = 32, past which a 128-token box reads zeros.
 TEST(GpuGroupedGemm, WgradGroupStartsOffAlignmentEqualTheModel) {
   FP8REF_REQUIRE_DEVICE();
   for (const gen::GroupSizes& gs :
@@ -551,10 +551,33 @@ TEST(GpuGroupedGemm, DeviceGroupsPastOneWarpOfGroupsEqualTheModel) {
     }
 }
 
+// A forward or masked case (row-major A scales) through the device-side groups with a workspace
+// of the table alone: row-major blockwise A scales are then not transposed for 256-wide tiles (the
+// consumers load them, docs/gpu_gemm.md §1); the wrappers' default workspace transposes them.
+std::vector<std::uint32_t> table_only_workspace_bits(const GpuGemmCase& c) {
+  const std::size_t n = std::size_t(c.M * c.N);
+  std::vector<float> f(c.out == OutDtype::f32 ? n : 0, std::bit_cast<float>(fuzz::kOutPoisonF32));
+  std::vector<std::uint16_t> h(c.out == OutDtype::f32 ? 0 : n, fuzz::kOutPoisonBf16);
+  const GemmOutput y{c.out, f, h, {}};
+  const std::vector<std::int32_t> offs(c.offs.begin(), c.offs.end()),
+      masked(c.masked_m.begin(), c.masked_m.end());
+  if (c.op == GemmOp::masked)
+    gpu::grouped_gemm_forward_masked_host_device_groups(c.operands(), c.m_max, masked, y,
+                                                        ScaleLayoutF32::row_major, true);
+  else
+    gpu::grouped_gemm_forward_host_device_groups(c.operands(), offs, y, ScaleLayoutF32::row_major,
+                                                 true);
+  std::vector<std::uint32_t> bits(n);
+  for (std::size_t i = 0; i < n; ++i)
+    bits[i] = c.out == OutDtype::f32 ? std::bit_cast<std::uint32_t>(f[i]) : h[i];
+  return bits;
+}
+
 // Every scaling and output of forward, masked and dgrad through the device-side groups equal the
 // declared model (the CPU oracle): 256-wide tiles (N = 256, and N = 2176 with a last half past N)
-// include blockwise forward tiles on row-major A scales, which this path does not transpose (the
-// consumers load them, docs/gpu_gemm.md §1), and 128-wide ones (N = 1152 blockwise).
+// include blockwise forward tiles on row-major A scales, transposed into the workspace (the
+// wrappers' default, grouped_gemm_workspace_bytes(op)) and, with a workspace of the table alone,
+// loaded row-major by the consumers (docs/gpu_gemm.md §1); 128-wide ones (N = 1152 blockwise).
 TEST(GpuGroupedGemm, DeviceGroupsEqualTheModel) {
   FP8REF_REQUIRE_DEVICE();
   const gen::GroupSizes gs = sizes({0, 300, 1, 128, 0, 77, 129, 0});
@@ -566,6 +589,9 @@ TEST(GpuGroupedGemm, DeviceGroupsEqualTheModel) {
           const auto want = fuzz::oracle_gemm_bits(c);
           ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
           EXPECT_EQ(fuzz::first_gemm_mismatch(c, device_groups_bits(c), want), "");
+          if (op != GemmOp::dgrad && s == Scaling::blockwise)
+            EXPECT_EQ(fuzz::first_gemm_mismatch(c, table_only_workspace_bits(c), want), "")
+                << "table-only workspace";
         }
 }
 
