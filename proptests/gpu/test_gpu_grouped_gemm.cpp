@@ -589,9 +589,10 @@ TEST(GpuGroupedGemm, DeviceGroupsEqualTheModel) {
           const auto want = fuzz::oracle_gemm_bits(c);
           ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
           EXPECT_EQ(fuzz::first_gemm_mismatch(c, device_groups_bits(c), want), "");
-          if (op != GemmOp::dgrad && s == Scaling::blockwise)
+          if (op != GemmOp::dgrad && s == Scaling::blockwise) {
             EXPECT_EQ(fuzz::first_gemm_mismatch(c, table_only_workspace_bits(c), want), "")
                 << "table-only workspace";
+          }
         }
 }
 
