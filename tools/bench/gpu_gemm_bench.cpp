@@ -9,7 +9,8 @@
 // tokens past a multiple of 128 (docs/benchmarks.md); `--no-wgrad` leaves the wgrad rows out (an
 // A/B of the forward / dgrad kernels in less device time, `--check` too); `--device-groups` runs
 // the forward and dgrad rows on the device-side groups (offs as int32 on the device, the prologue
-// kernel in every launch, docs/gpu_gemm.md §1), to compare with a run without it; `--layouts`
+// kernel in every launch, a workspace with room for the forward's transposed row-major blockwise
+// A scales, docs/gpu_gemm.md §1), to compare with a run without it; `--layouts`
 // times what the launchers' copies cost (docs/gpu_gemm.md §1), each beside the row without the
 // copy: dgrad on W stored nk (the W transpose) against kn, wgrad on row-major dY / X (the fused
 // transpose) against token-contiguous, and wgrad on `shift8` (groups starting 8 tokens past a
@@ -183,10 +184,16 @@ std::pair<double, std::int64_t> run(const Config& c, const Host& h,
       c.mn_major ? serialize_f32(ScaleLayoutF32::tma_mn_major, 1, kM, kK / 128, h.sa) : h.sa;
   DeviceArray a(h.a), b(h.b), sa(sa_h), sb(h.sb), y(std::size_t(kM * out_cols) * 2);
   const gpu::DeviceGemmOutput out{OutDtype::bf16, y.p, kM * out_cols};
-  DeviceArray offs32(std::vector<std::int32_t>(offs.begin(), offs.end())), status(4),
-      workspace(gpu::grouped_gemm_workspace_bytes());
+  // The device-side groups' workspace: with room for the forward's transposed row-major blockwise
+  // A scales (grouped_gemm_workspace_bytes(operands)), as a caller would give it.
+  gpu::DeviceGemmOperands shape{};
+  shape.M = kM, shape.K = kK, shape.scaling = c.scaling;
+  shape.scale_a_layout = c.mn_major ? ScaleLayoutF32::tma_mn_major : ScaleLayoutF32::row_major;
+  const std::size_t ws =
+      dgrad ? gpu::grouped_gemm_workspace_bytes() : gpu::grouped_gemm_workspace_bytes(shape);
+  DeviceArray offs32(std::vector<std::int32_t>(offs.begin(), offs.end())), status(4), workspace(ws);
   const gpu::DeviceGroups groups{offs32.as<const std::int32_t>(), status.as<std::int32_t>(),
-                                 workspace.p};
+                                 workspace.p, ws};
   const bool dev = g_device_groups;
   std::function<void()> launch;
   if (dgrad) {
@@ -241,10 +248,10 @@ std::pair<double, std::int64_t> run(const Config& c, const Host& h,
   const ModelChoice m = gpu::grouped_gemm_declared_model(c.scaling);
   const GemmOutput o{OutDtype::bf16, {}, want, {}};
   if (dgrad)
-    gpu::oracle_grouped_gemm_dgrad({kM, kN, kK, kE, Format::e4m3, Format::e4m3, h.a,
-                                    c.w_nk ? w_kn_of(h.b) : h.b, BLayout::kn, c.scaling, h.sa,
-                                    h.sb},
-                                   row_map_of(offs), m, RowPolicy::untouched, o);
+    gpu::oracle_grouped_gemm_dgrad(
+        {kM, kN, kK, kE, Format::e4m3, Format::e4m3, h.a, c.w_nk ? w_kn_of(h.b) : h.b, BLayout::kn,
+         c.scaling, h.sa, h.sb},
+        row_map_of(offs), m, RowPolicy::untouched, o);
   else
     gpu::oracle_grouped_gemm_forward_offs(
         {kM, kN, kK, kE, Format::e4m3, Format::e4m3, h.a, h.b, BLayout::nk, c.scaling, h.sa, h.sb},
@@ -274,26 +281,26 @@ std::pair<double, std::int64_t> run_wgrad(const std::vector<std::int64_t>& offs,
   const auto sdy_h = random_scales(std::size_t(rows * kN), 7),
              sx_h = random_scales(std::size_t(rows * kK), 8);
   const bool t = check && !row_major;
-  DeviceArray dy_t(t ? transposed(dy, kM, kN) : dy), x_t(t ? transposed(x, kM, kK) : x),
-      sdy(sdy_h), sx(sx_h);
+  DeviceArray dy_t(t ? transposed(dy, kM, kN) : dy), x_t(t ? transposed(x, kM, kK) : x), sdy(sdy_h),
+      sx(sx_h);
   const std::vector<float> c_h(std::size_t(kE * kN * kK), 0.0f);
   DeviceArray c(c_h), dw(std::size_t(kE * kN * kK) * 4);
-  const gpu::DeviceWgradOperands op{kM,
-                                    kN,
-                                    kK,
-                                    kE,
-                                    Format::e4m3,
-                                    Format::e4m3,
-                                    dy_t.as<std::uint8_t>(),
-                                    x_t.as<std::uint8_t>(),
-                                    Scaling::blockwise,
-                                    sdy.as<float>(),
-                                    rows * kN,
-                                    sx.as<float>(),
-                                    rows * kK,
-                                    c.as<float>(),
-                                    row_major ? gpu::WgradOperandLayout::row_major
-                                              : gpu::WgradOperandLayout::token_contiguous};
+  const gpu::DeviceWgradOperands op{
+      kM,
+      kN,
+      kK,
+      kE,
+      Format::e4m3,
+      Format::e4m3,
+      dy_t.as<std::uint8_t>(),
+      x_t.as<std::uint8_t>(),
+      Scaling::blockwise,
+      sdy.as<float>(),
+      rows * kN,
+      sx.as<float>(),
+      rows * kK,
+      c.as<float>(),
+      row_major ? gpu::WgradOperandLayout::row_major : gpu::WgradOperandLayout::token_contiguous};
   const gpu::DeviceGemmOutput out{OutDtype::f32, dw.p, kE * kN * kK};
   const double ms = time_ms([&] { gpu::grouped_gemm_wgrad(op, offs, out, nullptr); });
   if (!check) return {ms, -1};
