@@ -738,6 +738,12 @@ TEST(GpuGroupedGemm, BadDeviceGroupsSetTheStatusAndLeaveTheOutput) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(status.get<std::int32_t>(1)[0], gpu::detail::kGroupsPastM | (3 << 4));
   EXPECT_EQ(y.get<std::uint16_t>(poison.size()), poison);
+  // A workspace_size below the table's bytes: refused on the host, before any launch.
+  EXPECT_THROW(
+      gpu::grouped_gemm_forward(
+          d, {offs.as<const std::int32_t>(), status.as<std::int32_t>(), workspace.as<void>(), 16},
+          {OutDtype::bf16, y.as<void>(), c.M * c.N}, nullptr),
+      std::invalid_argument);
 }
 
 // The device-side groups' forward captured once in a CUDA graph (global capture mode, on a
@@ -750,8 +756,7 @@ TEST(GpuGroupedGemm, CapturedDeviceGroupsForwardReplaysWithNewOffsets) {
                                   OutDtype::bf16, sizes({129, 0, 3, 256}));  // offs 129 129 132 388
   const std::size_t n = std::size_t(c.M * c.N);
   const DeviceMemory a(c.a), b(c.b), sa(c.sa), sb(c.sb), offs(c.G * sizeof(std::int32_t)),
-      status(sizeof(std::int32_t)), workspace(gpu::grouped_gemm_workspace_bytes()),
-      y(n * sizeof(std::uint16_t));
+      status(sizeof(std::int32_t)), y(n * sizeof(std::uint16_t));
   const gpu::DeviceGemmOperands d{c.M,
                                   c.N,
                                   c.K,
@@ -765,48 +770,55 @@ TEST(GpuGroupedGemm, CapturedDeviceGroupsForwardReplaysWithNewOffsets) {
                                   std::int64_t(c.sa.size()),
                                   sb.as<const float>(),
                                   std::int64_t(c.sb.size())};
-  const gpu::DeviceGroups groups{offs.as<const std::int32_t>(), status.as<std::int32_t>(),
-                                 workspace.as<void>()};
-  const gpu::DeviceGemmOutput out{OutDtype::bf16, y.as<void>(), c.M * c.N};
-  cudaStream_t stream = nullptr;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-  const std::vector<std::uint16_t> poison(n, fuzz::kOutPoisonBf16);
-  // A run on `stream` outside the graph first (kernels loaded before the capture).
-  offs.put(to_i32(c.offs), stream), y.put(poison, stream);
-  gpu::grouped_gemm_forward(d, groups, out, stream);
-  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-  const auto bits = [&] {
-    const auto h = y.get<std::uint16_t>(n);
-    return std::vector<std::uint32_t>(h.begin(), h.end());
-  };
-  EXPECT_EQ(fuzz::first_gemm_mismatch(c, bits(), fuzz::kernel_gemm_bits(c)), "");
-  cudaGraph_t graph = nullptr;
-  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
-  try {
+  // A workspace of the table alone (the consumers load the row-major A scales), then one with room
+  // for their transposed copy (a second kernel captured before the GEMM).
+  for (const std::size_t ws :
+       {gpu::grouped_gemm_workspace_bytes(), gpu::grouped_gemm_workspace_bytes(d)}) {
+    SCOPED_TRACE("workspace of " + std::to_string(ws) + " bytes");
+    const DeviceMemory workspace(ws);
+    const gpu::DeviceGroups groups{offs.as<const std::int32_t>(), status.as<std::int32_t>(),
+                                   workspace.as<void>(), ws};
+    const gpu::DeviceGemmOutput out{OutDtype::bf16, y.as<void>(), c.M * c.N};
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    const std::vector<std::uint16_t> poison(n, fuzz::kOutPoisonBf16);
+    // A run on `stream` outside the graph first (kernels loaded before the capture).
+    offs.put(to_i32(c.offs), stream), y.put(poison, stream);
     gpu::grouped_gemm_forward(d, groups, out, stream);
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "capture: " << e.what();
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    const auto bits = [&] {
+      const auto h = y.get<std::uint16_t>(n);
+      return std::vector<std::uint32_t>(h.begin(), h.end());
+    };
+    EXPECT_EQ(fuzz::first_gemm_mismatch(c, bits(), fuzz::kernel_gemm_bits(c)), "");
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+    try {
+      gpu::grouped_gemm_forward(d, groups, out, stream);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "capture: " << e.what();
+    }
+    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    const auto replay = [&](const std::vector<std::int64_t>& o) {
+      offs.put(to_i32(o), stream), y.put(poison, stream);
+      EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+      EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      return status.get<std::int32_t>(1)[0];
+    };
+    GpuGemmCase other = c;
+    other.offs = {3, 259, 388, 388};  // the same rows in other groups
+    for (const GpuGemmCase* k : std::vector<const GpuGemmCase*>{&c, &other, &c}) {
+      EXPECT_EQ(replay(k->offs), 0);
+      EXPECT_EQ(fuzz::first_gemm_mismatch(*k, bits(), fuzz::kernel_gemm_bits(*k)), "");
+    }
+    EXPECT_EQ(replay({3, 2, 388, 388}), gpu::detail::kGroupsOutOfOrder | (1 << 4));
+    EXPECT_EQ(y.get<std::uint16_t>(n), poison);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
   }
-  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-  cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  const auto replay = [&](const std::vector<std::int64_t>& o) {
-    offs.put(to_i32(o), stream), y.put(poison, stream);
-    EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-    return status.get<std::int32_t>(1)[0];
-  };
-  GpuGemmCase other = c;
-  other.offs = {3, 259, 388, 388};  // the same rows in other groups
-  for (const GpuGemmCase* k : std::vector<const GpuGemmCase*>{&c, &other, &c}) {
-    EXPECT_EQ(replay(k->offs), 0);
-    EXPECT_EQ(fuzz::first_gemm_mismatch(*k, bits(), fuzz::kernel_gemm_bits(*k)), "");
-  }
-  EXPECT_EQ(replay({3, 2, 388, 388}), gpu::detail::kGroupsOutOfOrder | (1 << 4));
-  EXPECT_EQ(y.get<std::uint16_t>(n), poison);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
 }
 
 }  // namespace
