@@ -410,12 +410,6 @@ std::size_t grouped_gemm_workspace_bytes(const DeviceGemmOperands& op) {
   return kWorkspaceScalesAt + mn_major_scale_bytes(op.M, op.K);
 }
 
-// 128 × 256 tiles where K is a multiple of 256 (two 128-column halves a block, fewer bytes loaded
-// per product than 192); else 128 × 192 where K is a multiple of 192 or large enough that the
-// masked columns of the last tile cost less than the wider tile saves; else 128 × 128.
-int grouped_gemm_wgrad_block_k(std::int64_t K) {
-  return K % 256 == 0 ? 256 : K % 192 == 0 || K >= 2048 ? 192 : 128;
-}
 
 std::string grouped_gemm_status_message(std::int32_t status) {
   const std::string g = std::to_string(status >> 4), at = "fp8ref gpu grouped GEMM: ";

@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 
+#include "gpu/grouped_gemm_tiles.h"  // grouped_gemm_wgrad_block_k
 #include "numerics/grouped_gemm_types.h"
 #include "numerics/out_dtype.h"
 #include "numerics/scale_layout.h"
@@ -25,10 +26,6 @@ namespace fp8ref::gpu {
 //   tensorwise -> hopper_promoted_tensorwise
 // Throws std::invalid_argument for any other scaling.
 ModelChoice grouped_gemm_declared_model(Scaling s);
-
-// The columns of dW[g] one wgrad tile spans at this K (docs/gpu_gemm.md §2): 256 where K % 256
-// == 0, else 192 where K % 192 == 0 or K >= 2048, else 128. The same bits whichever.
-int grouped_gemm_wgrad_block_k(std::int64_t K);
 
 // Device operands of the forward. B is (G, N, K) (`nk`: K contiguous, the only layout FP8 wgmma
 // reads from shared memory). Scales (f32 decode scales) as GroupedGemmOperands documents;

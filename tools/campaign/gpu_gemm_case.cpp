@@ -10,6 +10,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "gpu/grouped_gemm_tiles.h"  // no CUDA include: the wgrad_tile classes in every build
 #ifdef FP8REF_CAMPAIGN_HAVE_GPU
 #include "gpu/grouped_gemm.h"
 #endif
