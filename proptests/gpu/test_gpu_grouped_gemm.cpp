@@ -551,28 +551,6 @@ TEST(GpuGroupedGemm, DeviceGroupsPastOneWarpOfGroupsEqualTheModel) {
     }
 }
 
-// A forward or masked case (row-major A scales) through the device-side groups with a workspace
-// of the table alone: row-major blockwise A scales are then not transposed for 256-wide tiles (the
-// consumers load them, docs/gpu_gemm.md §1); the wrappers' default workspace transposes them.
-std::vector<std::uint32_t> table_only_workspace_bits(const GpuGemmCase& c) {
-  const std::size_t n = std::size_t(c.M * c.N);
-  std::vector<float> f(c.out == OutDtype::f32 ? n : 0, std::bit_cast<float>(fuzz::kOutPoisonF32));
-  std::vector<std::uint16_t> h(c.out == OutDtype::f32 ? 0 : n, fuzz::kOutPoisonBf16);
-  const GemmOutput y{c.out, f, h, {}};
-  const std::vector<std::int32_t> offs(c.offs.begin(), c.offs.end()),
-      masked(c.masked_m.begin(), c.masked_m.end());
-  if (c.op == GemmOp::masked)
-    gpu::grouped_gemm_forward_masked_host_device_groups(c.operands(), c.m_max, masked, y,
-                                                        ScaleLayoutF32::row_major, true);
-  else
-    gpu::grouped_gemm_forward_host_device_groups(c.operands(), offs, y, ScaleLayoutF32::row_major,
-                                                 true);
-  std::vector<std::uint32_t> bits(n);
-  for (std::size_t i = 0; i < n; ++i)
-    bits[i] = c.out == OutDtype::f32 ? std::bit_cast<std::uint32_t>(f[i]) : h[i];
-  return bits;
-}
-
 // Every scaling and output of forward, masked and dgrad through the device-side groups equal the
 // declared model (the CPU oracle): 256-wide tiles (N = 256, and N = 2176 with a last half past N)
 // include blockwise forward tiles on row-major A scales, transposed into the workspace (the
@@ -590,7 +568,9 @@ TEST(GpuGroupedGemm, DeviceGroupsEqualTheModel) {
           ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
           EXPECT_EQ(fuzz::first_gemm_mismatch(c, device_groups_bits(c), want), "");
           if (op != GemmOp::dgrad && s == Scaling::blockwise) {
-            EXPECT_EQ(fuzz::first_gemm_mismatch(c, table_only_workspace_bits(c), want), "")
+            GpuGemmCase t = c;
+            t.groups_on = fuzz::GroupsOn::device;
+            EXPECT_EQ(fuzz::first_gemm_mismatch(c, fuzz::kernel_gemm_bits(t, true), want), "")
                 << "table-only workspace";
           }
         }
@@ -629,6 +609,26 @@ class DeviceMemory {
  private:
   void* p_ = nullptr;
 };
+
+// A forward case's device operands: its A, B and scales in device memory a, b, sa, sb (row-major
+// A scales).
+gpu::DeviceGemmOperands device_operands(const GpuGemmCase& c, const DeviceMemory& a,
+                                        const DeviceMemory& b, const DeviceMemory& sa,
+                                        const DeviceMemory& sb) {
+  return {c.M,
+          c.N,
+          c.K,
+          c.G,
+          c.fa,
+          c.fb,
+          a.as<const std::uint8_t>(),
+          b.as<const std::uint8_t>(),
+          c.scaling,
+          sa.as<const float>(),
+          std::int64_t(c.sa.size()),
+          sb.as<const float>(),
+          std::int64_t(c.sb.size())};
+}
 
 // The prologue's table (detail::launch_group_table) == the host launcher's byte for byte
 // (detail::host_group_table_offs / _masked, both zero past the groups): offsets with empty groups,
@@ -719,19 +719,7 @@ TEST(GpuGroupedGemm, BadDeviceGroupsSetTheStatusAndLeaveTheOutput) {
       status(sizeof(std::int32_t)), workspace(gpu::grouped_gemm_workspace_bytes());
   const std::vector<std::uint16_t> poison(std::size_t(c.M * c.N), fuzz::kOutPoisonBf16);
   const DeviceMemory y(poison);
-  const gpu::DeviceGemmOperands d{c.M,
-                                  c.N,
-                                  c.K,
-                                  c.G,
-                                  c.fa,
-                                  c.fb,
-                                  a.as<const std::uint8_t>(),
-                                  b.as<const std::uint8_t>(),
-                                  c.scaling,
-                                  sa.as<const float>(),
-                                  std::int64_t(c.sa.size()),
-                                  sb.as<const float>(),
-                                  std::int64_t(c.sb.size())};
+  const gpu::DeviceGemmOperands d = device_operands(c, a, b, sa, sb);
   gpu::grouped_gemm_forward(
       d, {offs.as<const std::int32_t>(), status.as<std::int32_t>(), workspace.as<void>()},
       {OutDtype::bf16, y.as<void>(), c.M * c.N}, nullptr);
@@ -757,19 +745,7 @@ TEST(GpuGroupedGemm, CapturedDeviceGroupsForwardReplaysWithNewOffsets) {
   const std::size_t n = std::size_t(c.M * c.N);
   const DeviceMemory a(c.a), b(c.b), sa(c.sa), sb(c.sb), offs(c.G * sizeof(std::int32_t)),
       status(sizeof(std::int32_t)), y(n * sizeof(std::uint16_t));
-  const gpu::DeviceGemmOperands d{c.M,
-                                  c.N,
-                                  c.K,
-                                  c.G,
-                                  c.fa,
-                                  c.fb,
-                                  a.as<const std::uint8_t>(),
-                                  b.as<const std::uint8_t>(),
-                                  c.scaling,
-                                  sa.as<const float>(),
-                                  std::int64_t(c.sa.size()),
-                                  sb.as<const float>(),
-                                  std::int64_t(c.sb.size())};
+  const gpu::DeviceGemmOperands d = device_operands(c, a, b, sa, sb);
   // A workspace of the table alone (the consumers load the row-major A scales), then one with room
   // for their transposed copy (a second kernel captured before the GEMM).
   for (const std::size_t ws :

@@ -303,7 +303,7 @@ void kernel_wgrad(const GpuGemmCase& c, const GemmOutput& y) {
 }  // namespace
 #endif
 
-std::vector<std::uint32_t> kernel_gemm_bits(const GpuGemmCase& c) {
+std::vector<std::uint32_t> kernel_gemm_bits(const GpuGemmCase& c, bool table_only_workspace) {
 #ifdef FP8REF_CAMPAIGN_HAVE_GPU
   const std::size_t n = std::size_t(out_count(c));
   std::vector<float> f(c.out == OutDtype::f32 ? n : 0, std::bit_cast<float>(kOutPoisonF32));
@@ -329,11 +329,12 @@ std::vector<std::uint32_t> kernel_gemm_bits(const GpuGemmCase& c) {
     if (c.sa_layout == ScaleLayoutF32::tma_mn_major) op.scale_a = mn = mn_major_scales_a(c);
     if (c.op == GemmOp::masked && device)
       gpu::grouped_gemm_forward_masked_host_device_groups(op, c.m_max, i32(c.masked_m), y,
-                                                          c.sa_layout);
+                                                          c.sa_layout, table_only_workspace);
     else if (c.op == GemmOp::masked)
       gpu::grouped_gemm_forward_masked_host(op, c.m_max, c.masked_m, y, c.sa_layout);
     else if (device)
-      gpu::grouped_gemm_forward_host_device_groups(op, i32(c.offs), y, c.sa_layout);
+      gpu::grouped_gemm_forward_host_device_groups(op, i32(c.offs), y, c.sa_layout,
+                                                   table_only_workspace);
     else
       gpu::grouped_gemm_forward_host(op, c.offs, y, c.sa_layout);
   }
@@ -342,7 +343,7 @@ std::vector<std::uint32_t> kernel_gemm_bits(const GpuGemmCase& c) {
     bits[i] = c.out == OutDtype::f32 ? std::bit_cast<std::uint32_t>(f[i]) : h[i];
   return bits;
 #else
-  (void)c;
+  (void)c, (void)table_only_workspace;
   throw std::runtime_error("gpu.grouped_gemm: built without CUDA");
 #endif
 }

@@ -103,7 +103,11 @@ ModelChoice declared_gemm_model(Scaling s);
 std::vector<std::uint32_t> oracle_gemm_bits(const GpuGemmCase& c, const ModelChoice& m);
 std::vector<std::uint32_t> oracle_gemm_bits(const GpuGemmCase& c);
 // The same from the kernel (gpu/grouped_gemm.h); std::runtime_error when built without CUDA.
-std::vector<std::uint32_t> kernel_gemm_bits(const GpuGemmCase& c);
+// `table_only_workspace`: a forward or masked case on device-side groups gets a workspace of the
+// group table alone (row-major blockwise A scales then loaded row-major by the consumers instead
+// of transposed into the workspace, docs/gpu_gemm.md §1).
+std::vector<std::uint32_t> kernel_gemm_bits(const GpuGemmCase& c,
+                                            bool table_only_workspace = false);
 
 // "" when equal, else the first mismatch: row, group, column, both patterns and the case.
 std::string first_gemm_mismatch(const GpuGemmCase& c, const std::vector<std::uint32_t>& got,
