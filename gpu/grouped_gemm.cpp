@@ -35,6 +35,12 @@ GemmScaleMode scale_mode(Scaling s) {
   }
 }
 
+// The leading dimension of MN-major blockwise A scales (ScaleLayoutF32::tma_mn_major): M rounded
+// up to 4, the layout's geometry (numerics/scale_layout.h).
+std::int64_t mn_major_scale_ld(std::int64_t M) {
+  return fp8ref::detail::f32_geometry(ScaleLayoutF32::tma_mn_major, M, 1).inner;
+}
+
 bool is_e5m2(Format f, const char* name) {
   if (f != Format::e4m3 && f != Format::e5m2)
     bad(std::string(name) + " must be e4m3 or e5m2 codes");
@@ -115,7 +121,7 @@ void set_operands(GemmKernelArgs& p, std::int64_t G, Format fa, Format fb, const
       break;
     case GemmScaleMode::blockwise:
       if (mn_major) {
-        const std::int64_t ld = (p.M + 3) / 4 * 4;
+        const std::int64_t ld = mn_major_scale_ld(p.M);
         check_size(sa_size, nkb * ld, "scale_a (blockwise 1x128, tma_mn_major)");
         if (p.M > 0) check_aligned(sa, "scale_a (tma_mn_major)");
         p.sa_row = 1, p.sa_kb = ld, p.sa_mn_ld = ld;
@@ -211,7 +217,7 @@ void with_scratch(std::size_t bytes, cudaStream_t stream, Use&& use) {
 
 // The bytes of an MN-major copy of M rows' blockwise A scales over K: K/128 · align(M, 4) floats.
 std::size_t mn_major_scale_bytes(std::int64_t M, std::int64_t K) {
-  return std::size_t((M + 3) / 4 * 4 * (K / kGemmBlockK)) * 4;
+  return std::size_t(mn_major_scale_ld(M) * (K / kGemmBlockK)) * 4;
 }
 // Where a device-side groups' workspace holds that copy: past the table, 256-byte aligned.
 constexpr std::size_t kWorkspaceScalesAt = (sizeof(detail::GemmGroupTable) + 255) / 256 * 256;
@@ -219,7 +225,7 @@ constexpr std::size_t kWorkspaceScalesAt = (sizeof(detail::GemmGroupTable) + 255
 // launch_grouped_gemm on an MN-major copy of p's row-major blockwise A scales written into `mn`
 // (mn_major_scale_bytes) first, on the stream.
 void launch_transposed_into(GemmKernelArgs p, int block_n, float* mn, cudaStream_t stream) {
-  const std::int64_t ld = (p.M + 3) / 4 * 4, nkb = p.K / kGemmBlockK;
+  const std::int64_t ld = mn_major_scale_ld(p.M), nkb = p.K / kGemmBlockK;
   detail::launch_scales_mn_major(p.scale_a, mn, p.M, int(nkb), ld, stream);
   p.scale_a = mn, p.sa_row = 1, p.sa_kb = ld, p.sa_mn_ld = ld;
   detail::launch_grouped_gemm(p, block_n, stream);

@@ -12,6 +12,7 @@
 
 #include "gpu/device.h"
 #include "gpu/grouped_gemm_kernels.h"
+#include "gpu/grouped_wgrad_transpose.h"
 
 namespace fp8ref::gpu::detail {
 namespace {
@@ -43,14 +44,7 @@ __device__ __forceinline__ uint4 bytes16(const std::uint8_t* row, std::int64_t a
 __global__ void wgrad_repack_kernel(const __grid_constant__ WgradRepackArgs p) {
   const std::int64_t c = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x, j = c * 16;
   if (j >= p.m_out) return;
-  int lo = 0, hi = p.groups;  // the group g with to[g] <= j < to[g + 1] (empty ones skipped)
-  while (hi - lo > 1) {
-    const int mid = (lo + hi) / 2;
-    if (p.to[mid] <= j)
-      lo = mid;
-    else
-      hi = mid;
-  }
+  const int lo = aligned_group_of(p.to, p.groups, j);  // to[lo] <= j < to[lo + 1]
   const std::int64_t from = p.from[lo] + (j - p.to[lo]);
   for (std::int64_t r = blockIdx.y; r < p.rows_a + p.rows_b; r += gridDim.y) {
     const std::uint8_t* row = r < p.rows_a ? p.a + r * p.m : p.b + (r - p.rows_a) * p.m;

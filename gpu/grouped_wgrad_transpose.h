@@ -40,17 +40,26 @@ struct WgradTransposeArgs {
   std::int32_t to[kWgradTransposeMaxGroups + 1];
 };
 
-// The input token of output column j (0 <= j < m_out), or -1 where column j is past its group's
-// tokens. The group is the last g with to[g] <= j: an empty group shares its `to` with the next.
-FP8REF_WT_HD std::int64_t wgrad_transpose_source(const WgradTransposeArgs& p, std::int64_t j) {
-  int lo = 0, hi = p.groups;
+// The group of output column j in a layout whose groups start at to[0] = 0 <= to[1] <= ... (of
+// `groups`): the last g < groups with to[g] <= j, so that an empty group, which shares its `to`
+// with the next, is skipped. Both copies into the aligned layout use it (wgrad_transpose_source
+// and the repack, gpu/grouped_wgrad_repack.cu).
+FP8REF_WT_HD int aligned_group_of(const std::int32_t* to, int groups, std::int64_t j) {
+  int lo = 0, hi = groups;
   while (hi - lo > 1) {
     const int mid = (lo + hi) / 2;
-    if (p.to[mid] <= j)
+    if (to[mid] <= j)
       lo = mid;
     else
       hi = mid;
   }
+  return lo;
+}
+
+// The input token of output column j (0 <= j < m_out), or -1 where column j is past its group's
+// tokens.
+FP8REF_WT_HD std::int64_t wgrad_transpose_source(const WgradTransposeArgs& p, std::int64_t j) {
+  const int lo = aligned_group_of(p.to, p.groups, j);
   const std::int64_t i = j - p.to[lo];
   return i < p.count[lo] ? p.from[lo] + i : -1;
 }
