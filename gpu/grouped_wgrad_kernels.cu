@@ -12,7 +12,9 @@
 // promoted as hopper_promoted_blockwise (acc = fmaf(RN(sdy·sx), T, acc), a scale per row and
 // column of the tile, copied into the stage by cp.async.bulk and read by ld.shared) or
 // hopper_promoted_tensorwise; then dW = RN_out(RN(C + acc)), C read and dW written as streaming
-// data (evict first); an empty group gives C (docs/gpu_gemm.md §3).
+// data (evict first), at BK = 256 through the ring (C loaded by TMA into three stages behind the
+// tile's last block, dW stored by TMA: ring_epilogue); an empty group gives C (docs/gpu_gemm.md
+// §3).
 // The block loop is cut to few instructions per block (the kernel is bound by the instructions it
 // issues, docs/gpu_gemm.md §7): scales by bulk copy and ld.shared, the stage, phase, wgmma
 // descriptors and scale addresses formed once per CTA, the epilogue's choices once per tile.
@@ -30,8 +32,15 @@ using namespace sm90;
 
 struct WgradTmaParams {
   CUtensorMap map_dy, map_x;  // dYᵀ (N, M), Xᵀ (K, M): rows of tokens
+  CUtensorMap map_c, map_dw;  // C and dW as (G·N, K), boxes of 32 columns × 64 rows (BK = 256)
   WgradKernelArgs args;
 };
+
+// The epilogue of 256-wide tiles (ring_epilogue): C read by TMA into three stages as chunks of
+// 96, 96 and 64 columns, in each warpgroup w's 64 rows as boxes of 32 columns at w·kEpiWg +
+// b·kEpiBox (f32, 128-byte swizzle: 48 KiB, one stage, for 96 columns); dW written back over them
+// (bf16 boxes at w·kEpiWg + b·kEpiBox / 2, 64-byte swizzle; f32 in place) and stored by TMA.
+constexpr int kEpiChunks = 3, kEpiChunkCols = 96, kEpiBox = 32 * 64 * 4, kEpiWg = 3 * kEpiBox;
 
 // Stages of a 128 (n) × 128 token dYᵀ tile, a BK (k) × 128 token Xᵀ tile, and the block's
 // scales: 128 of dY (the tile's rows) then BK of X (its columns). BK = 128, 192 or 256 (6, 5 and 4
@@ -157,6 +166,26 @@ __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
       }
       cp_async_arrive_noinc(s.full(st));
     }
+    if constexpr (BK != 256) continue;
+    // The tile's C into the next three stages (ring_epilogue), once they are free: loaded while
+    // the consumers still run the tile's last blocks. Where the lanes copy scales, `full` counts
+    // 33 arrivals: lane 0's expect_tx and one of every lane.
+    const std::int32_t row0 = std::int32_t(t.g * a.N + t.n0);
+    for (int c = 0; c < kEpiChunks; ++c, ++it) {
+      const int st = s.stage(it);
+      const int boxes = min(kEpiChunkCols, BK - c * kEpiChunkCols) / 32;
+      s.wait_empty(it);
+      if (lane == 0) {
+        const std::uint64_t evict_first = l2_evict_first_policy();  // C is read once
+        mbar_arrive_expect_tx(s.full(st), 2 * boxes * kEpiBox);
+        for (int w = 0; w < 2; ++w)
+          for (int b = 0; b < boxes; ++b)
+            tma_load_2d_hint(s.a_tile(st) + w * kEpiWg + b * kEpiBox, &p.map_c,
+                             std::int32_t(t.k0) + c * kEpiChunkCols + 32 * b, row0 + 64 * w,
+                             s.full(st), evict_first);
+      }
+      if (a.blockwise && !bulk) mbar_arrive(s.full(st));
+    }
   }
 }
 
@@ -248,10 +277,10 @@ __device__ __forceinline__ void promote_blockwise(std::uint32_t rows, std::uint3
 // it). Both as streaming accesses (ld/st .cs: evict first), each byte being used once, so that C
 // and dW leave L2 to the tiles of dYᵀ and Xᵀ other CTAs read. The choices are template
 // parameters, taken once per tile by store_wgrad, not per element. The tile's accumulators are
-// acc[kOff ..] (kOff = 64: the second 128-column half of a 256-wide tile).
-template <int BK, int kOff, bool kBf16, bool kAdd, int NA>
+// acc[0 .. BK / 2).
+template <int BK, bool kBf16, bool kAdd>
 __device__ __forceinline__ void store_rows(const WgradKernelArgs& p, std::int64_t base,
-                                           std::int32_t cols, const float (&acc)[NA]) {
+                                           std::int32_t cols, const float (&acc)[BK / 2]) {
   const bool odd = (threadIdx.x & 1) != 0;
   float4 c[2][BK / 16];
 #pragma unroll
@@ -270,7 +299,7 @@ __device__ __forceinline__ void store_rows(const WgradKernelArgs& p, std::int64_
       float4 v = c[h][i];
       if constexpr (kAdd) {
         // groups 2i, 2i + 1
-        const int e0 = kOff + (2 * i) * 4 + h * 2, e1 = kOff + (2 * i + 1) * 4 + h * 2;
+        const int e0 = (2 * i) * 4 + h * 2, e1 = (2 * i + 1) * 4 + h * 2;
         const float s0 = odd ? acc[e0] : acc[e1], s1 = odd ? acc[e0 + 1] : acc[e1 + 1];
         const float r0 = __shfl_xor_sync(0xffffffffu, s0, 1);
         const float r1 = __shfl_xor_sync(0xffffffffu, s1, 1);
@@ -292,28 +321,144 @@ __device__ __forceinline__ void store_rows(const WgradKernelArgs& p, std::int64_
   }
 }
 
-// The tile's epilogue: dW = RN_out(RN(C + acc')), acc' = acc (blockwise) or RN(acc·RN(sdy·sx))
-// (tensorwise: formed in place first, the same fmul before the same fadd), by one of four
-// store_rows; BK columns from t.k0, their accumulators acc[kOff ..] (store_rows).
-template <int BK, int kOff = 0, int NA>
+// The epilogues' acc': acc (blockwise) or, for a tile with blocks, RN(acc·RN(sdy·sx))
+// (tensorwise: formed in place before the epilogue's fadd).
+template <int NA>
+__device__ __forceinline__ void scale_tensorwise(const WgradKernelArgs& p, const WgradTile& t,
+                                                 float (&acc)[NA]) {
+  if (p.blockwise || t.nkb == 0) return;
+  const float ts = __fmul_rn(p.scale_dy[0], p.scale_x[0]);
+#pragma unroll
+  for (int i = 0; i < NA; ++i) acc[i] = __fmul_rn(acc[i], ts);
+}
+
+// The tile's epilogue: dW = RN_out(RN(C + acc')) (scale_tensorwise) by one of four store_rows;
+// BK columns from t.k0 (BK = 128 or 192; 256-wide tiles: ring_epilogue).
+template <int BK>
 __device__ __forceinline__ void store_wgrad(const WgradKernelArgs& p, const WgradTile& t,
-                                            float (&acc)[NA], int local_row) {
+                                            float (&acc)[BK / 2], int local_row) {
   const int lane = threadIdx.x % 32;
   // The thread's first column of its rows (store_rows): 8(q & 1) + 4(q >> 1), q = lane % 4.
   const std::int64_t base = std::int64_t(t.g) * p.N * p.K + (t.n0 + local_row) * p.K + t.k0 +
                             8 * (lane & 1) + 4 * ((lane >> 1) & 1);
   const std::int32_t cols = std::int32_t(min(std::int64_t(BK), p.K - t.k0));
-  if (!p.blockwise && t.nkb > 0) {
-    const float ts = __fmul_rn(p.scale_dy[0], p.scale_x[0]);
-#pragma unroll
-    for (int i = 0; i < BK / 2; ++i) acc[kOff + i] = __fmul_rn(acc[kOff + i], ts);
-  }
+  scale_tensorwise(p, t, acc);
   if (p.out_bf16)
-    t.nkb > 0 ? store_rows<BK, kOff, true, true>(p, base, cols, acc)
-              : store_rows<BK, kOff, true, false>(p, base, cols, acc);
+    t.nkb > 0 ? store_rows<BK, true, true>(p, base, cols, acc)
+              : store_rows<BK, true, false>(p, base, cols, acc);
   else
-    t.nkb > 0 ? store_rows<BK, kOff, false, true>(p, base, cols, acc)
-              : store_rows<BK, kOff, false, false>(p, base, cols, acc);
+    t.nkb > 0 ? store_rows<BK, false, true>(p, base, cols, acc)
+              : store_rows<BK, false, false>(p, base, cols, acc);
+}
+
+// Barrier of the consumer warpgroup wg's 128 threads (named barriers 2 and 3; 1 is zero_tail's).
+__device__ __forceinline__ void warpgroup_sync(int wg) {
+  if (wg == 0)
+    asm volatile("bar.sync 2, 128;\n" ::: "memory");
+  else
+    asm volatile("bar.sync 3, 128;\n" ::: "memory");
+}
+
+// The epilogue of a 256-wide tile, through the ring (docs/gpu_gemm.md §2): the producer loads the
+// tile's C into the three stages after its last block (kEpiChunks chunks of kEpiChunkCols columns,
+// each warpgroup's 64 rows as 32-column boxes), while the consumers still run the tile's last
+// blocks, so that the epilogue does not wait for C in global memory. Per chunk each thread reads
+// its values of C (ld.shared at the wgmma D layout's rows local_row, + 8 and columns 8J +
+// 2(lane % 4) + {0, 1} of 8-column group J: acc[4J ..]; the 128-byte swizzle puts the 8 rows of a
+// warp's access on distinct banks), forms dW = RN_out(RN(C + acc)) (C itself for an empty group:
+// kAdd false), writes it back into the chunk (f32 in place; bf16 once the whole warpgroup has read
+// its C, as 32-column boxes with the 64-byte swizzle) and one thread per warpgroup stores the
+// warpgroup's boxes by TMA; the same fadd and rounding as store_rows. That thread hands a chunk's
+// stage back to the producer (an arrival for its 4 warps) once the stores have read it, the
+// chunk before the last while the last is formed. C and dW pass through L2 at evict_first.
+template <bool kBf16, bool kAdd>
+__device__ __forceinline__ void ring_epilogue(const WgradTmaParams& p, const Ring<256>& s,
+                                              const WgradTile& t, const float (&acc)[128], int wg_u,
+                                              int& st, std::uint32_t& phase) {
+  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, q = lane % 4;
+  const bool leader = threadIdx.x % 128 == 0;  // the warpgroup's thread issuing its stores
+  const std::uint32_t row = (warp * 16 + lane / 4) * 128;  // byte offset of row local_row in a box
+  const std::uint32_t cx = (q >> 1) ^ (lane >> 2);         // 128-byte swizzle: chunk 2j' ^ cx
+  const std::uint32_t brow = (warp * 16 + lane / 4) * 64 + 4 * q, bx = (lane >> 3) & 3;
+  const std::int32_t row0 = std::int32_t(t.g * p.args.N + t.n0) + 64 * wg_u;
+  int used[kEpiChunks];
+#pragma unroll
+  for (int c = 0; c < kEpiChunks; ++c) {
+    constexpr int kGroups = kEpiChunkCols / 8;
+    const int groups = min(kGroups, 32 - c * kGroups);  // 12, 12, 8
+    used[c] = st;
+    mbar_wait(s.full(st), phase);
+    const std::uint32_t region = s.a_tile(st) + wg_u * kEpiWg;
+    float v[kGroups][4];
+#pragma unroll
+    for (int i = 0; i < kGroups; ++i) {
+      if (i >= groups) break;
+      const int J = c * kGroups + i, b = i / 4, jj = J % 4;
+#pragma unroll
+      for (int rr = 0; rr < 2; ++rr) {
+        const std::uint32_t at =
+            region + b * kEpiBox + row + rr * 1024 + (((2 * jj) ^ cx) << 4) + 8 * (q & 1);
+        asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];"
+                     : "=f"(v[i][2 * rr]), "=f"(v[i][2 * rr + 1])
+                     : "r"(at)
+                     : "memory");
+        if constexpr (kAdd) {
+          v[i][2 * rr] = __fadd_rn(v[i][2 * rr], acc[4 * J + 2 * rr]);
+          v[i][2 * rr + 1] = __fadd_rn(v[i][2 * rr + 1], acc[4 * J + 2 * rr + 1]);
+        }
+      }
+    }
+    if constexpr (kBf16) {
+      // Every thread of the warpgroup has read its C before any bf16 overwrites the chunk.
+      warpgroup_sync(wg_u);
+#pragma unroll
+      for (int i = 0; i < kGroups; ++i) {
+        if (i >= groups) break;
+        const int J = c * kGroups + i, b = i / 4, jj = J % 4;
+#pragma unroll
+        for (int rr = 0; rr < 2; ++rr) {
+          const __nv_bfloat162 h = __floats2bfloat162_rn(v[i][2 * rr], v[i][2 * rr + 1]);
+          const std::uint32_t at = region + b * (kEpiBox / 2) + brow + rr * 512 + ((jj ^ bx) << 4);
+          asm volatile("st.shared.b32 [%0], %1;" ::"r"(at),
+                       "r"(*reinterpret_cast<const std::uint32_t*>(&h))
+                       : "memory");
+        }
+      }
+    } else if constexpr (kAdd) {
+#pragma unroll
+      for (int i = 0; i < kGroups; ++i) {
+        if (i >= groups) break;
+        const int J = c * kGroups + i, b = i / 4, jj = J % 4;
+#pragma unroll
+        for (int rr = 0; rr < 2; ++rr) {
+          const std::uint32_t at =
+              region + b * kEpiBox + row + rr * 1024 + (((2 * jj) ^ cx) << 4) + 8 * (q & 1);
+          asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(at), "f"(v[i][2 * rr]),
+                       "f"(v[i][2 * rr + 1])
+                       : "memory");
+        }
+      }
+    }
+    // The writes visible to the async proxy, then the warpgroup's stores.
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    warpgroup_sync(wg_u);
+    if (leader) {
+      const std::uint64_t evict_first = l2_evict_first_policy();  // dW is written once
+      for (int b = 0; b < groups / 4; ++b)
+        tma_store_2d_hint(&p.map_dw, std::int32_t(t.k0) + c * kEpiChunkCols + 32 * b, row0,
+                          region + b * (kBf16 ? kEpiBox / 2 : kEpiBox), evict_first);
+      bulk_commit_group();
+      if (c > 0) {  // the previous chunk's stores have read it: its stage back to the producer
+        bulk_wait_group_read<1>();
+        mbar_arrive_count(s.empty(used[c - 1]), 4);
+      }
+    }
+    if (++st == Ring<256>::kStages) st = 0, phase ^= 1;
+  }
+  if (leader) {  // the last chunk's stage, once its stores have read it
+    bulk_wait_group_read<0>();
+    mbar_arrive_count(s.empty(used[kEpiChunks - 1]), 4);
+  }
 }
 
 // A 256-wide tile's T per token block (BK = 256): two 128-column halves into the one 64-register
@@ -415,11 +560,14 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
       if (leader) mbar_arrive(s.empty(st));
       if (++st == Ring<BK>::kStages) st = 0, phase ^= 1;
     }
-    if constexpr (BK == 256) {  // two 128-column epilogues (K % 128 == 0: half 1 whole or none)
-      store_wgrad<128, 0>(a, t, acc, local_row);
-      WgradTile h1 = t;
-      h1.k0 += 128;
-      if (h1.k0 < a.K) store_wgrad<128, 64>(a, h1, acc, local_row);
+    if constexpr (BK == 256) {  // through the ring
+      scale_tensorwise(a, t, acc);
+      if (a.out_bf16)
+        t.nkb > 0 ? ring_epilogue<true, true>(p, s, t, acc, wg_u, st, phase)
+                  : ring_epilogue<true, false>(p, s, t, acc, wg_u, st, phase);
+      else
+        t.nkb > 0 ? ring_epilogue<false, true>(p, s, t, acc, wg_u, st, phase)
+                  : ring_epilogue<false, false>(p, s, t, acc, wg_u, st, phase);
     } else {
       store_wgrad<BK>(a, t, acc, local_row);
     }
@@ -452,6 +600,14 @@ void launch_wgrad_typed(const WgradKernelArgs& args, cudaStream_t stream) {
   if (args.M > 0) {  // with no tokens no block is loaded: the maps stay empty
     p.map_dy = fp8_tile_map(args.dy_t, args.M, args.N, 128);
     p.map_x = fp8_tile_map(args.x_t, args.M, args.K, BK);
+  }
+  // 256-wide tiles store through the ring (ring_epilogue): the launcher checked C and dW 16-byte
+  // aligned (the rows' strides, K·4 and K·2 bytes, are multiples of 16 with K % 128 == 0), and the
+  // G·N rows fit TMA's 32-bit coordinates (C holds G·N·K >= 128·G·N floats in device memory).
+  if (BK == 256 && args.groups > 0) {
+    const std::int64_t rows = std::int64_t(args.groups) * args.N;
+    p.map_c = out_tile_map(args.c, false, args.K, rows, 64);
+    p.map_dw = out_tile_map(args.dw, args.out_bf16, args.K, rows, 64);
   }
   const auto kernel = grouped_wgrad_kernel<BK, AE5, BE5>;
   FP8REF_CUDA_CHECK(

@@ -1,5 +1,5 @@
-// TMA tensor maps of FP8 operand tiles (gpu/tensor_map.h): cuTensorMapEncodeTiled through the
-// runtime's driver entry point, 128-byte swizzle, zero fill out of bounds.
+// TMA tensor maps of FP8 operand and f32 / bf16 output tiles (gpu/tensor_map.h):
+// cuTensorMapEncodeTiled through the runtime's driver entry point, zero fill out of bounds.
 #include "gpu/tensor_map.h"
 
 #include <cudaTypedefs.h>
@@ -39,6 +39,24 @@ CUtensorMap fp8_tile_map(const void* base, std::int64_t cols, std::int64_t rows,
   if (r != CUDA_SUCCESS)
     throw CudaError("fp8ref gpu: cuTensorMapEncodeTiled failed (CUresult " + std::to_string(r) +
                     ") on " + std::to_string(rows) + " x " + std::to_string(cols) + " bytes");
+  return map;
+}
+
+CUtensorMap out_tile_map(const void* base, bool bf16, std::int64_t cols, std::int64_t rows,
+                         int box_rows) {
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(cols) * (bf16 ? 2 : 4)};  // bytes between rows
+  const cuuint32_t box[2] = {32, cuuint32_t(box_rows)}, element_strides[2] = {1, 1};
+  const CUresult r = encode_tiled()(
+      &map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2,
+      const_cast<void*>(base), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      bf16 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw CudaError("fp8ref gpu: cuTensorMapEncodeTiled failed (CUresult " + std::to_string(r) +
+                    ") on " + std::to_string(rows) + " x " + std::to_string(cols) +
+                    (bf16 ? " bf16" : " f32"));
   return map;
 }
 

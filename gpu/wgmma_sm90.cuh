@@ -60,6 +60,48 @@ __device__ __forceinline__ void tma_load_2d(std::uint32_t dst, const void* tenso
       "l"(tensor_map), "r"(inner), "r"(row), "r"(bar)
       : "memory");
 }
+// An L2 eviction policy for data read or written once (PTX ISA "createpolicy": evict_first over
+// the whole access), for the .L2::cache_hint forms below.
+__device__ __forceinline__ std::uint64_t l2_evict_first_policy() {
+  std::uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+// tma_load_2d with an L2 cache policy.
+__device__ __forceinline__ void tma_load_2d_hint(std::uint32_t dst, const void* tensor_map,
+                                                 std::int32_t inner, std::int32_t row,
+                                                 std::uint32_t bar, std::uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+      "l"(tensor_map), "r"(inner), "r"(row), "r"(bar), "l"(policy)
+      : "memory");
+}
+// TMA store (PTX ISA "cp.async.bulk.tensor", shared::cta -> global, bulk-group completion) with an
+// L2 cache policy: the box at `src` to (inner, row) of a 2D tensor map, elements out of bounds
+// skipped. The issuing thread commits its stores as a bulk group and waits until their
+// shared-memory sources have been read (wait_group.read: at most N groups still reading) before
+// that memory is written again.
+__device__ __forceinline__ void tma_store_2d_hint(const void* tensor_map, std::int32_t inner,
+                                                  std::int32_t row, std::uint32_t src,
+                                                  std::uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint"
+      " [%0, {%1, %2}], [%3], %4;\n" ::"l"(tensor_map),
+      "r"(inner), "r"(row), "r"(src), "l"(policy)
+      : "memory");
+}
+__device__ __forceinline__ void bulk_commit_group() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void bulk_wait_group_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+// `count` arrivals at once (one thread arriving for its warpgroup's warps).
+__device__ __forceinline__ void mbar_arrive_count(std::uint32_t bar, std::uint32_t count) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
 __device__ __forceinline__ void tma_prefetch_map(const void* tensor_map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(tensor_map) : "memory");
 }

@@ -450,15 +450,20 @@ TEST(GpuGroupedGemm, BadInputIsRefusedBeforeAnyLaunch) {
 }
 
 // K-grouped wgrad: an empty group's dW is C, every bit (-0 included), under f32 output.
+// K = 128: the register epilogue; K = 512: 256-wide tiles, C through the stage ring (ring_epilogue
+// in gpu/grouped_wgrad_kernels.cu), copied back by TMA.
 TEST(GpuGroupedGemm, WgradEmptyGroupGivesCExactly) {
   FP8REF_REQUIRE_DEVICE();
-  const GpuGemmCase c = make_case(GemmOp::wgrad, Scaling::blockwise, Format::e4m3, Format::e4m3,
-                                  OutDtype::f32, sizes({0, 64, 0}, 0), 128, 128);
-  const auto got = fuzz::kernel_gemm_bits(c);
-  EXPECT_EQ(fuzz::first_gemm_mismatch(c, got, fuzz::oracle_gemm_bits(c)), "");
-  for (std::int64_t g : {0, 2})
-    for (std::int64_t i = g * c.N * c.K; i < (g + 1) * c.N * c.K; ++i)
-      ASSERT_EQ(got[std::size_t(i)], std::bit_cast<std::uint32_t>(c.c[std::size_t(i)])) << i;
+  for (std::int64_t K : {128, 512}) {
+    const GpuGemmCase c = make_case(GemmOp::wgrad, Scaling::blockwise, Format::e4m3, Format::e4m3,
+                                    OutDtype::f32, sizes({0, 64, 0}, 0), 128, K);
+    const auto got = fuzz::kernel_gemm_bits(c);
+    EXPECT_EQ(fuzz::first_gemm_mismatch(c, got, fuzz::oracle_gemm_bits(c)), "");
+    for (std::int64_t g : {0, 2})
+      for (std::int64_t i = g * c.N * c.K; i < (g + 1) * c.N * c.K; ++i)
+        ASSERT_EQ(got[std::size_t(i)], std::bit_cast<std::uint32_t>(c.c[std::size_t(i)]))
+            << "K = " << K << ", element " << i;
+  }
 }
 
 TEST(GpuGroupedGemm, WgradBadInputIsRefusedBeforeAnyLaunch) {
