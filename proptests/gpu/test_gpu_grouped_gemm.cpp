@@ -635,6 +635,61 @@ gpu::DeviceGemmOperands device_operands(const GpuGemmCase& c, const DeviceMemory
           std::int64_t(c.sb.size())};
 }
 
+// wgrad's scale tensors need no alignment (docs/gpu_gemm.md §4): where either is not 16-byte
+// aligned (a slice of a larger buffer), the producer's lanes copy each block's scales 4 bytes at a
+// time by cp.async instead of two bulk copies, and a stage's `full` phase counts 33 arrivals (the
+// lanes' and lane 0's expect_tx), the ring epilogue's chunks of C too. Both scale tensors at +4
+// bytes and at +4 / +0: the model's bits at 192-wide (K = 384, columns past K on the last tile:
+// K = 2176) and 256-wide tiles (K = 512, through the ring), bf16 and f32, an empty group among
+// the groups and a group ending inside a block.
+TEST(GpuGroupedGemm, WgradUnalignedScalesEqualTheModel) {
+  FP8REF_REQUIRE_DEVICE();
+  for (std::int64_t K : {384, 2176, 512})
+    for (OutDtype out : {OutDtype::f32, OutDtype::bf16})
+      for (auto [dy_off, x_off] : {std::pair{4, 4}, {4, 0}}) {
+        const GpuGemmCase c = make_case(GemmOp::wgrad, Scaling::blockwise, Format::e4m3,
+                                        Format::e5m2, out, sizes({300, 0, 77}), 256, K);
+        const auto want = fuzz::oracle_gemm_bits(c);
+        ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
+        const std::size_t n = std::size_t(c.G * c.N * c.K), esize = out == OutDtype::f32 ? 4 : 2;
+        const DeviceMemory dy(c.a), x(c.b), cm(c.c), dw(n * esize), sdy(c.sa.size() * 4 + 16),
+            sx(c.sb.size() * 4 + 16);
+        auto* sdy_p = reinterpret_cast<float*>(sdy.as<std::uint8_t>() + dy_off);
+        auto* sx_p = reinterpret_cast<float*>(sx.as<std::uint8_t>() + x_off);
+        ASSERT_EQ(cudaMemcpy(sdy_p, c.sa.data(), c.sa.size() * 4, cudaMemcpyHostToDevice),
+                  cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(sx_p, c.sb.data(), c.sb.size() * 4, cudaMemcpyHostToDevice),
+                  cudaSuccess);
+        const gpu::DeviceWgradOperands w{c.M,
+                                         c.N,
+                                         c.K,
+                                         c.G,
+                                         c.fa,
+                                         c.fb,
+                                         dy.as<const std::uint8_t>(),
+                                         x.as<const std::uint8_t>(),
+                                         c.scaling,
+                                         sdy_p,
+                                         std::int64_t(c.sa.size()),
+                                         sx_p,
+                                         std::int64_t(c.sb.size()),
+                                         cm.as<const float>(),
+                                         gpu::WgradOperandLayout::row_major};
+        gpu::grouped_gemm_wgrad(w, c.offs, {out, dw.as<void>(), std::int64_t(n)}, nullptr);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        std::vector<std::uint32_t> got(n);
+        if (out == OutDtype::f32) {
+          const auto f = dw.get<std::uint32_t>(n);
+          got.assign(f.begin(), f.end());
+        } else {
+          const auto h = dw.get<std::uint16_t>(n);
+          got.assign(h.begin(), h.end());
+        }
+        EXPECT_EQ(fuzz::first_gemm_mismatch(c, got, want), "")
+            << "scale_dy at +" << dy_off << " bytes, scale_x at +" << x_off << ", K = " << K;
+      }
+}
+
 // The prologue's table (detail::launch_group_table) == the host launcher's byte for byte
 // (detail::host_group_table_offs / _masked, both zero past the groups): offsets with empty groups,
 // groups of 1, 127, 128, 129 and 300 rows, G = 1 and G = 256, masked counts; on a bad entry the
