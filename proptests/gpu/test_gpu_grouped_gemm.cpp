@@ -690,6 +690,41 @@ TEST(GpuGroupedGemm, WgradUnalignedScalesEqualTheModel) {
       }
 }
 
+// f32 dW may be C itself (gradient accumulation in place, docs/gpu_gemm.md §1): each tile reads its
+// block of C before it writes that block of dW (the register epilogue loads all of a thread's C
+// before its first store; the ring loads the tile's C into shared memory before its TMA stores),
+// and no tile reads another's. The model's bits at 192-wide (K = 384) and 256-wide (K = 512)
+// tiles, with an empty group (its dW = C: the bits stay).
+TEST(GpuGroupedGemm, WgradIntoCInPlaceEqualsTheModel) {
+  FP8REF_REQUIRE_DEVICE();
+  for (std::int64_t K : {384, 512}) {
+    const GpuGemmCase c = make_case(GemmOp::wgrad, Scaling::blockwise, Format::e4m3, Format::e4m3,
+                                    OutDtype::f32, sizes({300, 0, 77}), 256, K);
+    const auto want = fuzz::oracle_gemm_bits(c);
+    ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
+    const std::size_t n = std::size_t(c.G * c.N * c.K);
+    const DeviceMemory dy(c.a), x(c.b), sdy(c.sa), sx(c.sb), cm(c.c);
+    const gpu::DeviceWgradOperands w{c.M,
+                                     c.N,
+                                     c.K,
+                                     c.G,
+                                     c.fa,
+                                     c.fb,
+                                     dy.as<const std::uint8_t>(),
+                                     x.as<const std::uint8_t>(),
+                                     c.scaling,
+                                     sdy.as<const float>(),
+                                     std::int64_t(c.sa.size()),
+                                     sx.as<const float>(),
+                                     std::int64_t(c.sb.size()),
+                                     cm.as<const float>(),
+                                     gpu::WgradOperandLayout::row_major};
+    gpu::grouped_gemm_wgrad(w, c.offs, {OutDtype::f32, cm.as<void>(), std::int64_t(n)}, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(fuzz::first_gemm_mismatch(c, cm.get<std::uint32_t>(n), want), "") << "K = " << K;
+  }
+}
+
 // The prologue's table (detail::launch_group_table) == the host launcher's byte for byte
 // (detail::host_group_table_offs / _masked, both zero past the groups): offsets with empty groups,
 // groups of 1, 127, 128, 129 and 300 rows, G = 1 and G = 256, masked counts; on a bad entry the
