@@ -635,6 +635,28 @@ gpu::DeviceGemmOperands device_operands(const GpuGemmCase& c, const DeviceMemory
           std::int64_t(c.sb.size())};
 }
 
+// A wgrad case's device operands, row-major dY and X (the case's A and B) in dy and x, its scales
+// at sdy and sx (pointers: a test may place them off alignment) and C at c.
+gpu::DeviceWgradOperands wgrad_device_operands(const GpuGemmCase& c, const DeviceMemory& dy,
+                                               const DeviceMemory& x, const float* sdy,
+                                               const float* sx, const float* cp) {
+  return {c.M,
+          c.N,
+          c.K,
+          c.G,
+          c.fa,
+          c.fb,
+          dy.as<const std::uint8_t>(),
+          x.as<const std::uint8_t>(),
+          c.scaling,
+          sdy,
+          std::int64_t(c.sa.size()),
+          sx,
+          std::int64_t(c.sb.size()),
+          cp,
+          gpu::WgradOperandLayout::row_major};
+}
+
 // wgrad's scale tensors need no alignment (docs/gpu_gemm.md §4): where either is not 16-byte
 // aligned (a slice of a larger buffer), the producer's lanes copy each block's scales 4 bytes at a
 // time by cp.async instead of two bulk copies, and a stage's `full` phase counts 33 arrivals (the
@@ -660,21 +682,8 @@ TEST(GpuGroupedGemm, WgradUnalignedScalesEqualTheModel) {
                   cudaSuccess);
         ASSERT_EQ(cudaMemcpy(sx_p, c.sb.data(), c.sb.size() * 4, cudaMemcpyHostToDevice),
                   cudaSuccess);
-        const gpu::DeviceWgradOperands w{c.M,
-                                         c.N,
-                                         c.K,
-                                         c.G,
-                                         c.fa,
-                                         c.fb,
-                                         dy.as<const std::uint8_t>(),
-                                         x.as<const std::uint8_t>(),
-                                         c.scaling,
-                                         sdy_p,
-                                         std::int64_t(c.sa.size()),
-                                         sx_p,
-                                         std::int64_t(c.sb.size()),
-                                         cm.as<const float>(),
-                                         gpu::WgradOperandLayout::row_major};
+        const gpu::DeviceWgradOperands w =
+            wgrad_device_operands(c, dy, x, sdy_p, sx_p, cm.as<const float>());
         gpu::grouped_gemm_wgrad(w, c.offs, {out, dw.as<void>(), std::int64_t(n)}, nullptr);
         ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
         std::vector<std::uint32_t> got(n);
@@ -704,21 +713,8 @@ TEST(GpuGroupedGemm, WgradIntoCInPlaceEqualsTheModel) {
     ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
     const std::size_t n = std::size_t(c.G * c.N * c.K);
     const DeviceMemory dy(c.a), x(c.b), sdy(c.sa), sx(c.sb), cm(c.c);
-    const gpu::DeviceWgradOperands w{c.M,
-                                     c.N,
-                                     c.K,
-                                     c.G,
-                                     c.fa,
-                                     c.fb,
-                                     dy.as<const std::uint8_t>(),
-                                     x.as<const std::uint8_t>(),
-                                     c.scaling,
-                                     sdy.as<const float>(),
-                                     std::int64_t(c.sa.size()),
-                                     sx.as<const float>(),
-                                     std::int64_t(c.sb.size()),
-                                     cm.as<const float>(),
-                                     gpu::WgradOperandLayout::row_major};
+    const gpu::DeviceWgradOperands w = wgrad_device_operands(
+        c, dy, x, sdy.as<const float>(), sx.as<const float>(), cm.as<const float>());
     gpu::grouped_gemm_wgrad(w, c.offs, {OutDtype::f32, cm.as<void>(), std::int64_t(n)}, nullptr);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     EXPECT_EQ(fuzz::first_gemm_mismatch(c, cm.get<std::uint32_t>(n), want), "") << "K = " << K;
