@@ -389,18 +389,22 @@ __device__ __forceinline__ void ring_epilogue(const WgradTmaParams& p, const Rin
     used[c] = st;
     mbar_wait(s.full(st), phase);
     const std::uint32_t region = s.a_tile(st) + wg_u * kEpiWg;
+    // Where C and f32 dW hold the thread's pair of the chunk's i-th 8-column group, row local_row
+    // + 8rr: box i / 4, group i % 4 of its row (a chunk holds whole boxes).
+    const auto f32_at = [&](int i, int rr) {
+      return region + (i / 4) * kEpiBox + row + rr * 1024 + (((2 * (i % 4)) ^ cx) << 4) +
+             8 * (q & 1);
+    };
     float v[kGroups][4];
 #pragma unroll
     for (int i = 0; i < kGroups; ++i) {
       if (i >= groups) break;
-      const int J = c * kGroups + i, b = i / 4, jj = J % 4;
+      const int J = c * kGroups + i;
 #pragma unroll
       for (int rr = 0; rr < 2; ++rr) {
-        const std::uint32_t at =
-            region + b * kEpiBox + row + rr * 1024 + (((2 * jj) ^ cx) << 4) + 8 * (q & 1);
         asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];"
                      : "=f"(v[i][2 * rr]), "=f"(v[i][2 * rr + 1])
-                     : "r"(at)
+                     : "r"(f32_at(i, rr))
                      : "memory");
         if constexpr (kAdd) {
           v[i][2 * rr] = __fadd_rn(v[i][2 * rr], acc[4 * J + 2 * rr]);
@@ -428,13 +432,10 @@ __device__ __forceinline__ void ring_epilogue(const WgradTmaParams& p, const Rin
 #pragma unroll
       for (int i = 0; i < kGroups; ++i) {
         if (i >= groups) break;
-        const int J = c * kGroups + i, b = i / 4, jj = J % 4;
 #pragma unroll
         for (int rr = 0; rr < 2; ++rr) {
-          const std::uint32_t at =
-              region + b * kEpiBox + row + rr * 1024 + (((2 * jj) ^ cx) << 4) + 8 * (q & 1);
-          asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(at), "f"(v[i][2 * rr]),
-                       "f"(v[i][2 * rr + 1])
+          asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(f32_at(i, rr)),
+                       "f"(v[i][2 * rr]), "f"(v[i][2 * rr + 1])
                        : "memory");
         }
       }
