@@ -25,39 +25,39 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
   return fn;
 }
 
+// A 2D row-major tensor of `rows` rows of `cols` elements of `bytes` bytes (`what` names the
+// element in the error message), read or written in boxes of box_cols × box_rows with `swizzle`.
+CUtensorMap tile_map_2d(const void* base, CUtensorMapDataType type, int bytes, const char* what,
+                        std::int64_t cols, std::int64_t rows, int box_cols, int box_rows,
+                        CUtensorMapSwizzle swizzle) {
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(cols) * cuuint64_t(bytes)};  // bytes between rows
+  const cuuint32_t box[2] = {cuuint32_t(box_cols), cuuint32_t(box_rows)},
+                   element_strides[2] = {1, 1};
+  const CUresult r =
+      encode_tiled()(&map, type, 2, const_cast<void*>(base), dims, strides, box, element_strides,
+                     CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw CudaError("fp8ref gpu: cuTensorMapEncodeTiled failed (CUresult " + std::to_string(r) +
+                    ") on " + std::to_string(rows) + " x " + std::to_string(cols) + " " + what);
+  return map;
+}
+
 }  // namespace
 
 CUtensorMap fp8_tile_map(const void* base, std::int64_t cols, std::int64_t rows, int box_rows) {
-  CUtensorMap map{};
-  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
-  const cuuint64_t strides[1] = {cuuint64_t(cols)};  // bytes between rows
-  const cuuint32_t box[2] = {128, cuuint32_t(box_rows)}, element_strides[2] = {1, 1};
-  const CUresult r = encode_tiled()(
-      &map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(base), dims, strides, box,
-      element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    throw CudaError("fp8ref gpu: cuTensorMapEncodeTiled failed (CUresult " + std::to_string(r) +
-                    ") on " + std::to_string(rows) + " x " + std::to_string(cols) + " bytes");
-  return map;
+  return tile_map_2d(base, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, "bytes", cols, rows, 128, box_rows,
+                     CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
 CUtensorMap out_tile_map(const void* base, bool bf16, std::int64_t cols, std::int64_t rows,
                          int box_rows) {
-  CUtensorMap map{};
-  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
-  const cuuint64_t strides[1] = {cuuint64_t(cols) * (bf16 ? 2 : 4)};  // bytes between rows
-  const cuuint32_t box[2] = {32, cuuint32_t(box_rows)}, element_strides[2] = {1, 1};
-  const CUresult r = encode_tiled()(
-      &map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2,
-      const_cast<void*>(base), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-      bf16 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    throw CudaError("fp8ref gpu: cuTensorMapEncodeTiled failed (CUresult " + std::to_string(r) +
-                    ") on " + std::to_string(rows) + " x " + std::to_string(cols) +
-                    (bf16 ? " bf16" : " f32"));
-  return map;
+  return bf16 ? tile_map_2d(base, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, "bf16", cols, rows, 32,
+                            box_rows, CU_TENSOR_MAP_SWIZZLE_64B)
+              : tile_map_2d(base, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, "f32", cols, rows, 32,
+                            box_rows, CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
 }  // namespace fp8ref::gpu::detail
