@@ -107,7 +107,7 @@ timeout 120 python3 tools/bench/gpu_quantize_torch.py "$OUT/bench.csv" 2>&1 | ta
 step "benchmark: FP8 grouped GEMM (every output against the GPU oracle) and its torch peers"
 timeout 150 $B/tools/fp8ref_gpu_gemm_bench --check --csv "$OUT/gemm_bench.csv" > "$OUT/gemm_bench.log" 2>&1
 cat "$OUT/gemm_bench.log" | tee -a "$summary"
-timeout 150 python3 tools/bench/gpu_gemm_torch.py "$OUT/gemm_bench.csv" 2>&1 | tail -24 | tee -a "$summary"
+timeout 150 python3 tools/bench/gpu_gemm_torch.py "$OUT/gemm_bench.csv" 2>&1 | tail -30 | tee -a "$summary"
 if [[ -n "${GPU_ORACLE_BENCH:-}" ]]; then  # about 40 s: the GPU oracle per MoE layer, wgrad, a campaign case
   step "benchmark: GPU oracle"
   timeout 150 $B/tools/fp8ref_gpu_oracle_bench --cpu-rows 1024 > "$OUT/oracle_bench.log" 2>&1

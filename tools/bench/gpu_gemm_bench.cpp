@@ -272,7 +272,7 @@ std::vector<std::int64_t> rounded16(std::vector<std::int64_t> offs) {
 // scales) on the expert ends `offs`, dY / X token-contiguous or `row_major`; milliseconds, and with
 // `check` the mismatch count against the GPU oracle's wgrad (-1 when not checked).
 std::pair<double, std::int64_t> run_wgrad(const std::vector<std::int64_t>& offs, bool check,
-                                          bool row_major = false) {
+                                          bool row_major = false, bool bf16_dw = false) {
   std::int64_t rows = 0, prev = 0;
   for (auto o : offs) rows += (o - prev + 127) / 128, prev = o;
   // dY (M, N) and X (M, K) for the oracle; token-contiguous, the kernel reads their transposes
@@ -301,16 +301,24 @@ std::pair<double, std::int64_t> run_wgrad(const std::vector<std::int64_t>& offs,
       rows * kK,
       c.as<float>(),
       row_major ? gpu::WgradOperandLayout::row_major : gpu::WgradOperandLayout::token_contiguous};
-  const gpu::DeviceGemmOutput out{OutDtype::f32, dw.p, kE * kN * kK};
+  const gpu::DeviceGemmOutput out{bf16_dw ? OutDtype::bf16 : OutDtype::f32, dw.p, kE * kN * kK};
   const double ms = time_ms([&] { gpu::grouped_gemm_wgrad(op, offs, out, nullptr); });
   if (!check) return {ms, -1};
-  std::vector<float> got(c_h.size()), want(c_h.size());
-  FP8REF_CUDA_CHECK(cudaMemcpy(got.data(), dw.p, got.size() * 4, cudaMemcpyDeviceToHost));
-  gpu::oracle_grouped_gemm_wgrad(
-      {kM, kN, kK, kE, Format::e4m3, Format::e4m3, dy, x, Scaling::blockwise, sdy_h, sx_h, c_h},
-      offs, gpu::grouped_gemm_declared_model(Scaling::blockwise), {OutDtype::f32, want, {}, {}});
+  const WgradOperands host{
+      kM, kN, kK, kE, Format::e4m3, Format::e4m3, dy, x, Scaling::blockwise, sdy_h, sx_h, c_h};
+  const ModelChoice model = gpu::grouped_gemm_declared_model(Scaling::blockwise);
   std::int64_t diffs = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) diffs += std::memcmp(&got[i], &want[i], 4) != 0;
+  if (bf16_dw) {
+    std::vector<std::uint16_t> got(c_h.size()), want(c_h.size());
+    FP8REF_CUDA_CHECK(cudaMemcpy(got.data(), dw.p, got.size() * 2, cudaMemcpyDeviceToHost));
+    gpu::oracle_grouped_gemm_wgrad(host, offs, model, {OutDtype::bf16, {}, want, {}});
+    for (std::size_t i = 0; i < got.size(); ++i) diffs += got[i] != want[i];
+  } else {
+    std::vector<float> got(c_h.size()), want(c_h.size());
+    FP8REF_CUDA_CHECK(cudaMemcpy(got.data(), dw.p, got.size() * 4, cudaMemcpyDeviceToHost));
+    gpu::oracle_grouped_gemm_wgrad(host, offs, model, {OutDtype::f32, want, {}, {}});
+    for (std::size_t i = 0; i < got.size(); ++i) diffs += std::memcmp(&got[i], &want[i], 4) != 0;
+  }
   return {ms, diffs};
 }
 
@@ -329,7 +337,7 @@ void bench_forward_dgrad(bool check, bool wgrad_only, FILE* csv) {
       const auto offs = expert_offs(dist);
       const auto [ms, diffs] = run(c, h, offs, check);
       const double tf = flop / (ms * 1e-3) / 1e12;
-      std::printf("%-8s %-12s %-10s %9.3f %9.1f %s\n", c.op, c.label(), dist, ms, tf,
+      std::printf("%-8s %-16s %-10s %9.3f %9.1f %s\n", c.op, c.label(), dist, ms, tf,
                   diffs < 0 ? "" : std::to_string(diffs).c_str());
       if (csv) {
         std::string o;
@@ -343,24 +351,30 @@ void bench_forward_dgrad(bool check, bool wgrad_only, FILE* csv) {
   }
 }
 
-// The wgrad rows: blockwise, each load (groups rounded to 16 rows); with `shift16` the loads
-// shift16 and shift32 too (group starts 16 and 32 tokens past a multiple of 128).
+// The wgrad rows: blockwise, each load (groups rounded to 16 rows), f32 C and dW (gradient
+// accumulation in f32, the rows the target ratio is read on), then f32 C and bf16 dW
+// (`blockwise_bf16dw`); with `shift16` the f32 rows of the loads shift16 and shift32 too (group
+// starts 16 and 32 tokens past a multiple of 128).
 void bench_wgrad(bool check, bool shift16, FILE* csv) {
   const double flop = 2.0 * double(kM) * double(kN) * double(kK);
-  std::vector<const char*> loads = {"balanced", "zipf", "two_empty"};
-  if (shift16) loads.push_back("shift16"), loads.push_back("shift32");
-  for (const char* dist : loads) {
-    const auto [ms, diffs] = run_wgrad(rounded16(expert_offs(dist)), check);
+  std::vector<std::pair<const char*, bool>> rows;  // load, bf16 dW
+  for (const char* dist : {"balanced", "zipf", "two_empty"}) rows.emplace_back(dist, false);
+  if (shift16) rows.emplace_back("shift16", false), rows.emplace_back("shift32", false);
+  for (const char* dist : {"balanced", "zipf", "two_empty"}) rows.emplace_back(dist, true);
+  for (const auto& [dist, bf16] : rows) {
+    const char* label = bf16 ? "blockwise_bf16dw" : "blockwise";
+    const auto [ms, diffs] = run_wgrad(rounded16(expert_offs(dist)), check, false, bf16);
     const double tf = flop / (ms * 1e-3) / 1e12;
-    std::printf("%-8s %-12s %-10s %9.3f %9.1f %s\n", "wgrad", "blockwise", dist, ms, tf,
-                diffs < 0 ? "" : (std::to_string(diffs) + " (f32 C and dW)").c_str());
+    const std::string note =
+        diffs < 0 ? "" : std::to_string(diffs) + (bf16 ? " (f32 C, bf16 dW)" : " (f32 C and dW)");
+    std::printf("%-8s %-16s %-10s %9.3f %9.1f %s\n", "wgrad", label, dist, ms, tf, note.c_str());
     if (csv) {
       std::string o;
       for (auto x : expert_offs(dist)) {
         if (!o.empty()) o += ' ';
         o += std::to_string(x / 16 * 16);
       }
-      std::fprintf(csv, "wgrad,blockwise,%s,%s,%.4f,%.2f\n", dist, o.c_str(), ms, tf);
+      std::fprintf(csv, "wgrad,%s,%s,%s,%.4f,%.2f\n", label, dist, o.c_str(), ms, tf);
     }
   }
 }
@@ -437,7 +451,7 @@ int main(int argc, char** argv) {
   std::printf("%s; M=%lld E=%lld N=%lld K=%lld, e4m3, bf16 output\n",
               gpu::device_description().c_str(), (long long)kM, (long long)kE, (long long)kN,
               (long long)kK);
-  std::printf("%-8s %-12s %-10s %9s %9s %s\n", "op", "scaling", "load", "ms", "TFLOP/s",
+  std::printf("%-8s %-16s %-10s %9s %9s %s\n", "op", "scaling", "load", "ms", "TFLOP/s",
               check ? "mismatches vs GPU oracle" : "");
   FILE* csv = csv_path.empty() ? nullptr : std::fopen(csv_path.c_str(), "w");
   if (csv) std::fprintf(csv, "op,scaling,load,offs,ms,tflops\n");
