@@ -268,9 +268,10 @@ std::vector<std::int64_t> rounded16(std::vector<std::int64_t> offs) {
   return offs;
 }
 
-// K-grouped wgrad dW[e] (N, K) = C[e] + dY_eᵀ·X_e (f32 C and dW, blockwise 1×128-along-tokens
-// scales) on the expert ends `offs`, dY / X token-contiguous or `row_major`; milliseconds, and with
-// `check` the mismatch count against the GPU oracle's wgrad (-1 when not checked).
+// K-grouped wgrad dW[e] (N, K) = C[e] + dY_eᵀ·X_e (f32 C, f32 dW or `bf16_dw`, blockwise
+// 1×128-along-tokens scales) on the expert ends `offs`, dY / X token-contiguous or `row_major`;
+// milliseconds, and with `check` the mismatch count against the GPU oracle's wgrad (-1 when not
+// checked).
 std::pair<double, std::int64_t> run_wgrad(const std::vector<std::int64_t>& offs, bool check,
                                           bool row_major = false, bool bf16_dw = false) {
   std::int64_t rows = 0, prev = 0;
@@ -363,16 +364,17 @@ void bench_wgrad(bool check, bool shift16, FILE* csv) {
   for (const char* dist : {"balanced", "zipf", "two_empty"}) rows.emplace_back(dist, true);
   for (const auto& [dist, bf16] : rows) {
     const char* label = bf16 ? "blockwise_bf16dw" : "blockwise";
-    const auto [ms, diffs] = run_wgrad(rounded16(expert_offs(dist)), check, false, bf16);
+    const std::vector<std::int64_t> offs = rounded16(expert_offs(dist));
+    const auto [ms, diffs] = run_wgrad(offs, check, false, bf16);
     const double tf = flop / (ms * 1e-3) / 1e12;
     const std::string note =
         diffs < 0 ? "" : std::to_string(diffs) + (bf16 ? " (f32 C, bf16 dW)" : " (f32 C and dW)");
     std::printf("%-8s %-16s %-10s %9.3f %9.1f %s\n", "wgrad", label, dist, ms, tf, note.c_str());
     if (csv) {
       std::string o;
-      for (auto x : expert_offs(dist)) {
+      for (auto x : offs) {
         if (!o.empty()) o += ' ';
-        o += std::to_string(x / 16 * 16);
+        o += std::to_string(x);
       }
       std::fprintf(csv, "wgrad,%s,%s,%s,%.4f,%.2f\n", label, dist, o.c_str(), ms, tf);
     }
