@@ -14,11 +14,17 @@
 // hopper_promoted_tensorwise; then dW = RN_out(RN(C + acc)), C read and dW written as streaming
 // data (evict first), at BK = 256 through the ring (C loaded by TMA into three stages behind the
 // tile's last block, dW stored by TMA: ring_epilogue); an empty group gives C (docs/gpu_gemm.md
-// §3).
+// §3). Where a quarter of the tokens lie in groups starting 16 mod 32 (their rows start
+// mid-sector), 256-wide tiles run as 2-CTA pairs sharing each block's X tile by multicast
+// (walk_pairs; cluster_pays). The epilogue's f32 shared-memory accesses take odd rows' column
+// groups in another order so that a half-warp's rows fall on distinct banks (ring_epilogue).
 // The block loop is cut to few instructions per block (the kernel is bound by the instructions it
 // issues, docs/gpu_gemm.md §7): scales by bulk copy and ld.shared, the stage, phase, wgmma
 // descriptors and scale addresses formed once per CTA, the epilogue's choices once per tile.
 #include <cuda_bf16.h>
+
+#include <algorithm>
+#include <atomic>
 
 #include "gpu/device.h"
 #include "gpu/grouped_gemm_kernels.h"
@@ -86,6 +92,67 @@ __device__ __forceinline__ std::int64_t walk(std::int64_t i) {
   return i * grid + (i & 1 ? grid - 1 - b : b);
 }
 
+// 2-CTA pairs (kMc, 256-wide tiles; docs/gpu_gemm.md §2): a cluster of two CTAs runs two
+// n-adjacent tiles of one group and K range, so the same token blocks and the same X tile; each
+// CTA loads its own dY tile and one half of the X tile, multicast into both CTAs' stage, so a
+// block costs each CTA 32 KiB from L2 instead of 48. The pairs walk as the tiles do (walk, a snake
+// over clusters); pair i's tile for the CTA of rank r has n0 = (2·(i's n pair) + r)·128. 32-bit
+// arithmetic: the launcher takes this path only below 2^31 tiles, and the 64-bit divisions did
+// not fit the producer's 40 registers without spilling per block.
+__device__ __forceinline__ std::uint32_t walk_pairs(std::uint32_t i) {
+  const std::uint32_t b = blockIdx.x / 2, grid = gridDim.x / 2;
+  return i * grid + (i & 1 ? grid - 1 - b : b);
+}
+template <int BK>
+__device__ __forceinline__ WgradTile wgrad_pair_tile(const WgradKernelArgs& p, std::uint32_t tile,
+                                                     int rank) {
+  const std::uint32_t kt = std::uint32_t((p.K + BK - 1) / BK), nt = std::uint32_t(p.N / 256),
+                      per_group = nt * kt;
+  WgradTile t;
+  constexpr std::uint32_t kWalk = 2;  // as wgrad_tile
+  const std::uint32_t set = tile / (kWalk * per_group), r = tile % (kWalk * per_group);
+  const std::uint32_t in_set = min(kWalk, std::uint32_t(p.groups) - set * kWalk);
+  t.g = p.order[set * kWalk + r % in_set];
+  const std::uint32_t i = r / in_set;
+  t.k0 = std::int32_t(i / nt) * BK, t.n0 = std::int32_t((i % nt) * 2 + rank) * 128;
+  t.tok0 = p.start[t.g], t.tok_end = p.end[t.g];
+  t.nkb = (t.tok_end - t.tok0 + 127) / 128;
+  return t;
+}
+// The CTA's rank in its cluster (blockIdx.x % 2 for 1-D clusters of two).
+__device__ __forceinline__ std::uint32_t cta_rank() {
+  std::uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// `count` arrivals on the barrier at the same shared address in CTA `peer` of the cluster. The
+// default (release, CTA-scope) semantics, as CUTLASS's ClusterBarrier arrives remotely: the
+// `.release.cluster` form compiles to MEMBAR.ALL.GPU before each arrival and ran the pairs 38%
+// slower (docs/benchmarks.md "wgrad 2-CTA pairs, fourteenth session").
+__device__ __forceinline__ void arrive_peer(std::uint32_t bar, std::uint32_t peer,
+                                            std::uint32_t count) {
+  std::uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(peer));
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0], %1;" ::"r"(remote), "r"(count)
+               : "memory");
+}
+// All threads of both CTAs (barrier.cluster, aligned: every thread executes it).
+__device__ __forceinline__ void cluster_sync_all() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
+                   : "memory");
+}
+// tma_load_2d into the same shared address of every CTA in `mask`, completing the bytes on the
+// barrier at the same address in each.
+__device__ __forceinline__ void tma_load_2d_multicast(std::uint32_t dst, const void* tensor_map,
+                                                      std::int32_t inner, std::int32_t row,
+                                                      std::uint32_t bar, std::uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+      "l"(tensor_map), "r"(inner), "r"(row), "r"(bar), "h"(mask)
+      : "memory");
+}
+
 // Whether the producer copies the scales by cp.async.bulk, which needs 16-byte aligned global
 // sources (and sizes): N and K are multiples of 64, and a tile starts at a multiple of 128 rows
 // and BK columns, so every block's scales start aligned when both scale tensors do (cudaMalloc
@@ -117,17 +184,19 @@ __device__ __forceinline__ void bulk_copy(std::uint32_t dst, const void* src, st
 // reach accumulator columns past K, never stored (store_wgrad), so they need no zeroing.
 // Unaligned scale tensors (bulk_scales): the 32 lanes copy the scales 4 bytes each by cp.async
 // (zero past K) and each arrives on `full` when its copies land (33 arrivals, s.init).
-template <int BK>
+template <int BK, bool kMc>
 __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t total) {
   const WgradKernelArgs& a = p.args;
   const int lane = int(threadIdx.x % 32);
   if (lane == 0) tma_prefetch_map(&p.map_dy), tma_prefetch_map(&p.map_x);
   const bool bulk = bulk_scales(a);
+  const int rank = kMc ? int(cta_rank()) : 0;
   std::uint32_t it = 0;
   for (std::int64_t w = 0;; ++w) {
-    const std::int64_t tile = walk(w);
+    const std::int64_t tile = kMc ? std::int64_t(walk_pairs(std::uint32_t(w))) : walk(w);
     if (tile >= total) break;
-    const WgradTile t = wgrad_tile<BK>(a, tile);
+    const WgradTile t =
+        kMc ? wgrad_pair_tile<BK>(a, std::uint32_t(tile), rank) : wgrad_tile<BK>(a, tile);
     // The tile's first block's scales (stepped per block: one row of scales per 128 tokens), the
     // bytes of its columns' X scales (up to K) and the bytes a stage's `full` phase waits for.
     const float* sdy = a.scale_dy + a.blk0[t.g] * a.N + t.n0;
@@ -143,7 +212,11 @@ __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
       if (lane == 0) {
         mbar_arrive_expect_tx(s.full(st), tx);
         tma_load_2d(s.a_tile(st), &p.map_dy, tok, t.n0, s.full(st));
-        tma_load_2d(s.b_tile(st), &p.map_x, tok, t.k0, s.full(st));
+        if (BK == 256 && kMc)  // this CTA's half of the X tile, into both CTAs
+          tma_load_2d_multicast(s.b_tile(st) + rank * 128 * 128, &p.map_x, tok, t.k0 + rank * 128,
+                                s.full(st), 0x3);
+        else
+          tma_load_2d(s.b_tile(st), &p.map_x, tok, t.k0, s.full(st));
         if (bulk) {
           bulk_copy(smem_u32(s.scales(st)), sdy_kb, 512, s.full(st));
           bulk_copy(smem_u32(s.scales(st) + 128), sx_kb, xbytes, s.full(st));
@@ -371,7 +444,7 @@ __device__ __forceinline__ void warpgroup_sync(int wg) {
 // warpgroup's boxes by TMA; the same fadd and rounding as store_rows. That thread hands a chunk's
 // stage back to the producer (an arrival for its 4 warps) once the stores have read it, the
 // chunk before the last while the last is formed. C and dW pass through L2 at evict_first.
-template <bool kBf16, bool kAdd>
+template <bool kBf16, bool kAdd, bool kMc>
 __device__ __forceinline__ void ring_epilogue(const WgradTmaParams& p, const Ring<256>& s,
                                               const WgradTile& t, const float (&acc)[128], int wg_u,
                                               int& st, std::uint32_t& phase) {
@@ -391,10 +464,15 @@ __device__ __forceinline__ void ring_epilogue(const WgradTmaParams& p, const Rin
     const std::uint32_t region = s.a_tile(st) + wg_u * kEpiWg;
     // Where C and f32 dW hold the thread's pair of the chunk's i-th 8-column group, row local_row
     // + 8rr: box i / 4, group i % 4 of its row (a chunk holds whole boxes).
+    // Rows r and r ^ 1 of a half-warp would hit the same banks (the chunk pair 2j ^ (r & ~1)):
+    // odd rows take their box's 8-column groups in the order j ^ 2, so that a half-warp's four
+    // rows touch four distinct pairs (f32 only; the accumulators picked by a select).
+    const std::uint32_t odd = kBf16 ? 0u : (lane >> 2) & 1u, cxp = cx ^ (odd << 2);
     const auto f32_at = [&](int i, int rr) {
-      return region + (i / 4) * kEpiBox + row + rr * 1024 + (((2 * (i % 4)) ^ cx) << 4) +
+      return region + (i / 4) * kEpiBox + row + rr * 1024 + (((2 * (i % 4)) ^ cxp) << 4) +
              8 * (q & 1);
     };
+    const auto pick = [&](int J, int k) { return odd ? acc[4 * (J ^ 2) + k] : acc[4 * J + k]; };
     float v[kGroups][4];
 #pragma unroll
     for (int i = 0; i < kGroups; ++i) {
@@ -407,8 +485,8 @@ __device__ __forceinline__ void ring_epilogue(const WgradTmaParams& p, const Rin
                      : "r"(f32_at(i, rr))
                      : "memory");
         if constexpr (kAdd) {
-          v[i][2 * rr] = __fadd_rn(v[i][2 * rr], acc[4 * J + 2 * rr]);
-          v[i][2 * rr + 1] = __fadd_rn(v[i][2 * rr + 1], acc[4 * J + 2 * rr + 1]);
+          v[i][2 * rr] = __fadd_rn(v[i][2 * rr], pick(J, 2 * rr));
+          v[i][2 * rr + 1] = __fadd_rn(v[i][2 * rr + 1], pick(J, 2 * rr + 1));
         }
       }
     }
@@ -434,8 +512,8 @@ __device__ __forceinline__ void ring_epilogue(const WgradTmaParams& p, const Rin
         if (i >= groups) break;
 #pragma unroll
         for (int rr = 0; rr < 2; ++rr) {
-          asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(f32_at(i, rr)),
-                       "f"(v[i][2 * rr]), "f"(v[i][2 * rr + 1])
+          asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(f32_at(i, rr)), "f"(v[i][2 * rr]),
+                       "f"(v[i][2 * rr + 1])
                        : "memory");
         }
       }
@@ -452,6 +530,7 @@ __device__ __forceinline__ void ring_epilogue(const WgradTmaParams& p, const Rin
       if (c > 0) {  // the previous chunk's stores have read it: its stage back to the producer
         bulk_wait_group_read<1>();
         mbar_arrive_count(s.empty(used[c - 1]), 4);
+        if (kMc) arrive_peer(s.empty(used[c - 1]), cta_rank() ^ 1u, 4);
       }
     }
     if (++st == Ring<256>::kStages) st = 0, phase ^= 1;
@@ -459,6 +538,7 @@ __device__ __forceinline__ void ring_epilogue(const WgradTmaParams& p, const Rin
   if (leader) {  // the last chunk's stage, once its stores have read it
     bulk_wait_group_read<0>();
     mbar_arrive_count(s.empty(used[kEpiChunks - 1]), 4);
+    if (kMc) arrive_peer(s.empty(used[kEpiChunks - 1]), cta_rank() ^ 1u, 4);
   }
 }
 
@@ -496,7 +576,7 @@ __device__ __forceinline__ void product_half(bool blockwise, std::uint64_t desc_
 // producer already loads the next one. Everything the block loop needs besides the stage is
 // formed once per CTA, so that a block costs few instructions beyond its 2·(BK/2) FMUL/FFMA and
 // 4 wgmma (docs/gpu_gemm.md §7).
-template <int BK, bool AE5, bool BE5>
+template <int BK, bool AE5, bool BE5, bool kMc>
 __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t total) {
   const WgradKernelArgs& a = p.args;
   const int wg = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
@@ -522,10 +602,12 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
                 cols0 = smem_u32(s.scales(0) + 128 + (lane % 4) * 2);
   asm volatile("mov.b32 %0, %0;" : "+r"(rows0));
   asm volatile("mov.b32 %0, %0;" : "+r"(cols0));
+  const std::uint32_t peer = kMc ? cta_rank() ^ 1u : 0u;
   for (std::int64_t w = 0;; ++w) {
-    const std::int64_t tile = walk(w);
+    const std::int64_t tile = kMc ? std::int64_t(walk_pairs(std::uint32_t(w))) : walk(w);
     if (tile >= total) break;
-    const WgradTile t = wgrad_tile<BK>(a, tile);
+    const WgradTile t =
+        kMc ? wgrad_pair_tile<BK>(a, std::uint32_t(tile), int(peer ^ 1u)) : wgrad_tile<BK>(a, tile);
     // d: written by the first k32 step of each block (scale-d 0); at BK = 256 one half's
     float acc[BK / 2], d[BK == 256 ? 64 : BK / 2];
 #pragma unroll
@@ -558,40 +640,87 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
         }
       }
       __syncwarp();  // s.release
-      if (leader) mbar_arrive(s.empty(st));
+      if (leader) {
+        mbar_arrive(s.empty(st));
+        if (kMc) arrive_peer(s.empty(st), peer, 1);
+      }
       if (++st == Ring<BK>::kStages) st = 0, phase ^= 1;
     }
     if constexpr (BK == 256) {  // through the ring
       scale_tensorwise(a, t, acc);
       if (a.out_bf16)
-        t.nkb > 0 ? ring_epilogue<true, true>(p, s, t, acc, wg_u, st, phase)
-                  : ring_epilogue<true, false>(p, s, t, acc, wg_u, st, phase);
+        t.nkb > 0 ? ring_epilogue<true, true, kMc>(p, s, t, acc, wg_u, st, phase)
+                  : ring_epilogue<true, false, kMc>(p, s, t, acc, wg_u, st, phase);
       else
-        t.nkb > 0 ? ring_epilogue<false, true>(p, s, t, acc, wg_u, st, phase)
-                  : ring_epilogue<false, false>(p, s, t, acc, wg_u, st, phase);
+        t.nkb > 0 ? ring_epilogue<false, true, kMc>(p, s, t, acc, wg_u, st, phase)
+                  : ring_epilogue<false, false, kMc>(p, s, t, acc, wg_u, st, phase);
     } else {
       store_wgrad<BK>(a, t, acc, local_row);
     }
   }
 }
 
-template <int BK, bool AE5, bool BE5>
+template <int BK, bool AE5, bool BE5, bool kMc>
 __global__ void __launch_bounds__(kPipelineThreads, 1)
     grouped_wgrad_kernel(const __grid_constant__ WgradTmaParams p) {
   extern __shared__ std::uint8_t smem_raw[];
   const Ring<BK> s = Ring<BK>::at(smem_raw);
+  // Tiles, or a pair's tiles (kMc: two n-adjacent 128-row tiles).
   const std::int64_t total =
-      std::int64_t(p.args.groups) * (p.args.N / 128) * ((p.args.K + BK - 1) / BK);
-  // 33 arrivals per `full` phase when the lanes copy the scales themselves, else lane 0's one.
-  if (threadIdx.x == 0) s.init(p.args.blockwise && !bulk_scales(p.args));
-  __syncthreads();
+      std::int64_t(p.args.groups) * (p.args.N / (kMc ? 256 : 128)) * ((p.args.K + BK - 1) / BK);
+  // 33 arrivals per `full` phase when the lanes copy the scales themselves, else lane 0's one; a
+  // pair's `empty` counts both CTAs' consumer warps (each stage's X tile is written into both).
+  if (threadIdx.x == 0) s.init(p.args.blockwise && !bulk_scales(p.args), kMc ? 2 : 1);
+  if constexpr (kMc)
+    cluster_sync_all();  // both CTAs' barriers initialised before either's first multicast
+  else
+    __syncthreads();
   if (threadIdx.x >= kConsumerThreads) {
     setmaxnreg_dec<kProducerRegs>();
-    if (threadIdx.x < kConsumerThreads + 32) produce<BK>(p, s, total);
+    if (threadIdx.x < kConsumerThreads + 32) produce<BK, kMc>(p, s, total);
   } else {
     setmaxnreg_inc<kConsumerRegs>();
-    consume<BK, AE5, BE5>(p, s, total);
+    consume<BK, AE5, BE5, kMc>(p, s, total);
   }
+  if constexpr (kMc)  // no CTA exits while its peer may still write its shared memory or arrive
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
+// Whether a launch of 256-wide tiles takes the 2-CTA pairs (kMc): N a multiple of 256 (a pair's two
+// n tiles), tokens to read, and at least a quarter of them in groups that start 16 mod 32 tokens,
+// whose blocks' rows start mid-sector and halve the load path's rate, where reading 32 KiB a block
+// and CTA instead of 48 pays (docs/gpu_gemm.md §2, §7: +5 to +7% on the Zipf and two-empty loads,
+// +24% with every start 16 mod 32; -0.6% with none).
+bool cluster_pays(const WgradKernelArgs& a) {
+  if (a.N % 256 != 0 || a.M <= 0) return false;
+  std::int64_t odd16 = 0;
+  for (int g = 0; g < a.groups; ++g)
+    if (a.end[g] > a.start[g] && a.start[g] % 32 == 16) odd16 += a.end[g] - a.start[g];
+  return 4 * odd16 >= a.M;
+}
+
+// The 2-CTA clusters of `kernel` co-resident on the current device (0: none, or the device has no
+// room for one), asked once per device and kernel.
+template <class Kernel>
+int co_resident_pairs(Kernel kernel, int smem_bytes) {
+  static std::atomic<int> known[64];  // per device: 1 + the count, 0 until asked
+  int device = 0;
+  FP8REF_CUDA_CHECK(cudaGetDevice(&device));
+  std::atomic<int>& slot = known[device >= 0 && device < 64 ? device : 63];
+  if (const int k = slot.load(); k > 0) return k - 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(2), cfg.blockDim = dim3(kPipelineThreads), cfg.dynamicSmemBytes = smem_bytes;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 2, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr, cfg.numAttrs = 1;
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
+    (void)cudaGetLastError();  // no cluster launch here: the one-CTA kernel
+    clusters = 0;
+  }
+  slot.store(clusters + 1);
+  return clusters;
 }
 
 template <int BK, bool AE5, bool BE5>
@@ -610,10 +739,33 @@ void launch_wgrad_typed(const WgradKernelArgs& args, cudaStream_t stream) {
     p.map_c = out_tile_map(args.c, false, args.K, rows, 64);
     p.map_dw = out_tile_map(args.dw, args.out_bf16, args.K, rows, 64);
   }
-  const auto kernel = grouped_wgrad_kernel<BK, AE5, BE5>;
+  const auto kernel = grouped_wgrad_kernel<BK, AE5, BE5, false>;
   FP8REF_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Ring<BK>::kBytes));
   const std::int64_t tiles = std::int64_t(args.groups) * (args.N / 128) * ((args.K + BK - 1) / BK);
+  if constexpr (BK == 256) {
+    if (cluster_pays(args) && tiles < (std::int64_t(1) << 31)) {
+      const auto pair_kernel = grouped_wgrad_kernel<BK, AE5, BE5, true>;
+      FP8REF_CUDA_CHECK(cudaFuncSetAttribute(
+          pair_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Ring<BK>::kBytes));
+      p.map_x = fp8_tile_map(args.x_t, args.M, args.K, 128);  // half an X tile a CTA
+      const int clusters = co_resident_pairs(pair_kernel, Ring<BK>::kBytes);
+      if (clusters > 0) {
+        cudaLaunchConfig_t cfg{};
+        cfg.gridDim = dim3(2 * unsigned(std::min<std::int64_t>(tiles / 2, clusters)));
+        cfg.blockDim = dim3(kPipelineThreads);
+        cfg.dynamicSmemBytes = Ring<BK>::kBytes, cfg.stream = stream;
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = 2, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
+        cfg.attrs = attr, cfg.numAttrs = 1;
+        FP8REF_CUDA_CHECK(cudaLaunchKernelEx(&cfg, pair_kernel, p));
+        FP8REF_CUDA_CHECK(cudaGetLastError());
+        return;
+      }
+      p.map_x = fp8_tile_map(args.x_t, args.M, args.K, BK);
+    }
+  }
   const unsigned grid = unsigned(std::min<std::int64_t>(tiles, current_device_sm_count()));
   kernel<<<grid, kPipelineThreads, Ring<BK>::kBytes, stream>>>(p);
   FP8REF_CUDA_CHECK(cudaGetLastError());

@@ -48,11 +48,15 @@ struct StageRing {
   __device__ std::uint32_t full(int s) const { return smem_u32(base + kBars) + 8 * s; }
   __device__ std::uint32_t empty(int s) const { return full(kStages + s); }
   // Thread 0 initialises the barriers; the caller then synchronises the CTA.
-  __device__ void init(bool scale_copies) const { init_full(scale_copies ? 33 : 1); }
+  // `ctas`: the CTAs whose consumer warps free each stage (2 where a cluster pair's producers
+  // multicast into both CTAs' stages).
+  __device__ void init(bool scale_copies, int ctas = 1) const {
+    init_full(scale_copies ? 33 : 1, ctas);
+  }
   // The same with `full_arrivals` arrivals completing a `full` phase (besides its TMA bytes).
-  __device__ void init_full(int full_arrivals) const {
+  __device__ void init_full(int full_arrivals, int ctas = 1) const {
     for (int s = 0; s < kStages; ++s)
-      mbar_init(full(s), full_arrivals), mbar_init(empty(s), kConsumerWarps);
+      mbar_init(full(s), full_arrivals), mbar_init(empty(s), ctas * kConsumerWarps);
     mbar_init_fence();
   }
   // Stage and phase parity of the it-th block of the CTA (producer and consumers count alike).
