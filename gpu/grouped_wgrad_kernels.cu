@@ -97,8 +97,8 @@ __device__ __forceinline__ std::int64_t walk(std::int64_t i) {
 // CTA loads its own dY tile and one half of the X tile, multicast into both CTAs' stage, so a
 // block costs each CTA 32 KiB from L2 instead of 48. The pairs walk as the tiles do (walk, a snake
 // over clusters); pair i's tile for the CTA of rank r has n0 = (2·(i's n pair) + r)·128. 32-bit
-// arithmetic: the launcher takes this path only below 2^31 tiles, and the 64-bit divisions did
-// not fit the producer's 40 registers without spilling per block.
+// arithmetic (the launcher takes this path only below 2^31 tiles): fewer registers for the
+// producer's 40, which still spill 104 bytes in the pair kernels (docs/gpu_gemm.md §2).
 __device__ __forceinline__ std::uint32_t walk_pairs(std::uint32_t i) {
   const std::uint32_t b = blockIdx.x / 2, grid = gridDim.x / 2;
   return i * grid + (i & 1 ? grid - 1 - b : b);
@@ -689,8 +689,8 @@ __global__ void __launch_bounds__(kPipelineThreads, 1)
 // Whether a launch of 256-wide tiles takes the 2-CTA pairs (kMc): N a multiple of 256 (a pair's two
 // n tiles), tokens to read, and at least a quarter of them in groups that start 16 mod 32 tokens,
 // whose blocks' rows start mid-sector and halve the load path's rate, where reading 32 KiB a block
-// and CTA instead of 48 pays (docs/gpu_gemm.md §2, §7: +5 to +7% on the Zipf and two-empty loads,
-// +24% with every start 16 mod 32; -0.6% with none).
+// and CTA instead of 48 pays (docs/gpu_gemm.md §2: +5.5% on the Zipf load, +3.6% two-empty, +24%
+// with every start 16 mod 32, -0.6% with none).
 bool cluster_pays(const WgradKernelArgs& a) {
   if (a.N % 256 != 0 || a.M <= 0) return false;
   std::int64_t odd16 = 0;
@@ -700,7 +700,8 @@ bool cluster_pays(const WgradKernelArgs& a) {
 }
 
 // The 2-CTA clusters of `kernel` co-resident on the current device (0: none, or the device has no
-// room for one), asked once per device and kernel.
+// room for one), asked once per device: the four operand-format pair kernels share one function
+// type, hence this cache, and have the same shared memory and launch bounds, hence the same count.
 template <class Kernel>
 int co_resident_pairs(Kernel kernel, int smem_bytes) {
   static std::atomic<int> known[64];  // per device: 1 + the count, 0 until asked
