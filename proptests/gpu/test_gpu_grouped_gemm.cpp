@@ -147,6 +147,30 @@ TEST(GpuGroupedGemm, WgradGroupStartsOffAlignmentEqualTheModel) {
         }
 }
 
+// wgrad's 2-CTA pairs walking several pair tiles per cluster (docs/gpu_gemm.md §2): N = 512 and
+// K = 1024 (256-wide tiles, two n pairs × four K tiles a group), ten groups (two empty) with 848
+// of their 1136 tokens in groups starting 16 mod 32, so the launcher takes the pairs, and 80 pair
+// tiles, more than the clusters an H200 holds at once (66): each cluster runs more than one pair
+// tile, through both CTAs' rings, the C chunks and the group pairs' alternation included.
+TEST(GpuGroupedGemm, WgradPairsWalkingSeveralTilesEqualTheModel) {
+  FP8REF_REQUIRE_DEVICE();
+  const gen::GroupSizes gs = sizes({48, 0, 272, 80, 0, 176, 16, 400, 32, 112}, 16);
+  for (const auto& [s, out] : {std::pair{Scaling::blockwise, OutDtype::f32},
+                               std::pair{Scaling::tensorwise, OutDtype::bf16}}) {
+    const GpuGemmCase c =
+        make_case(GemmOp::wgrad, s, Format::e4m3, Format::e4m3, out, gs, 512, 1024);
+    std::int64_t odd16 = 0;
+    for (std::size_t g = 0; g < c.offs.size(); ++g) {
+      const std::int64_t start = g == 0 ? 0 : c.offs[g - 1];
+      if (start % 32 == 16) odd16 += c.offs[g] - start;
+    }
+    ASSERT_GE(4 * odd16, c.M) << fuzz::describe(c);  // the pairs' condition (cluster_pays)
+    const auto want = fuzz::oracle_gemm_bits(c);
+    ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
+    EXPECT_EQ(fuzz::first_gemm_mismatch(c, fuzz::kernel_gemm_bits(c), want), "");
+  }
+}
+
 // wgrad on token offsets at any token (docs/gpu_gemm.md §1, §5). First draw: ends 1, 17, 31, 32,
 // 159, 255, 255, 385, 400, 529, 657 (1, 15 and 0 mod 16; 31, 127, 129 and 17 mod 128): groups of
 // 1 token (at 0 and at 31), 14 from 17, 127 (a last chunk of 15 tokens), 130 from 255 (a last
