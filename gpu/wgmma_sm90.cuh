@@ -210,4 +210,40 @@ __device__ __forceinline__ void wgmma_k32(float (&d)[BN / 2], std::uint64_t desc
 #undef FP8REF_WGMMA_TYPED
 }
 
+// Clusters (PTX ISA "Cluster"; the wgrad's 2-CTA pairs). The CTA's rank in its cluster
+// (blockIdx.x % 2 for 1-D clusters of two).
+__device__ __forceinline__ std::uint32_t cta_rank() {
+  std::uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// `count` arrivals on the barrier at the same shared address in CTA `peer` of the cluster. The
+// default (release, CTA-scope) semantics, as CUTLASS's ClusterBarrier arrives remotely: the
+// `.release.cluster` form compiles to MEMBAR.ALL.GPU before each arrival and ran the wgrad's 2-CTA
+// pairs 38% slower (docs/benchmarks.md "wgrad 2-CTA pairs and the epilogue's bank order, fourteenth
+// session").
+__device__ __forceinline__ void arrive_peer(std::uint32_t bar, std::uint32_t peer,
+                                            std::uint32_t count) {
+  std::uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(peer));
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0], %1;" ::"r"(remote), "r"(count)
+               : "memory");
+}
+// A barrier of every thread of every CTA in the cluster (aligned: all of them execute it).
+__device__ __forceinline__ void cluster_sync_all() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
+                   : "memory");
+}
+// tma_load_2d into the same shared address of every CTA in `mask`, completing the bytes on the
+// barrier at the same address in each.
+__device__ __forceinline__ void tma_load_2d_multicast(std::uint32_t dst, const void* tensor_map,
+                                                      std::int32_t inner, std::int32_t row,
+                                                      std::uint32_t bar, std::uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+      "l"(tensor_map), "r"(inner), "r"(row), "r"(bar), "h"(mask)
+      : "memory");
+}
+
 }  // namespace fp8ref::gpu::detail::sm90
