@@ -665,6 +665,22 @@ bool cluster_pays(const WgradKernelArgs& a) {
   return 4 * odd16 >= a.M;
 }
 
+// A launch of `grid` CTAs in clusters of two (the pair kernels' launches and their occupancy
+// query); the attribute lives in the struct, which cfg.attrs points into.
+struct PairLaunch {
+  cudaLaunchAttribute attr[1];
+  cudaLaunchConfig_t cfg{};
+  PairLaunch(unsigned grid, int smem_bytes, cudaStream_t stream) {
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 2, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
+    cfg.gridDim = dim3(grid), cfg.blockDim = dim3(kPipelineThreads);
+    cfg.dynamicSmemBytes = std::size_t(smem_bytes), cfg.stream = stream;
+    cfg.attrs = attr, cfg.numAttrs = 1;
+  }
+  PairLaunch(const PairLaunch&) = delete;
+  PairLaunch& operator=(const PairLaunch&) = delete;
+};
+
 // The 2-CTA clusters of `kernel` co-resident on the current device (0: none, or the device has no
 // room for one), asked once per device: the four operand-format pair kernels share one function
 // type, hence this cache, and have the same shared memory and launch bounds, hence the same count.
@@ -675,14 +691,9 @@ int co_resident_pairs(Kernel kernel, int smem_bytes) {
   FP8REF_CUDA_CHECK(cudaGetDevice(&device));
   std::atomic<int>& slot = known[device >= 0 && device < 64 ? device : 63];
   if (const int k = slot.load(); k > 0) return k - 1;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(2), cfg.blockDim = dim3(kPipelineThreads), cfg.dynamicSmemBytes = smem_bytes;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 2, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr, cfg.numAttrs = 1;
+  const PairLaunch query(2, smem_bytes, nullptr);
   int clusters = 0;
-  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
+  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &query.cfg) != cudaSuccess) {
     (void)cudaGetLastError();  // no cluster launch here: the one-CTA kernel
     clusters = 0;
   }
@@ -715,22 +726,14 @@ void launch_wgrad_typed(const WgradKernelArgs& args, cudaStream_t stream) {
       const auto pair_kernel = grouped_wgrad_kernel<BK, AE5, BE5, true>;
       FP8REF_CUDA_CHECK(cudaFuncSetAttribute(
           pair_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Ring<BK>::kBytes));
-      p.map_x = fp8_tile_map(args.x_t, args.M, args.K, 128);  // half an X tile a CTA
-      const int clusters = co_resident_pairs(pair_kernel, Ring<BK>::kBytes);
-      if (clusters > 0) {
-        cudaLaunchConfig_t cfg{};
-        cfg.gridDim = dim3(2 * unsigned(std::min<std::int64_t>(tiles / 2, clusters)));
-        cfg.blockDim = dim3(kPipelineThreads);
-        cfg.dynamicSmemBytes = Ring<BK>::kBytes, cfg.stream = stream;
-        cudaLaunchAttribute attr[1];
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = 2, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
-        cfg.attrs = attr, cfg.numAttrs = 1;
-        FP8REF_CUDA_CHECK(cudaLaunchKernelEx(&cfg, pair_kernel, p));
+      if (const int clusters = co_resident_pairs(pair_kernel, Ring<BK>::kBytes); clusters > 0) {
+        p.map_x = fp8_tile_map(args.x_t, args.M, args.K, 128);  // half an X tile a CTA
+        const PairLaunch launch(2 * unsigned(std::min<std::int64_t>(tiles / 2, clusters)),
+                                Ring<BK>::kBytes, stream);
+        FP8REF_CUDA_CHECK(cudaLaunchKernelEx(&launch.cfg, pair_kernel, p));
         FP8REF_CUDA_CHECK(cudaGetLastError());
         return;
       }
-      p.map_x = fp8_tile_map(args.x_t, args.M, args.K, BK);
     }
   }
   const unsigned grid = unsigned(std::min<std::int64_t>(tiles, current_device_sm_count()));
