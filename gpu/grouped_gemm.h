@@ -149,8 +149,9 @@ enum class WgradOperandLayout : std::uint8_t { token_contiguous, row_major };
 // row per 128-token block restarting at each group start (R as ref::WgradOperands says);
 // tensorwise, scale_dy (1) and scale_x (1). Declared models as the forward's. C and dW (G, N, K);
 // dW f32 or bf16 (f32 dW may be C itself: accumulation in place); an empty group's dW is C (bf16: C
-// rounded; a NaN in C becomes the canonical bf16 NaN 0x7FFF there). Any other layout is refused
-// (std::invalid_argument, before any launch).
+// rounded; a NaN in C becomes the canonical bf16 NaN 0x7FFF, where the model keeps its payload's
+// top bits: docs/gpu_gemm.md §3). Any other layout is refused (std::invalid_argument, before any
+// launch).
 struct DeviceWgradOperands {
   std::int64_t M, N, K, G;
   Format fdy, fx;

@@ -16,15 +16,21 @@
 // tile's last block, dW stored by TMA: ring_epilogue); an empty group gives C (docs/gpu_gemm.md
 // §3). Where a quarter of the tokens lie in groups starting 16 mod 32 (their rows start
 // mid-sector), 256-wide tiles run as 2-CTA pairs sharing each block's X tile by multicast
-// (walk_pairs; cluster_pays). The epilogue's f32 shared-memory accesses take odd rows' column
-// groups in another order so that a half-warp's rows fall on distinct banks (ring_epilogue).
-// The block loop is cut to few instructions per block (the kernel is bound by the instructions it
-// issues, docs/gpu_gemm.md §7): scales by bulk copy and ld.shared, the stage, phase, wgmma
-// descriptors and scale addresses formed once per CTA, the epilogue's choices once per tile.
+// (walk_pairs; cluster_pays), their pair tiles given to the clusters by a greedy schedule the
+// launcher computes (build_schedule). A 256-wide launch with empty groups and a tile per SM
+// leaves them out of the walk: the producer warpgroup's idle warps copy their C while the tiles
+// run (copy_empty, kCopy). At 256 the producer decodes each tile and puts it in a slot of its
+// first stage for the consumers (put_tile). The epilogue's f32 shared-memory accesses take odd
+// rows' column groups in another order so that a half-warp's rows fall on distinct banks
+// (ring_epilogue). The block loop is cut to few instructions per block (the kernel is bound by the
+// instructions it issues, docs/gpu_gemm.md §7): scales by bulk copy and ld.shared, the stage,
+// phase, wgmma descriptors and scale addresses formed once per CTA, the epilogue's choices once per
+// tile.
 #include <cuda_bf16.h>
 
 #include <algorithm>
 #include <atomic>
+#include <vector>
 
 #include "gpu/device.h"
 #include "gpu/grouped_gemm_kernels.h"
@@ -36,11 +42,20 @@ namespace {
 
 using namespace sm90;
 
+// The pair tiles of each cluster (slot), in its order.
+constexpr int kSchedUnits = 12288, kSchedSlots = 256;
+struct WgradSchedule {
+  std::uint16_t first[kSchedSlots + 1];  // slot s's units: unit[first[s] .. first[s + 1])
+  std::uint16_t unit[kSchedUnits];       // the tiles (pair tiles), in the slot's order
+};
 struct WgradTmaParams {
   CUtensorMap map_dy, map_x;  // dYᵀ (N, M), Xᵀ (K, M): rows of tokens
   CUtensorMap map_c, map_dw;  // C and dW as (G·N, K), boxes of 32 columns × 64 rows (BK = 256)
   WgradKernelArgs args;
+  int sched_on;         // the pair kernels walk `sched` (build_schedule), else the snake
+  WgradSchedule sched;  // in the launch parameters: 32,764 bytes at most (CUDA 12.1+)
 };
+static_assert(sizeof(WgradTmaParams) <= 32764);
 
 // The epilogue of 256-wide tiles (ring_epilogue): C read by TMA into three stages as chunks of
 // 96, 96 and 64 columns, in each warpgroup w's 64 rows as boxes of 32 columns at w·kEpiWg +
@@ -53,6 +68,15 @@ constexpr int kEpiChunks = 3, kEpiChunkCols = 96, kEpiBox = 32 * 64 * 4, kEpiWg 
 // stages; 203,840 bytes of shared memory at 256).
 template <int BK>
 using Ring = StageRing<128 * 128, BK * 128, BK == 128 ? 6 : BK == 192 ? 5 : 4, 128 + BK>;
+// 256-wide tiles: each stage's tile slot after the ring's barriers (32 bytes: the tile the
+// producer decoded, put in the slot of the tile's first stage for the consumers; put_tile), in
+// the launch's shared memory.
+template <int BK>
+constexpr int kWgradSmem = Ring<BK>::kBytes + (BK == 256 ? 32 * Ring<BK>::kStages : 0);
+template <int BK>
+__device__ __forceinline__ std::uint32_t tile_slot(const Ring<BK>& s, int st) {
+  return s.full(0) + 16 * Ring<BK>::kStages + 32 * st;
+}
 
 struct WgradTile {
   int g;
@@ -73,7 +97,7 @@ __device__ __forceinline__ WgradTile wgrad_tile(const WgradKernelArgs& p, std::i
   WgradTile t;
   constexpr int kWalk = 2;  // groups whose tiles alternate
   const std::int64_t set = tile / (kWalk * per_group), r = tile % (kWalk * per_group);
-  const std::int64_t in_set = min(std::int64_t(kWalk), std::int64_t(p.groups) - set * kWalk);
+  const std::int64_t in_set = min(std::int64_t(kWalk), std::int64_t(p.walked) - set * kWalk);
   t.g = p.order[set * kWalk + r % in_set];
   const std::int64_t i = r / in_set;
   const std::int64_t nt = p.N / 128;
@@ -111,13 +135,23 @@ __device__ __forceinline__ WgradTile wgrad_pair_tile(const WgradKernelArgs& p, s
   WgradTile t;
   constexpr std::uint32_t kWalk = 2;  // as wgrad_tile
   const std::uint32_t set = tile / (kWalk * per_group), r = tile % (kWalk * per_group);
-  const std::uint32_t in_set = min(kWalk, std::uint32_t(p.groups) - set * kWalk);
+  const std::uint32_t in_set = min(kWalk, std::uint32_t(p.walked) - set * kWalk);
   t.g = p.order[set * kWalk + r % in_set];
   const std::uint32_t i = r / in_set;
   t.k0 = std::int32_t(i / nt) * BK, t.n0 = std::int32_t((i % nt) * 2 + rank) * 128;
   t.tok0 = p.start[t.g], t.tok_end = p.end[t.g];
   t.nkb = (t.tok_end - t.tok0 + 127) / 128;
   return t;
+}
+
+// The CTA's (kMc: its cluster's) w-th unit from the launch's schedule: false past its last.
+__device__ __forceinline__ bool sched_unit(const WgradTmaParams& p, bool kmc, std::uint32_t w,
+                                           std::uint32_t& tile) {
+  const int slot = kmc ? int(blockIdx.x / 2) : int(blockIdx.x);
+  const std::uint32_t j = p.sched.first[slot] + w;
+  if (j >= p.sched.first[slot + 1]) return false;
+  tile = p.sched.unit[j];
+  return true;
 }
 // Whether the producer copies the scales by cp.async.bulk, which needs 16-byte aligned global
 // sources (and sizes): N and K are multiples of 64, and a tile starts at a multiple of 128 rows
@@ -140,6 +174,74 @@ __device__ __forceinline__ void bulk_copy(std::uint32_t dst, const void* src, st
       : "memory");
 }
 
+// The empty groups' dW = C (f32: every bit; bf16: RN of each value, as the epilogues' kAdd false)
+// by the producer warpgroup's three other warps, while the CTA's tiles run: the groups
+// order[walked ..) (no tokens: the walk leaves them out). 16 bytes a lane, four loads in flight
+// before their stores, streaming (evict first); the warps of all CTAs take 128-unit (2 KiB) runs
+// in turn. In place (f32 dW == C) there is nothing to do.
+__device__ __forceinline__ void copy_empty(const WgradKernelArgs& a) {
+  if (a.walked >= a.groups || (!a.out_bf16 && a.dw == static_cast<const void*>(a.c))) return;
+  const std::uint32_t nw = gridDim.x * 3,
+                      w = blockIdx.x * 3 + (threadIdx.x - kConsumerThreads) / 32 - 1;
+  const std::int64_t units = a.N * a.K / 4;  // a multiple of 4096: every 128-unit run is whole
+  const std::int64_t step = std::int64_t(nw) * 128;
+  for (int e = a.walked; e < a.groups; ++e) {
+    const std::int64_t base = std::int64_t(a.order[e]) * a.N * a.K;
+    const uint4* src = reinterpret_cast<const uint4*>(a.c + base) + w * 128 + threadIdx.x % 32;
+    const uint4* const end = reinterpret_cast<const uint4*>(a.c + base) + units;
+    if (a.out_bf16) {
+      uint2* dst = reinterpret_cast<uint2*>(static_cast<__nv_bfloat16*>(a.dw) + base) + w * 128 +
+                   threadIdx.x % 32;
+      for (; src < end; src += step, dst += step) {
+        uint4 v[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) v[j] = __ldcs(src + 32 * j);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const __nv_bfloat162 lo = __floats2bfloat162_rn(__uint_as_float(v[j].x),
+                                                          __uint_as_float(v[j].y)),
+                               hi = __floats2bfloat162_rn(__uint_as_float(v[j].z),
+                                                          __uint_as_float(v[j].w));
+          uint2 o;
+          o.x = *reinterpret_cast<const std::uint32_t*>(&lo);
+          o.y = *reinterpret_cast<const std::uint32_t*>(&hi);
+          __stcs(dst + 32 * j, o);
+        }
+      }
+    } else {
+      uint4* dst =
+          reinterpret_cast<uint4*>(static_cast<float*>(a.dw) + base) + w * 128 + threadIdx.x % 32;
+      for (; src < end; src += step, dst += step) {
+        uint4 v[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) v[j] = __ldcs(src + 32 * j);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) __stcs(dst + 32 * j, v[j]);
+      }
+    }
+  }
+}
+
+__device__ __forceinline__ void put_tile(std::uint32_t slot, const WgradTile& t) {
+  asm volatile("st.shared.v4.s32 [%0], {%1, %2, %3, %4};\n" ::"r"(slot), "r"(t.g), "r"(t.n0),
+               "r"(t.k0), "r"(t.tok0)
+               : "memory");
+  asm volatile("st.shared.v2.s32 [%0], {%1, %2};\n" ::"r"(slot + 16), "r"(t.tok_end), "r"(t.nkb)
+               : "memory");
+}
+__device__ __forceinline__ WgradTile get_tile(std::uint32_t slot) {
+  WgradTile t;
+  asm volatile("ld.shared.v4.s32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(t.g), "=r"(t.n0), "=r"(t.k0), "=r"(t.tok0)
+               : "r"(slot)
+               : "memory");
+  asm volatile("ld.shared.v2.s32 {%0, %1}, [%2];\n"
+               : "=r"(t.tok_end), "=r"(t.nkb)
+               : "r"(slot + 16)
+               : "memory");
+  return t;
+}
+
 // The producer warp (C is not prefetched into L2: the prefetch cost 1.6-2.8% on the skewed loads,
 // docs/gpu_gemm.md §7): per token block, lane 0 loads both tiles by TMA (tokens past M, and columns
 // past K of a 192-wide tile, read zeros; tokens of the next group are zeroed by the consumers);
@@ -150,6 +252,11 @@ __device__ __forceinline__ void bulk_copy(std::uint32_t dst, const void* src, st
 // reach accumulator columns past K, never stored (store_wgrad), so they need no zeroing.
 // Unaligned scale tensors (bulk_scales): the 32 lanes copy the scales 4 bytes each by cp.async
 // (zero past K) and each arrives on `full` when its copies land (33 arrivals, s.init).
+// The walk: the launch's schedule where the pair kernels have one (sched_unit), else the snake.
+// At BK = 256 lane 0 puts each tile in the slot of its first stage (its first block, or its
+// first C chunk for an empty group) before that stage's `full` arrival, and after the last tile
+// a slot with nkb = -1 in the next stage, whose `full` phase it completes without bytes (with
+// the lanes' arrivals where they copy scales), so that the consumers need no walk of their own.
 template <int BK, bool kMc>
 __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t total) {
   const WgradKernelArgs& a = p.args;
@@ -157,10 +264,17 @@ __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
   if (lane == 0) tma_prefetch_map(&p.map_dy), tma_prefetch_map(&p.map_x);
   const bool bulk = bulk_scales(a);
   const int rank = kMc ? int(cta_rank()) : 0;
-  std::uint32_t it = 0;
+  std::uint32_t it = 0;  // the ring position
   for (std::int64_t w = 0;; ++w) {
-    const std::int64_t tile = kMc ? std::int64_t(walk_pairs(std::uint32_t(w))) : walk(w);
-    if (tile >= total) break;
+    std::int64_t tile;
+    if (kMc && p.sched_on) {
+      std::uint32_t u;
+      if (!sched_unit(p, kMc, std::uint32_t(w), u)) break;
+      tile = u;
+    } else {
+      tile = kMc ? std::int64_t(walk_pairs(std::uint32_t(w))) : walk(w);
+      if (tile >= total) break;
+    }
     const WgradTile t =
         kMc ? wgrad_pair_tile<BK>(a, std::uint32_t(tile), rank) : wgrad_tile<BK>(a, tile);
     // The tile's first block's scales (stepped per block: one row of scales per 128 tokens), the
@@ -176,6 +290,7 @@ __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
       const float *const sdy_kb = sdy, *const sx_kb = sx;  // block kb's
       sdy += a.N, sx += a.K;
       if (lane == 0) {
+        if (BK == 256 && kb == 0) put_tile(tile_slot<BK>(s, st), t);
         mbar_arrive_expect_tx(s.full(st), tx);
         tma_load_2d(s.a_tile(st), &p.map_dy, tok, t.n0, s.full(st));
         if (BK == 256 && kMc)  // this CTA's half of the X tile, into both CTAs
@@ -215,6 +330,7 @@ __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
       const int boxes = min(kEpiChunkCols, BK - c * kEpiChunkCols) / 32;
       s.wait_empty(it);
       if (lane == 0) {
+        if (c == 0 && t.nkb == 0) put_tile(tile_slot<BK>(s, st), t);
         const std::uint64_t evict_first = l2_evict_first_policy();  // C is read once
         mbar_arrive_expect_tx(s.full(st), 2 * boxes * kEpiBox);
         for (int w = 0; w < 2; ++w)
@@ -226,6 +342,17 @@ __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
       if (a.blockwise && !bulk) mbar_arrive(s.full(st));
     }
   }
+  if constexpr (BK != 256) return;
+  // No tile left: the next stage's slot says so (nkb -1), its `full` completed without bytes.
+  s.wait_empty(it);
+  const int st = s.stage(it);
+  if (lane == 0) {
+    WgradTile none{};
+    none.nkb = -1;
+    put_tile(tile_slot<BK>(s, st), none);
+    mbar_arrive(s.full(st));
+  }
+  if (a.blockwise && !bulk) mbar_arrive(s.full(st));
 }
 
 // The last block of a group that ends inside it: zero its tokens past the end in both tiles
@@ -537,7 +664,8 @@ __device__ __forceinline__ void product_half(bool blockwise, std::uint64_t desc_
   }
 }
 
-// The consumer warpgroups: per token block, wait for the stage, zero a group's tail, run T on
+// The consumer warpgroups: per tile (at BK = 256 the one in the slot of the next stage, put by the
+// producer; else the snake's), per token block, wait for the stage, zero a group's tail, run T on
 // it, promote (reading the stage's scales) and free it; the epilogue stores the tile while the
 // producer already loads the next one. Everything the block loop needs besides the stage is
 // formed once per CTA, so that a block costs few instructions beyond its 2·(BK/2) FMUL/FFMA and
@@ -570,10 +698,17 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
   asm volatile("mov.b32 %0, %0;" : "+r"(cols0));
   const std::uint32_t peer = kMc ? cta_rank() ^ 1u : 0u;
   for (std::int64_t w = 0;; ++w) {
-    const std::int64_t tile = kMc ? std::int64_t(walk_pairs(std::uint32_t(w))) : walk(w);
-    if (tile >= total) break;
-    const WgradTile t =
-        kMc ? wgrad_pair_tile<BK>(a, std::uint32_t(tile), int(peer ^ 1u)) : wgrad_tile<BK>(a, tile);
+    WgradTile t;
+    if constexpr (BK == 256) {
+      // The tile the producer put in its first stage's slot (nkb -1: none left).
+      mbar_wait(s.full(st), phase);
+      t = get_tile(tile_slot<BK>(s, st));
+      if (t.nkb < 0) break;
+    } else {
+      const std::int64_t tile = walk(w);
+      if (tile >= total) break;
+      t = wgrad_tile<BK>(a, tile);
+    }
     // d: written by the first k32 step of each block (scale-d 0); at BK = 256 one half's
     float acc[BK / 2], d[BK == 256 ? 64 : BK / 2];
 #pragma unroll
@@ -626,14 +761,14 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
   }
 }
 
-template <int BK, bool AE5, bool BE5, bool kMc>
+template <int BK, bool AE5, bool BE5, bool kMc, bool kCopy>
 __global__ void __launch_bounds__(kPipelineThreads, 1)
     grouped_wgrad_kernel(const __grid_constant__ WgradTmaParams p) {
   extern __shared__ std::uint8_t smem_raw[];
   const Ring<BK> s = Ring<BK>::at(smem_raw);
   // Tiles, or a pair's tiles (kMc: two n-adjacent 128-row tiles).
   const std::int64_t total =
-      std::int64_t(p.args.groups) * (p.args.N / (kMc ? 256 : 128)) * ((p.args.K + BK - 1) / BK);
+      std::int64_t(p.args.walked) * (p.args.N / (kMc ? 256 : 128)) * ((p.args.K + BK - 1) / BK);
   // 33 arrivals per `full` phase when the lanes copy the scales themselves, else lane 0's one; a
   // pair's `empty` counts both CTAs' consumer warps (each stage's X tile is written into both).
   if (threadIdx.x == 0) s.init(p.args.blockwise && !bulk_scales(p.args), kMc ? 2 : 1);
@@ -643,6 +778,8 @@ __global__ void __launch_bounds__(kPipelineThreads, 1)
     __syncthreads();
   if (threadIdx.x >= kConsumerThreads) {
     setmaxnreg_dec<kProducerRegs>();
+    if constexpr (kCopy)
+      if (threadIdx.x >= kConsumerThreads + 32) return copy_empty(p.args);
     if (threadIdx.x < kConsumerThreads + 32) produce<BK, kMc>(p, s, total);
   } else {
     setmaxnreg_inc<kConsumerRegs>();
@@ -701,8 +838,63 @@ int co_resident_pairs(Kernel kernel, int smem_bytes) {
   return clusters;
 }
 
+// The pair kernels' tile schedule (docs/gpu_gemm.md §2): the walk's pair tiles in its order
+// (wgrad_pair_tile: the groups by descending token count, two at a time, K tiles outer), each
+// given to the cluster whose tiles end first under a cost model — a tile costs 4·nkb + 15
+// quarter blocks (its 128-token blocks, and its epilogue with the next tile's first load: 3.75
+// blocks, measured) — ties to the lower cluster: greedy list scheduling, where the snake of
+// walk_pairs leaves the clusters that drew the longer tiles last (3% of the Zipf load's time,
+// measured). The order within a cluster stays the walk's, so the clusters of a wave still share
+// each X tile in L2. False (the snake) where the table does not fit the launch parameters.
+bool build_schedule(const WgradKernelArgs& a, std::int64_t per_group, std::int64_t tiles, int slots,
+                    WgradSchedule& out) {
+  if (tiles <= 0 || tiles > kSchedUnits || slots <= 0 || slots > kSchedSlots) return false;
+  std::vector<std::int64_t> end(static_cast<std::size_t>(slots), 0);
+  std::vector<int> heap(static_cast<std::size_t>(slots));  // slots by (end, slot), least first
+  for (int i = 0; i < slots; ++i) heap[std::size_t(i)] = i;
+  const auto before = [&](int x, int y) {
+    const std::int64_t ex = end[std::size_t(x)], ey = end[std::size_t(y)];
+    return ex != ey ? ex < ey : x < y;
+  };
+  std::vector<std::uint16_t> slot_of(static_cast<std::size_t>(tiles));
+  std::vector<int> count(static_cast<std::size_t>(slots) + 1, 0);
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    const std::int64_t set = t / (2 * per_group), r = t % (2 * per_group);
+    const std::int64_t in_set = std::min<std::int64_t>(2, a.walked - set * 2);
+    const int g = a.order[set * 2 + r % in_set];
+    const std::int64_t nkb = (std::int64_t(a.end[g]) - a.start[g] + 127) / 128;
+    const int slot = heap[0];
+    slot_of[std::size_t(t)] = std::uint16_t(slot);
+    ++count[std::size_t(slot) + 1];
+    end[std::size_t(slot)] += 4 * nkb + 15;
+    for (std::size_t i = 0;;) {  // sift the slot down
+      const std::size_t l = 2 * i + 1, rr = l + 1;
+      std::size_t m = i;
+      if (l < heap.size() && before(heap[l], heap[m])) m = l;
+      if (rr < heap.size() && before(heap[rr], heap[m])) m = rr;
+      if (m == i) break;
+      std::swap(heap[i], heap[m]);
+      i = m;
+    }
+  }
+  for (int i = 0; i < slots; ++i) count[std::size_t(i) + 1] += count[std::size_t(i)];
+  for (int i = 0; i <= slots; ++i) out.first[i] = std::uint16_t(count[std::size_t(i)]);
+  for (std::int64_t t = 0; t < tiles; ++t)
+    out.unit[count[slot_of[std::size_t(t)]]++] = std::uint16_t(t);
+  return true;
+}
+
 template <int BK, bool AE5, bool BE5>
-void launch_wgrad_typed(const WgradKernelArgs& args, cudaStream_t stream) {
+void launch_wgrad_typed(const WgradKernelArgs& args_in, cudaStream_t stream) {
+  WgradKernelArgs args = args_in;
+  args.walked = args.groups;
+  {  // The empty groups to the copy warps (copy_empty), where every SM has tiles to run beside.
+    int busy = 0;
+    for (int g = 0; g < args.groups; ++g) busy += args.end[g] > args.start[g];
+    const std::int64_t busy_tiles = std::int64_t(busy) * (args.N / 128) * ((args.K + BK - 1) / BK);
+    if (BK == 256 && busy > 0 && busy < args.groups && busy_tiles >= current_device_sm_count())
+      args.walked = busy;
+  }
   WgradTmaParams p{};
   p.args = args;
   if (args.M > 0) {  // with no tokens no block is loaded: the maps stay empty
@@ -717,27 +909,40 @@ void launch_wgrad_typed(const WgradKernelArgs& args, cudaStream_t stream) {
     p.map_c = out_tile_map(args.c, false, args.K, rows, 64);
     p.map_dw = out_tile_map(args.dw, args.out_bf16, args.K, rows, 64);
   }
-  const auto kernel = grouped_wgrad_kernel<BK, AE5, BE5, false>;
-  FP8REF_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Ring<BK>::kBytes));
-  const std::int64_t tiles = std::int64_t(args.groups) * (args.N / 128) * ((args.K + BK - 1) / BK);
+  const std::int64_t tiles = std::int64_t(args.walked) * (args.N / 128) * ((args.K + BK - 1) / BK);
   if constexpr (BK == 256) {
+    const bool copy = args.walked < args.groups;  // the empty groups by the copy warps
     if (cluster_pays(args) && tiles < (std::int64_t(1) << 31)) {
-      const auto pair_kernel = grouped_wgrad_kernel<BK, AE5, BE5, true>;
+      const auto pair_kernel = copy ? grouped_wgrad_kernel<BK, AE5, BE5, true, true>
+                                    : grouped_wgrad_kernel<BK, AE5, BE5, true, false>;
       FP8REF_CUDA_CHECK(cudaFuncSetAttribute(
-          pair_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Ring<BK>::kBytes));
-      if (const int clusters = co_resident_pairs(pair_kernel, Ring<BK>::kBytes); clusters > 0) {
+          pair_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kWgradSmem<BK>));
+      if (const int clusters = co_resident_pairs(pair_kernel, kWgradSmem<BK>); clusters > 0) {
         p.map_x = fp8_tile_map(args.x_t, args.M, args.K, 128);  // half an X tile a CTA
-        const PairLaunch launch(2 * unsigned(std::min<std::int64_t>(tiles / 2, clusters)),
-                                Ring<BK>::kBytes, stream);
+        const unsigned slots = unsigned(std::min<std::int64_t>(tiles / 2, clusters));
+        p.sched_on = build_schedule(args, (args.N / 256) * ((args.K + BK - 1) / BK), tiles / 2,
+                                    int(slots), p.sched);
+        const PairLaunch launch(2 * slots, kWgradSmem<BK>, stream);
         FP8REF_CUDA_CHECK(cudaLaunchKernelEx(&launch.cfg, pair_kernel, p));
         FP8REF_CUDA_CHECK(cudaGetLastError());
         return;
       }
     }
+    if (copy) {
+      const auto kernel = grouped_wgrad_kernel<BK, AE5, BE5, false, true>;
+      FP8REF_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             kWgradSmem<BK>));
+      const unsigned grid = unsigned(std::min<std::int64_t>(tiles, current_device_sm_count()));
+      kernel<<<grid, kPipelineThreads, kWgradSmem<BK>, stream>>>(p);
+      FP8REF_CUDA_CHECK(cudaGetLastError());
+      return;
+    }
   }
+  const auto kernel = grouped_wgrad_kernel<BK, AE5, BE5, false, false>;
+  FP8REF_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kWgradSmem<BK>));
   const unsigned grid = unsigned(std::min<std::int64_t>(tiles, current_device_sm_count()));
-  kernel<<<grid, kPipelineThreads, Ring<BK>::kBytes, stream>>>(p);
+  kernel<<<grid, kPipelineThreads, kWgradSmem<BK>, stream>>>(p);
   FP8REF_CUDA_CHECK(cudaGetLastError());
 }
 

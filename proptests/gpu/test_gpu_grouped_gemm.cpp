@@ -745,6 +745,65 @@ TEST(GpuGroupedGemm, WgradIntoCInPlaceEqualsTheModel) {
   }
 }
 
+// Empty groups beside enough tiles of the groups with tokens for every CTA of the launch: their
+// dW = C is copied by the producer warpgroup's other warps while the tiles run (docs/gpu_gemm.md
+// §2), through the one-CTA kernel (group sizes multiples of 32) and the 2-CTA pairs (sizes 16 mod
+// 32: half the tokens in groups starting 16 mod 32); the empty groups' C holds NaN payloads (f32
+// dW), infinities, subnormals, -0 and bf16 ties; f32 and bf16 dW, blockwise and tensorwise, and f32
+// dW into C in place (nothing to copy).
+TEST(GpuGroupedGemm, WgradEmptyGroupsCopiedBesideTheTilesEqualTheModel) {
+  FP8REF_REQUIRE_DEVICE();
+  const std::int64_t N = 512, K = 1024;  // 16 tiles of 128 x 256 a group
+  const int busy = gpu::current_device_sm_count() / 16 + 1;
+  for (const std::int64_t unit : {32, 16}) {
+    std::vector<std::int64_t> s;
+    for (int g = 0; g < busy; ++g) {
+      if (g % 3 == 0) s.push_back(0);
+      s.push_back(unit == 32 ? 32 * (1 + g % 4) : 16 + 32 * (g % 4));
+    }
+    s.push_back(0);
+    for (const auto& [sc, out] : {std::pair{Scaling::blockwise, OutDtype::f32},
+                                  std::pair{Scaling::tensorwise, OutDtype::bf16}}) {
+      GpuGemmCase c = make_case(GemmOp::wgrad, sc, Format::e4m3, Format::e4m3, out, sizes(s, 0), N,
+                                K, 11 + std::uint64_t(unit));
+      // NaNs last: with bf16 dW the kernel's conversion gives 0x7FFF where the model keeps the
+      // payload's top bits (docs/gpu_gemm.md §3), so the bf16 case draws none.
+      const std::uint32_t specials[] = {0x7F800000u, 0xFF800000u, 0x00000001u, 0x807FFFFFu,
+                                        0x80000000u, 0x3F808000u, 0x3F818000u, 0xC0FF8000u,
+                                        0x7FA00001u, 0xFFC12345u};
+      const std::size_t n_specials = out == OutDtype::f32 ? 10 : 8;
+      std::int64_t prev = 0;
+      for (std::size_t g = 0; g < c.offs.size(); prev = c.offs[g++]) {
+        if (c.offs[g] != prev) continue;
+        for (std::int64_t i = 0; i < c.N * c.K; i += 7)
+          c.c[std::size_t(std::int64_t(g) * c.N * c.K + i)] =
+              std::bit_cast<float>(specials[std::size_t(i / 7) % n_specials]);
+      }
+      const auto want = fuzz::oracle_gemm_bits(c);
+      ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
+      const auto got = fuzz::kernel_gemm_bits(c);
+      EXPECT_EQ(fuzz::first_gemm_mismatch(c, got, want), "") << "unit " << unit;
+      if (out != OutDtype::f32) continue;
+      prev = 0;
+      for (std::size_t g = 0; g < c.offs.size(); prev = c.offs[g++]) {
+        if (c.offs[g] != prev) continue;
+        for (std::int64_t i = std::int64_t(g) * c.N * c.K; i < std::int64_t(g + 1) * c.N * c.K; ++i)
+          ASSERT_EQ(got[std::size_t(i)], std::bit_cast<std::uint32_t>(c.c[std::size_t(i)]))
+              << "unit " << unit << ", element " << i;
+      }
+      // In place: the empty groups' dW is their C, untouched.
+      const std::size_t n = std::size_t(c.G * c.N * c.K);
+      const DeviceMemory dy(c.a), x(c.b), sdy(c.sa), sx(c.sb), cm(c.c);
+      const gpu::DeviceWgradOperands w = wgrad_device_operands(
+          c, dy, x, sdy.as<const float>(), sx.as<const float>(), cm.as<const float>());
+      gpu::grouped_gemm_wgrad(w, c.offs, {OutDtype::f32, cm.as<void>(), std::int64_t(n)}, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      EXPECT_EQ(fuzz::first_gemm_mismatch(c, cm.get<std::uint32_t>(n), want), "")
+          << "in place, unit " << unit;
+    }
+  }
+}
+
 // The prologue's table (detail::launch_group_table) == the host launcher's byte for byte
 // (detail::host_group_table_offs / _masked, both zero past the groups): offsets with empty groups,
 // groups of 1, 127, 128, 129 and 300 rows, G = 1 and G = 256, masked counts; on a bad entry the
