@@ -50,7 +50,7 @@ step compute-sanitizer
 T=$B/proptests/gpu
 sanitize() {  # tool binary filter
   local log="$OUT/$1_$(basename "$2").log"
-  RC_PARAMS="max_success=10" timeout 120 compute-sanitizer --tool "$1" --error-exitcode 9 "$2" \
+  RC_PARAMS="max_success=10" timeout 180 compute-sanitizer --tool "$1" --error-exitcode 9 "$2" \
     --gtest_filter="$3" > "$log" 2>&1
   say "$1 $(basename "$2") [$3]: exit $? $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
 }
