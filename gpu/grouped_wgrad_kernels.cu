@@ -19,8 +19,7 @@
 // (walk_pairs; cluster_pays), their pair tiles given to the clusters by a greedy schedule the
 // launcher computes (build_schedule). A 256-wide launch with empty groups and a tile per SM
 // leaves them out of the walk: the producer warpgroup's idle warps copy their C while the tiles
-// run (copy_empty, kCopy). At 256 the producer decodes each tile and puts it in a slot of its
-// first stage for the consumers (put_tile). The epilogue's f32 shared-memory accesses take odd
+// run (copy_empty, kCopy). The epilogue's f32 shared-memory accesses take odd
 // rows' column groups in another order so that a half-warp's rows fall on distinct banks
 // (ring_epilogue). The block loop is cut to few instructions per block (the kernel is bound by the
 // instructions it issues, docs/gpu_gemm.md §7): scales by bulk copy and ld.shared, the stage,
@@ -68,16 +67,6 @@ constexpr int kEpiChunks = 3, kEpiChunkCols = 96, kEpiBox = 32 * 64 * 4, kEpiWg 
 // stages; 203,840 bytes of shared memory at 256).
 template <int BK>
 using Ring = StageRing<128 * 128, BK * 128, BK == 128 ? 6 : BK == 192 ? 5 : 4, 128 + BK>;
-// 256-wide tiles: each stage's tile slot after the ring's barriers (32 bytes: the tile the
-// producer decoded, put in the slot of the tile's first stage for the consumers; put_tile), in
-// the launch's shared memory.
-template <int BK>
-constexpr int kWgradSmem = Ring<BK>::kBytes + (BK == 256 ? 32 * Ring<BK>::kStages : 0);
-template <int BK>
-__device__ __forceinline__ std::uint32_t tile_slot(const Ring<BK>& s, int st) {
-  return s.full(0) + 16 * Ring<BK>::kStages + 32 * st;
-}
-
 struct WgradTile {
   int g;
   std::int32_t n0, k0;  // first row (n) and column (k) of the tile in dW[g]
@@ -222,26 +211,6 @@ __device__ __forceinline__ void copy_empty(const WgradKernelArgs& a) {
   }
 }
 
-__device__ __forceinline__ void put_tile(std::uint32_t slot, const WgradTile& t) {
-  asm volatile("st.shared.v4.s32 [%0], {%1, %2, %3, %4};\n" ::"r"(slot), "r"(t.g), "r"(t.n0),
-               "r"(t.k0), "r"(t.tok0)
-               : "memory");
-  asm volatile("st.shared.v2.s32 [%0], {%1, %2};\n" ::"r"(slot + 16), "r"(t.tok_end), "r"(t.nkb)
-               : "memory");
-}
-__device__ __forceinline__ WgradTile get_tile(std::uint32_t slot) {
-  WgradTile t;
-  asm volatile("ld.shared.v4.s32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(t.g), "=r"(t.n0), "=r"(t.k0), "=r"(t.tok0)
-               : "r"(slot)
-               : "memory");
-  asm volatile("ld.shared.v2.s32 {%0, %1}, [%2];\n"
-               : "=r"(t.tok_end), "=r"(t.nkb)
-               : "r"(slot + 16)
-               : "memory");
-  return t;
-}
-
 // The producer warp (C is not prefetched into L2: the prefetch cost 1.6-2.8% on the skewed loads,
 // docs/gpu_gemm.md §7): per token block, lane 0 loads both tiles by TMA (tokens past M, and columns
 // past K of a 192-wide tile, read zeros; tokens of the next group are zeroed by the consumers);
@@ -253,10 +222,6 @@ __device__ __forceinline__ WgradTile get_tile(std::uint32_t slot) {
 // Unaligned scale tensors (bulk_scales): the 32 lanes copy the scales 4 bytes each by cp.async
 // (zero past K) and each arrives on `full` when its copies land (33 arrivals, s.init).
 // The walk: the launch's schedule where the pair kernels have one (sched_unit), else the snake.
-// At BK = 256 lane 0 puts each tile in the slot of its first stage (its first block, or its
-// first C chunk for an empty group) before that stage's `full` arrival, and after the last tile
-// a slot with nkb = -1 in the next stage, whose `full` phase it completes without bytes (with
-// the lanes' arrivals where they copy scales), so that the consumers need no walk of their own.
 template <int BK, bool kMc>
 __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t total) {
   const WgradKernelArgs& a = p.args;
@@ -290,7 +255,6 @@ __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
       const float *const sdy_kb = sdy, *const sx_kb = sx;  // block kb's
       sdy += a.N, sx += a.K;
       if (lane == 0) {
-        if (BK == 256 && kb == 0) put_tile(tile_slot<BK>(s, st), t);
         mbar_arrive_expect_tx(s.full(st), tx);
         tma_load_2d(s.a_tile(st), &p.map_dy, tok, t.n0, s.full(st));
         if (BK == 256 && kMc)  // this CTA's half of the X tile, into both CTAs
@@ -330,7 +294,6 @@ __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
       const int boxes = min(kEpiChunkCols, BK - c * kEpiChunkCols) / 32;
       s.wait_empty(it);
       if (lane == 0) {
-        if (c == 0 && t.nkb == 0) put_tile(tile_slot<BK>(s, st), t);
         const std::uint64_t evict_first = l2_evict_first_policy();  // C is read once
         mbar_arrive_expect_tx(s.full(st), 2 * boxes * kEpiBox);
         for (int w = 0; w < 2; ++w)
@@ -342,17 +305,6 @@ __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
       if (a.blockwise && !bulk) mbar_arrive(s.full(st));
     }
   }
-  if constexpr (BK != 256) return;
-  // No tile left: the next stage's slot says so (nkb -1), its `full` completed without bytes.
-  s.wait_empty(it);
-  const int st = s.stage(it);
-  if (lane == 0) {
-    WgradTile none{};
-    none.nkb = -1;
-    put_tile(tile_slot<BK>(s, st), none);
-    mbar_arrive(s.full(st));
-  }
-  if (a.blockwise && !bulk) mbar_arrive(s.full(st));
 }
 
 // The last block of a group that ends inside it: zero its tokens past the end in both tiles
@@ -664,12 +616,11 @@ __device__ __forceinline__ void product_half(bool blockwise, std::uint64_t desc_
   }
 }
 
-// The consumer warpgroups: per tile (at BK = 256 the one in the slot of the next stage, put by the
-// producer; else the snake's), per token block, wait for the stage, zero a group's tail, run T on
-// it, promote (reading the stage's scales) and free it; the epilogue stores the tile while the
-// producer already loads the next one. Everything the block loop needs besides the stage is
-// formed once per CTA, so that a block costs few instructions beyond its 2·(BK/2) FMUL/FFMA and
-// 4 wgmma (docs/gpu_gemm.md §7).
+// The consumer warpgroups: per tile (the producer's walk), per token block, wait for the stage,
+// zero a group's tail, run T on it, promote (reading the stage's scales) and free it; the
+// epilogue stores the tile while the producer already loads the next one. Everything the block loop
+// needs besides the stage is formed once per CTA, so that a block costs few instructions beyond its
+// 2·(BK/2) FMUL/FFMA and 4 wgmma (docs/gpu_gemm.md §7).
 template <int BK, bool AE5, bool BE5, bool kMc>
 __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t total) {
   const WgradKernelArgs& a = p.args;
@@ -698,17 +649,17 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
   asm volatile("mov.b32 %0, %0;" : "+r"(cols0));
   const std::uint32_t peer = kMc ? cta_rank() ^ 1u : 0u;
   for (std::int64_t w = 0;; ++w) {
-    WgradTile t;
-    if constexpr (BK == 256) {
-      // The tile the producer put in its first stage's slot (nkb -1: none left).
-      mbar_wait(s.full(st), phase);
-      t = get_tile(tile_slot<BK>(s, st));
-      if (t.nkb < 0) break;
+    std::int64_t tile;
+    if (kMc && p.sched_on) {
+      std::uint32_t u;
+      if (!sched_unit(p, kMc, std::uint32_t(w), u)) break;
+      tile = u;
     } else {
-      const std::int64_t tile = walk(w);
+      tile = kMc ? std::int64_t(walk_pairs(std::uint32_t(w))) : walk(w);
       if (tile >= total) break;
-      t = wgrad_tile<BK>(a, tile);
     }
+    const WgradTile t =
+        kMc ? wgrad_pair_tile<BK>(a, std::uint32_t(tile), int(peer ^ 1u)) : wgrad_tile<BK>(a, tile);
     // d: written by the first k32 step of each block (scale-d 0); at BK = 256 one half's
     float acc[BK / 2], d[BK == 256 ? 64 : BK / 2];
 #pragma unroll
@@ -916,13 +867,13 @@ void launch_wgrad_typed(const WgradKernelArgs& args_in, cudaStream_t stream) {
       const auto pair_kernel = copy ? grouped_wgrad_kernel<BK, AE5, BE5, true, true>
                                     : grouped_wgrad_kernel<BK, AE5, BE5, true, false>;
       FP8REF_CUDA_CHECK(cudaFuncSetAttribute(
-          pair_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kWgradSmem<BK>));
-      if (const int clusters = co_resident_pairs(pair_kernel, kWgradSmem<BK>); clusters > 0) {
+          pair_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Ring<BK>::kBytes));
+      if (const int clusters = co_resident_pairs(pair_kernel, Ring<BK>::kBytes); clusters > 0) {
         p.map_x = fp8_tile_map(args.x_t, args.M, args.K, 128);  // half an X tile a CTA
         const unsigned slots = unsigned(std::min<std::int64_t>(tiles / 2, clusters));
         p.sched_on = build_schedule(args, (args.N / 256) * ((args.K + BK - 1) / BK), tiles / 2,
                                     int(slots), p.sched);
-        const PairLaunch launch(2 * slots, kWgradSmem<BK>, stream);
+        const PairLaunch launch(2 * slots, Ring<BK>::kBytes, stream);
         FP8REF_CUDA_CHECK(cudaLaunchKernelEx(&launch.cfg, pair_kernel, p));
         FP8REF_CUDA_CHECK(cudaGetLastError());
         return;
@@ -931,18 +882,18 @@ void launch_wgrad_typed(const WgradKernelArgs& args_in, cudaStream_t stream) {
     if (copy) {
       const auto kernel = grouped_wgrad_kernel<BK, AE5, BE5, false, true>;
       FP8REF_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             kWgradSmem<BK>));
+                                             Ring<BK>::kBytes));
       const unsigned grid = unsigned(std::min<std::int64_t>(tiles, current_device_sm_count()));
-      kernel<<<grid, kPipelineThreads, kWgradSmem<BK>, stream>>>(p);
+      kernel<<<grid, kPipelineThreads, Ring<BK>::kBytes, stream>>>(p);
       FP8REF_CUDA_CHECK(cudaGetLastError());
       return;
     }
   }
   const auto kernel = grouped_wgrad_kernel<BK, AE5, BE5, false, false>;
   FP8REF_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kWgradSmem<BK>));
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Ring<BK>::kBytes));
   const unsigned grid = unsigned(std::min<std::int64_t>(tiles, current_device_sm_count()));
-  kernel<<<grid, kPipelineThreads, kWgradSmem<BK>, stream>>>(p);
+  kernel<<<grid, kPipelineThreads, Ring<BK>::kBytes, stream>>>(p);
   FP8REF_CUDA_CHECK(cudaGetLastError());
 }
 
