@@ -17,9 +17,7 @@
 // §3). Where a quarter of the tokens lie in groups starting 16 mod 32 (their rows start
 // mid-sector), 256-wide tiles run as 2-CTA pairs sharing each block's X tile by multicast
 // (walk_pairs; cluster_pays), their pair tiles given to the clusters by a greedy schedule the
-// launcher computes (build_schedule). A 256-wide launch with empty groups and a tile per SM
-// leaves them out of the walk: the producer warpgroup's idle warps copy their C while the tiles
-// run (copy_empty, kCopy). The epilogue's f32 shared-memory accesses take odd
+// launcher computes (build_schedule). The epilogue's f32 shared-memory accesses take odd
 // rows' column groups in another order so that a half-warp's rows fall on distinct banks
 // (ring_epilogue). The block loop is cut to few instructions per block (the kernel is bound by the
 // instructions it issues, docs/gpu_gemm.md §7): scales by bulk copy and ld.shared, the stage,
@@ -161,54 +159,6 @@ __device__ __forceinline__ void bulk_copy(std::uint32_t dst, const void* src, st
           "r"(dst),
       "l"(src), "r"(bytes), "r"(bar)
       : "memory");
-}
-
-// The empty groups' dW = C (f32: every bit; bf16: RN of each value, as the epilogues' kAdd false)
-// by the producer warpgroup's three other warps, while the CTA's tiles run: the groups
-// order[walked ..) (no tokens: the walk leaves them out). 16 bytes a lane, four loads in flight
-// before their stores, streaming (evict first); the warps of all CTAs take 128-unit (2 KiB) runs
-// in turn. In place (f32 dW == C) there is nothing to do.
-__device__ __forceinline__ void copy_empty(const WgradKernelArgs& a) {
-  if (a.walked >= a.groups || (!a.out_bf16 && a.dw == static_cast<const void*>(a.c))) return;
-  const std::uint32_t nw = gridDim.x * 3,
-                      w = blockIdx.x * 3 + (threadIdx.x - kConsumerThreads) / 32 - 1;
-  const std::int64_t units = a.N * a.K / 4;  // a multiple of 4096: every 128-unit run is whole
-  const std::int64_t step = std::int64_t(nw) * 128;
-  for (int e = a.walked; e < a.groups; ++e) {
-    const std::int64_t base = std::int64_t(a.order[e]) * a.N * a.K;
-    const uint4* src = reinterpret_cast<const uint4*>(a.c + base) + w * 128 + threadIdx.x % 32;
-    const uint4* const end = reinterpret_cast<const uint4*>(a.c + base) + units;
-    if (a.out_bf16) {
-      uint2* dst = reinterpret_cast<uint2*>(static_cast<__nv_bfloat16*>(a.dw) + base) + w * 128 +
-                   threadIdx.x % 32;
-      for (; src < end; src += step, dst += step) {
-        uint4 v[4];
-#pragma unroll
-        for (int j = 0; j < 4; ++j) v[j] = __ldcs(src + 32 * j);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const __nv_bfloat162 lo = __floats2bfloat162_rn(__uint_as_float(v[j].x),
-                                                          __uint_as_float(v[j].y)),
-                               hi = __floats2bfloat162_rn(__uint_as_float(v[j].z),
-                                                          __uint_as_float(v[j].w));
-          uint2 o;
-          o.x = *reinterpret_cast<const std::uint32_t*>(&lo);
-          o.y = *reinterpret_cast<const std::uint32_t*>(&hi);
-          __stcs(dst + 32 * j, o);
-        }
-      }
-    } else {
-      uint4* dst =
-          reinterpret_cast<uint4*>(static_cast<float*>(a.dw) + base) + w * 128 + threadIdx.x % 32;
-      for (; src < end; src += step, dst += step) {
-        uint4 v[4];
-#pragma unroll
-        for (int j = 0; j < 4; ++j) v[j] = __ldcs(src + 32 * j);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) __stcs(dst + 32 * j, v[j]);
-      }
-    }
-  }
 }
 
 // The producer warp (C is not prefetched into L2: the prefetch cost 1.6-2.8% on the skewed loads,
@@ -712,7 +662,7 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
   }
 }
 
-template <int BK, bool AE5, bool BE5, bool kMc, bool kCopy>
+template <int BK, bool AE5, bool BE5, bool kMc>
 __global__ void __launch_bounds__(kPipelineThreads, 1)
     grouped_wgrad_kernel(const __grid_constant__ WgradTmaParams p) {
   extern __shared__ std::uint8_t smem_raw[];
@@ -729,8 +679,6 @@ __global__ void __launch_bounds__(kPipelineThreads, 1)
     __syncthreads();
   if (threadIdx.x >= kConsumerThreads) {
     setmaxnreg_dec<kProducerRegs>();
-    if constexpr (kCopy)
-      if (threadIdx.x >= kConsumerThreads + 32) return copy_empty(p.args);
     if (threadIdx.x < kConsumerThreads + 32) produce<BK, kMc>(p, s, total);
   } else {
     setmaxnreg_inc<kConsumerRegs>();
@@ -838,14 +786,7 @@ bool build_schedule(const WgradKernelArgs& a, std::int64_t per_group, std::int64
 template <int BK, bool AE5, bool BE5>
 void launch_wgrad_typed(const WgradKernelArgs& args_in, cudaStream_t stream) {
   WgradKernelArgs args = args_in;
-  args.walked = args.groups;
-  {  // The empty groups to the copy warps (copy_empty), where every SM has tiles to run beside.
-    int busy = 0;
-    for (int g = 0; g < args.groups; ++g) busy += args.end[g] > args.start[g];
-    const std::int64_t busy_tiles = std::int64_t(busy) * (args.N / 128) * ((args.K + BK - 1) / BK);
-    if (BK == 256 && busy > 0 && busy < args.groups && busy_tiles >= current_device_sm_count())
-      args.walked = busy;
-  }
+  args.walked = args.groups;  // every group's tiles (an empty group's copy C)
   WgradTmaParams p{};
   p.args = args;
   if (args.M > 0) {  // with no tokens no block is loaded: the maps stay empty
@@ -862,10 +803,8 @@ void launch_wgrad_typed(const WgradKernelArgs& args_in, cudaStream_t stream) {
   }
   const std::int64_t tiles = std::int64_t(args.walked) * (args.N / 128) * ((args.K + BK - 1) / BK);
   if constexpr (BK == 256) {
-    const bool copy = args.walked < args.groups;  // the empty groups by the copy warps
     if (cluster_pays(args) && tiles < (std::int64_t(1) << 31)) {
-      const auto pair_kernel = copy ? grouped_wgrad_kernel<BK, AE5, BE5, true, true>
-                                    : grouped_wgrad_kernel<BK, AE5, BE5, true, false>;
+      const auto pair_kernel = grouped_wgrad_kernel<BK, AE5, BE5, true>;
       FP8REF_CUDA_CHECK(cudaFuncSetAttribute(
           pair_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Ring<BK>::kBytes));
       if (const int clusters = co_resident_pairs(pair_kernel, Ring<BK>::kBytes); clusters > 0) {
@@ -879,17 +818,8 @@ void launch_wgrad_typed(const WgradKernelArgs& args_in, cudaStream_t stream) {
         return;
       }
     }
-    if (copy) {
-      const auto kernel = grouped_wgrad_kernel<BK, AE5, BE5, false, true>;
-      FP8REF_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             Ring<BK>::kBytes));
-      const unsigned grid = unsigned(std::min<std::int64_t>(tiles, current_device_sm_count()));
-      kernel<<<grid, kPipelineThreads, Ring<BK>::kBytes, stream>>>(p);
-      FP8REF_CUDA_CHECK(cudaGetLastError());
-      return;
-    }
   }
-  const auto kernel = grouped_wgrad_kernel<BK, AE5, BE5, false, false>;
+  const auto kernel = grouped_wgrad_kernel<BK, AE5, BE5, false>;
   FP8REF_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Ring<BK>::kBytes));
   const unsigned grid = unsigned(std::min<std::int64_t>(tiles, current_device_sm_count()));

@@ -745,13 +745,13 @@ TEST(GpuGroupedGemm, WgradIntoCInPlaceEqualsTheModel) {
   }
 }
 
-// Empty groups beside enough tiles of the groups with tokens for every CTA of the launch: their
-// dW = C is copied by the producer warpgroup's other warps while the tiles run (docs/gpu_gemm.md
-// §2), through the one-CTA kernel (group sizes multiples of 32) and the 2-CTA pairs (sizes 16 mod
-// 32: half the tokens in groups starting 16 mod 32); the empty groups' C holds NaN payloads (f32
-// dW), infinities, subnormals, -0 and bf16 ties; f32 and bf16 dW, blockwise and tensorwise, and f32
-// dW into C in place (nothing to copy).
-TEST(GpuGroupedGemm, WgradEmptyGroupsCopiedBesideTheTilesEqualTheModel) {
+// Empty groups among more tiles of the groups with tokens than the device has SMs (the walk's
+// empty-group tiles copy C through the ring, docs/gpu_gemm.md §2), through the one-CTA kernel
+// (group sizes multiples of 32) and the 2-CTA pairs with their schedule (sizes 16 mod 32: half the
+// tokens in groups starting 16 mod 32); the empty groups' C holds infinities, subnormals, -0, bf16
+// ties and (f32 dW) NaN payloads, checked bit for bit against C; f32 and bf16 dW, blockwise and
+// tensorwise, and f32 dW into C in place.
+TEST(GpuGroupedGemm, WgradEmptyGroupsAmongManyTilesEqualTheModel) {
   FP8REF_REQUIRE_DEVICE();
   const std::int64_t N = 512, K = 1024;  // 16 tiles of 128 x 256 a group
   const int busy = gpu::current_device_sm_count() / 16 + 1;
