@@ -17,7 +17,7 @@
 // §3). Where a quarter of the tokens lie in groups starting 16 mod 32 (their rows start
 // mid-sector), 256-wide tiles run as 2-CTA pairs sharing each block's X tile by multicast
 // (walk_pairs; cluster_pays), their pair tiles given to the clusters by a greedy schedule the
-// launcher computes (build_schedule). The epilogue's f32 shared-memory accesses take odd
+// launcher computes (gpu/grouped_wgrad_schedule.h). The epilogue's f32 shared-memory accesses take odd
 // rows' column groups in another order so that a half-warp's rows fall on distinct banks
 // (ring_epilogue). The block loop is cut to few instructions per block (the kernel is bound by the
 // instructions it issues, docs/gpu_gemm.md §7): scales by bulk copy and ld.shared, the stage,
@@ -27,10 +27,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <vector>
 
 #include "gpu/device.h"
 #include "gpu/grouped_gemm_kernels.h"
+#include "gpu/grouped_wgrad_schedule.h"
 #include "gpu/tensor_map.h"
 #include "gpu/tma_pipeline_sm90.cuh"
 
@@ -39,17 +39,11 @@ namespace {
 
 using namespace sm90;
 
-// The pair tiles of each cluster (slot), in its order.
-constexpr int kSchedUnits = 12288, kSchedSlots = 256;
-struct WgradSchedule {
-  std::uint16_t first[kSchedSlots + 1];  // slot s's units: unit[first[s] .. first[s + 1])
-  std::uint16_t unit[kSchedUnits];       // the tiles (pair tiles), in the slot's order
-};
 struct WgradTmaParams {
   CUtensorMap map_dy, map_x;  // dYᵀ (N, M), Xᵀ (K, M): rows of tokens
   CUtensorMap map_c, map_dw;  // C and dW as (G·N, K), boxes of 32 columns × 64 rows (BK = 256)
   WgradKernelArgs args;
-  int sched_on;         // the pair kernels walk `sched` (build_schedule), else the snake
+  int sched_on;         // the pair kernels walk `sched` (build_wgrad_schedule), else the snake
   WgradSchedule sched;  // in the launch parameters: 32,764 bytes at most (CUDA 12.1+)
 };
 static_assert(sizeof(WgradTmaParams) <= 32764);
@@ -737,51 +731,6 @@ int co_resident_pairs(Kernel kernel, int smem_bytes) {
   return clusters;
 }
 
-// The pair kernels' tile schedule (docs/gpu_gemm.md §2): the walk's pair tiles in its order
-// (wgrad_pair_tile: the groups by descending token count, two at a time, K tiles outer), each
-// given to the cluster whose tiles end first under a cost model — a tile costs 4·nkb + 15
-// quarter blocks (its 128-token blocks, and its epilogue with the next tile's first load: 3.75
-// blocks, measured) — ties to the lower cluster: greedy list scheduling, where the snake of
-// walk_pairs leaves the clusters that drew the longer tiles last (3% of the Zipf load's time,
-// measured). The order within a cluster stays the walk's, so the clusters of a wave still share
-// each X tile in L2. False (the snake) where the table does not fit the launch parameters.
-bool build_schedule(const WgradKernelArgs& a, std::int64_t per_group, std::int64_t tiles, int slots,
-                    WgradSchedule& out) {
-  if (tiles <= 0 || tiles > kSchedUnits || slots <= 0 || slots > kSchedSlots) return false;
-  std::vector<std::int64_t> end(static_cast<std::size_t>(slots), 0);
-  std::vector<int> heap(static_cast<std::size_t>(slots));  // slots by (end, slot), least first
-  for (int i = 0; i < slots; ++i) heap[std::size_t(i)] = i;
-  const auto before = [&](int x, int y) {
-    const std::int64_t ex = end[std::size_t(x)], ey = end[std::size_t(y)];
-    return ex != ey ? ex < ey : x < y;
-  };
-  std::vector<std::uint16_t> slot_of(static_cast<std::size_t>(tiles));
-  std::vector<int> count(static_cast<std::size_t>(slots) + 1, 0);
-  for (std::int64_t t = 0; t < tiles; ++t) {
-    const std::int64_t set = t / (2 * per_group), r = t % (2 * per_group);
-    const std::int64_t in_set = std::min<std::int64_t>(2, a.walked - set * 2);
-    const int g = a.order[set * 2 + r % in_set];
-    const std::int64_t nkb = (std::int64_t(a.end[g]) - a.start[g] + 127) / 128;
-    const int slot = heap[0];
-    slot_of[std::size_t(t)] = std::uint16_t(slot);
-    ++count[std::size_t(slot) + 1];
-    end[std::size_t(slot)] += 4 * nkb + 15;
-    for (std::size_t i = 0;;) {  // sift the slot down
-      const std::size_t l = 2 * i + 1, rr = l + 1;
-      std::size_t m = i;
-      if (l < heap.size() && before(heap[l], heap[m])) m = l;
-      if (rr < heap.size() && before(heap[rr], heap[m])) m = rr;
-      if (m == i) break;
-      std::swap(heap[i], heap[m]);
-      i = m;
-    }
-  }
-  for (int i = 0; i < slots; ++i) count[std::size_t(i) + 1] += count[std::size_t(i)];
-  for (int i = 0; i <= slots; ++i) out.first[i] = std::uint16_t(count[std::size_t(i)]);
-  for (std::int64_t t = 0; t < tiles; ++t)
-    out.unit[count[slot_of[std::size_t(t)]]++] = std::uint16_t(t);
-  return true;
-}
 
 template <int BK, bool AE5, bool BE5>
 void launch_wgrad_typed(const WgradKernelArgs& args_in, cudaStream_t stream) {
@@ -810,8 +759,8 @@ void launch_wgrad_typed(const WgradKernelArgs& args_in, cudaStream_t stream) {
       if (const int clusters = co_resident_pairs(pair_kernel, Ring<BK>::kBytes); clusters > 0) {
         p.map_x = fp8_tile_map(args.x_t, args.M, args.K, 128);  // half an X tile a CTA
         const unsigned slots = unsigned(std::min<std::int64_t>(tiles / 2, clusters));
-        p.sched_on = build_schedule(args, (args.N / 256) * ((args.K + BK - 1) / BK), tiles / 2,
-                                    int(slots), p.sched);
+        p.sched_on = build_wgrad_schedule(args, (args.N / 256) * ((args.K + BK - 1) / BK),
+                                          tiles / 2, int(slots), p.sched);
         const PairLaunch launch(2 * slots, Ring<BK>::kBytes, stream);
         FP8REF_CUDA_CHECK(cudaLaunchKernelEx(&launch.cfg, pair_kernel, p));
         FP8REF_CUDA_CHECK(cudaGetLastError());

@@ -1,0 +1,36 @@
+// The 2-CTA wgrad pairs' tile schedule (docs/gpu_gemm.md §2 "The pairs' schedule"): computed by
+// the launcher on the host and handed to the kernel in its launch parameters. Internal to gpu/.
+#pragma once
+
+#include <cstdint>
+
+#include "gpu/grouped_gemm_kernels.h"
+
+namespace fp8ref::gpu::detail {
+
+// The pair tiles of each cluster (slot), in the order it runs them: slot s's tiles are
+// unit[first[s] .. first[s + 1]). At most kWgradSchedUnits tiles and kWgradSchedSlots clusters
+// (25 KiB: the kernel parameters stay below the 32,764 bytes CUDA 12.1+ allows).
+constexpr int kWgradSchedUnits = 12288, kWgradSchedSlots = 256;
+struct WgradSchedule {
+  std::uint16_t first[kWgradSchedSlots + 1];
+  std::uint16_t unit[kWgradSchedUnits];
+};
+
+// The cost of a tile of `nkb` 128-token blocks in quarter blocks: its blocks, and its epilogue
+// with the next tile's first load (3.75 blocks, measured on the H200).
+constexpr std::int64_t wgrad_tile_cost(std::int64_t nkb) { return 4 * nkb + 15; }
+
+// The group of pair tile `tile` in the walk (the kernel's wgrad_pair_tile): the groups of
+// a.order[0 .. a.walked) two at a time, the tiles of a pair alternating between its groups,
+// `per_group` tiles a group.
+int wgrad_pair_tile_group(const WgradKernelArgs& a, std::int64_t per_group, std::int64_t tile);
+
+// Greedy list scheduling of the walk's `tiles` pair tiles on `slots` clusters: each tile, in walk
+// order, to the cluster whose tiles end first under wgrad_tile_cost (ties to the lower cluster).
+// False, `out` untouched, where there are no tiles or the table does not hold them (the kernel then
+// walks the snake).
+bool build_wgrad_schedule(const WgradKernelArgs& a, std::int64_t per_group, std::int64_t tiles,
+                          int slots, WgradSchedule& out);
+
+}  // namespace fp8ref::gpu::detail
