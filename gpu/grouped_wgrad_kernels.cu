@@ -592,6 +592,8 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
   asm volatile("mov.b32 %0, %0;" : "+r"(rows0));
   asm volatile("mov.b32 %0, %0;" : "+r"(cols0));
   const std::uint32_t peer = kMc ? cta_rank() ^ 1u : 0u;
+  // The producer's walk (produce), written again: folded into one helper, the pair kernels'
+  // registers came out otherwise than in the binaries verified on the device.
   for (std::int64_t w = 0;; ++w) {
     std::int64_t tile;
     if (kMc && p.sched_on) {

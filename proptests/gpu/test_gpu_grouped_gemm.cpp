@@ -723,6 +723,17 @@ TEST(GpuGroupedGemm, WgradUnalignedScalesEqualTheModel) {
       }
 }
 
+// The f32 case's dW written into C itself (accumulation in place): the bits of C afterwards.
+std::vector<std::uint32_t> wgrad_in_place_bits(const GpuGemmCase& c) {
+  const std::size_t n = std::size_t(c.G * c.N * c.K);
+  const DeviceMemory dy(c.a), x(c.b), sdy(c.sa), sx(c.sb), cm(c.c);
+  const gpu::DeviceWgradOperands w = wgrad_device_operands(
+      c, dy, x, sdy.as<const float>(), sx.as<const float>(), cm.as<const float>());
+  gpu::grouped_gemm_wgrad(w, c.offs, {OutDtype::f32, cm.as<void>(), std::int64_t(n)}, nullptr);
+  if (cudaDeviceSynchronize() != cudaSuccess) throw std::runtime_error("wgrad in place failed");
+  return cm.get<std::uint32_t>(n);
+}
+
 // f32 dW may be C itself (gradient accumulation in place, docs/gpu_gemm.md §1): each tile reads its
 // block of C before it writes that block of dW (the register epilogue loads all of a thread's C
 // before its first store; the ring loads the tile's C into shared memory before its TMA stores),
@@ -735,13 +746,7 @@ TEST(GpuGroupedGemm, WgradIntoCInPlaceEqualsTheModel) {
                                     OutDtype::f32, sizes({300, 0, 77}), 256, K);
     const auto want = fuzz::oracle_gemm_bits(c);
     ASSERT_TRUE(fuzz::has_nonzero_output(c, want)) << fuzz::describe(c);
-    const std::size_t n = std::size_t(c.G * c.N * c.K);
-    const DeviceMemory dy(c.a), x(c.b), sdy(c.sa), sx(c.sb), cm(c.c);
-    const gpu::DeviceWgradOperands w = wgrad_device_operands(
-        c, dy, x, sdy.as<const float>(), sx.as<const float>(), cm.as<const float>());
-    gpu::grouped_gemm_wgrad(w, c.offs, {OutDtype::f32, cm.as<void>(), std::int64_t(n)}, nullptr);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    EXPECT_EQ(fuzz::first_gemm_mismatch(c, cm.get<std::uint32_t>(n), want), "") << "K = " << K;
+    EXPECT_EQ(fuzz::first_gemm_mismatch(c, wgrad_in_place_bits(c), want), "") << "K = " << K;
   }
 }
 
@@ -792,13 +797,7 @@ TEST(GpuGroupedGemm, WgradEmptyGroupsAmongManyTilesEqualTheModel) {
               << "unit " << unit << ", element " << i;
       }
       // In place: the empty groups' dW is their C, untouched.
-      const std::size_t n = std::size_t(c.G * c.N * c.K);
-      const DeviceMemory dy(c.a), x(c.b), sdy(c.sa), sx(c.sb), cm(c.c);
-      const gpu::DeviceWgradOperands w = wgrad_device_operands(
-          c, dy, x, sdy.as<const float>(), sx.as<const float>(), cm.as<const float>());
-      gpu::grouped_gemm_wgrad(w, c.offs, {OutDtype::f32, cm.as<void>(), std::int64_t(n)}, nullptr);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      EXPECT_EQ(fuzz::first_gemm_mismatch(c, cm.get<std::uint32_t>(n), want), "")
+      EXPECT_EQ(fuzz::first_gemm_mismatch(c, wgrad_in_place_bits(c), want), "")
           << "in place, unit " << unit;
     }
   }
