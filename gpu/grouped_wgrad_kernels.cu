@@ -17,12 +17,12 @@
 // §3). Where a quarter of the tokens lie in groups starting 16 mod 32 (their rows start
 // mid-sector), 256-wide tiles run as 2-CTA pairs sharing each block's X tile by multicast
 // (walk_pairs; cluster_pays), their pair tiles given to the clusters by a greedy schedule the
-// launcher computes (gpu/grouped_wgrad_schedule.h). The epilogue's f32 shared-memory accesses take odd
-// rows' column groups in another order so that a half-warp's rows fall on distinct banks
+// launcher computes (gpu/grouped_wgrad_schedule.h). The epilogue's f32 shared-memory accesses
+// take odd rows' column groups in another order so that a half-warp's rows fall on distinct banks
 // (ring_epilogue). The block loop is cut to few instructions per block (the kernel is bound by the
 // instructions it issues, docs/gpu_gemm.md §7): scales by bulk copy and ld.shared, the stage,
-// phase, wgmma descriptors and scale addresses formed once per CTA, the epilogue's choices once per
-// tile.
+// phase, wgmma descriptors and scale addresses formed once per CTA, the epilogue's choices once
+// per tile.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -59,6 +59,7 @@ constexpr int kEpiChunks = 3, kEpiChunkCols = 96, kEpiBox = 32 * 64 * 4, kEpiWg 
 // stages; 203,840 bytes of shared memory at 256).
 template <int BK>
 using Ring = StageRing<128 * 128, BK * 128, BK == 128 ? 6 : BK == 192 ? 5 : 4, 128 + BK>;
+
 struct WgradTile {
   int g;
   std::int32_t n0, k0;  // first row (n) and column (k) of the tile in dW[g]
@@ -124,8 +125,7 @@ __device__ __forceinline__ WgradTile wgrad_pair_tile(const WgradKernelArgs& p, s
   t.nkb = (t.tok_end - t.tok0 + 127) / 128;
   return t;
 }
-
-// The CTA's (kMc: its cluster's) w-th unit from the launch's schedule: false past its last.
+// The CTA's (kMc: its cluster's) w-th tile from the launch's schedule: false past its last.
 __device__ __forceinline__ bool sched_unit(const WgradTmaParams& p, bool kmc, std::uint32_t w,
                                            std::uint32_t& tile) {
   const int slot = kmc ? int(blockIdx.x / 2) : int(blockIdx.x);
@@ -732,7 +732,6 @@ int co_resident_pairs(Kernel kernel, int smem_bytes) {
   slot.store(clusters + 1);
   return clusters;
 }
-
 
 template <int BK, bool AE5, bool BE5>
 void launch_wgrad_typed(const WgradKernelArgs& args_in, cudaStream_t stream) {
