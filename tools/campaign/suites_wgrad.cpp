@@ -41,12 +41,14 @@ WgradCase draw_wgrad() {
   w.scaling =
       *rc::gen::element(Scaling::none, Scaling::tensorwise, Scaling::blockwise, Scaling::mx);
   w.model = *gen::model_for(w.scaling);
-  // f32 in two thirds of the cases, as the M-grouped suites' prefer_f32_out: a bf16 / f16 dW
-  // rounds away most of what tells accumulation orders apart (docs/fuzz.md "Test strength").
+  // f32 in four fifths of the cases: a bf16 / f16 dW rounds away most of what tells accumulation
+  // orders apart (docs/fuzz.md "Test strength": 76% of the bf16 cases had every configuration
+  // agree against 26% of the f32 ones; two thirds, as the M-grouped suites' prefer_f32_out, before
+  // the fifteenth session).
   // f16 under `exact` only: its overflow to ±Inf is then the oracle's rounding too, while a
   // hardware model's bound says nothing past the f16 range.
   const bool f16 = w.model.model == AccumulationModel::exact;
-  w.out = *rc::gen::weightedOneOf<OutDtype>({{f16 ? 4 : 2, rc::gen::just(OutDtype::f32)},
+  w.out = *rc::gen::weightedOneOf<OutDtype>({{f16 ? 8 : 4, rc::gen::just(OutDtype::f32)},
                                              {1, rc::gen::just(OutDtype::bf16)},
                                              {f16 ? 1 : 0, rc::gen::just(OutDtype::f16)}});
   std::mt19937_64 rng(*rc::gen::arbitrary<std::uint64_t>());
