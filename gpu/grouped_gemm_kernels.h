@@ -100,7 +100,6 @@ struct WgradKernelArgs {
   std::int32_t end[kGemmMaxGroups];
   std::int32_t blk0[kGemmMaxGroups];
   std::int32_t order[kGemmMaxGroups];  // the groups by descending token count: tile order
-  int walked;  // set by launch_grouped_wgrad (to groups): the groups order[0 .. walked) walked
 };
 // block_k: the dW columns of a tile, 128, 192 or 256 (gpu/grouped_gemm.cpp picks it).
 void launch_grouped_wgrad(const WgradKernelArgs& args, int block_k, cudaStream_t stream);

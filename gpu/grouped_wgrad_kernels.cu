@@ -79,7 +79,7 @@ __device__ __forceinline__ WgradTile wgrad_tile(const WgradKernelArgs& p, std::i
   WgradTile t;
   constexpr int kWalk = 2;  // groups whose tiles alternate
   const std::int64_t set = tile / (kWalk * per_group), r = tile % (kWalk * per_group);
-  const std::int64_t in_set = min(std::int64_t(kWalk), std::int64_t(p.walked) - set * kWalk);
+  const std::int64_t in_set = min(std::int64_t(kWalk), std::int64_t(p.groups) - set * kWalk);
   t.g = p.order[set * kWalk + r % in_set];
   const std::int64_t i = r / in_set;
   const std::int64_t nt = p.N / 128;
@@ -117,7 +117,7 @@ __device__ __forceinline__ WgradTile wgrad_pair_tile(const WgradKernelArgs& p, s
   WgradTile t;
   constexpr std::uint32_t kWalk = 2;  // as wgrad_tile
   const std::uint32_t set = tile / (kWalk * per_group), r = tile % (kWalk * per_group);
-  const std::uint32_t in_set = min(kWalk, std::uint32_t(p.walked) - set * kWalk);
+  const std::uint32_t in_set = min(kWalk, std::uint32_t(p.groups) - set * kWalk);
   t.g = p.order[set * kWalk + r % in_set];
   const std::uint32_t i = r / in_set;
   t.k0 = std::int32_t(i / nt) * BK, t.n0 = std::int32_t((i % nt) * 2 + rank) * 128;
@@ -132,6 +132,21 @@ __device__ __forceinline__ bool sched_unit(const WgradTmaParams& p, bool kmc, st
   const std::uint32_t j = p.sched.first[slot] + w;
   if (j >= p.sched.first[slot + 1]) return false;
   tile = p.sched.unit[j];
+  return true;
+}
+// The w-th tile of the CTA (kMc: of its cluster), the same for the producer and the consumers:
+// the launch's schedule where the pair kernels have one, else the snake; false past the last.
+template <bool kMc>
+__device__ __forceinline__ bool next_tile(const WgradTmaParams& p, std::int64_t w,
+                                          std::int64_t total, std::int64_t& tile) {
+  if (kMc && p.sched_on) {
+    std::uint32_t u;
+    if (!sched_unit(p, kMc, std::uint32_t(w), u)) return false;
+    tile = u;
+  } else {
+    tile = kMc ? std::int64_t(walk_pairs(std::uint32_t(w))) : walk(w);
+    if (tile >= total) return false;
+  }
   return true;
 }
 // Whether the producer copies the scales by cp.async.bulk, which needs 16-byte aligned global
@@ -165,7 +180,7 @@ __device__ __forceinline__ void bulk_copy(std::uint32_t dst, const void* src, st
 // reach accumulator columns past K, never stored (store_wgrad), so they need no zeroing.
 // Unaligned scale tensors (bulk_scales): the 32 lanes copy the scales 4 bytes each by cp.async
 // (zero past K) and each arrives on `full` when its copies land (33 arrivals, s.init).
-// The walk: the launch's schedule where the pair kernels have one (sched_unit), else the snake.
+// The walk: next_tile.
 template <int BK, bool kMc>
 __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t total) {
   const WgradKernelArgs& a = p.args;
@@ -176,14 +191,7 @@ __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
   std::uint32_t it = 0;  // the ring position
   for (std::int64_t w = 0;; ++w) {
     std::int64_t tile;
-    if (kMc && p.sched_on) {
-      std::uint32_t u;
-      if (!sched_unit(p, kMc, std::uint32_t(w), u)) break;
-      tile = u;
-    } else {
-      tile = kMc ? std::int64_t(walk_pairs(std::uint32_t(w))) : walk(w);
-      if (tile >= total) break;
-    }
+    if (!next_tile<kMc>(p, w, total, tile)) break;
     const WgradTile t =
         kMc ? wgrad_pair_tile<BK>(a, std::uint32_t(tile), rank) : wgrad_tile<BK>(a, tile);
     // The tile's first block's scales (stepped per block: one row of scales per 128 tokens), the
@@ -592,18 +600,9 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
   asm volatile("mov.b32 %0, %0;" : "+r"(rows0));
   asm volatile("mov.b32 %0, %0;" : "+r"(cols0));
   const std::uint32_t peer = kMc ? cta_rank() ^ 1u : 0u;
-  // The producer's walk (produce), written again: folded into one helper, the pair kernels'
-  // registers came out otherwise than in the binaries verified on the device.
   for (std::int64_t w = 0;; ++w) {
     std::int64_t tile;
-    if (kMc && p.sched_on) {
-      std::uint32_t u;
-      if (!sched_unit(p, kMc, std::uint32_t(w), u)) break;
-      tile = u;
-    } else {
-      tile = kMc ? std::int64_t(walk_pairs(std::uint32_t(w))) : walk(w);
-      if (tile >= total) break;
-    }
+    if (!next_tile<kMc>(p, w, total, tile)) break;
     const WgradTile t =
         kMc ? wgrad_pair_tile<BK>(a, std::uint32_t(tile), int(peer ^ 1u)) : wgrad_tile<BK>(a, tile);
     // d: written by the first k32 step of each block (scale-d 0); at BK = 256 one half's
@@ -665,7 +664,7 @@ __global__ void __launch_bounds__(kPipelineThreads, 1)
   const Ring<BK> s = Ring<BK>::at(smem_raw);
   // Tiles, or a pair's tiles (kMc: two n-adjacent 128-row tiles).
   const std::int64_t total =
-      std::int64_t(p.args.walked) * (p.args.N / (kMc ? 256 : 128)) * ((p.args.K + BK - 1) / BK);
+      std::int64_t(p.args.groups) * (p.args.N / (kMc ? 256 : 128)) * ((p.args.K + BK - 1) / BK);
   // 33 arrivals per `full` phase when the lanes copy the scales themselves, else lane 0's one; a
   // pair's `empty` counts both CTAs' consumer warps (each stage's X tile is written into both).
   if (threadIdx.x == 0) s.init(p.args.blockwise && !bulk_scales(p.args), kMc ? 2 : 1);
@@ -734,9 +733,7 @@ int co_resident_pairs(Kernel kernel, int smem_bytes) {
 }
 
 template <int BK, bool AE5, bool BE5>
-void launch_wgrad_typed(const WgradKernelArgs& args_in, cudaStream_t stream) {
-  WgradKernelArgs args = args_in;
-  args.walked = args.groups;  // every group's tiles (an empty group's copy C)
+void launch_wgrad_typed(const WgradKernelArgs& args, cudaStream_t stream) {
   WgradTmaParams p{};
   p.args = args;
   if (args.M > 0) {  // with no tokens no block is loaded: the maps stay empty
@@ -751,7 +748,7 @@ void launch_wgrad_typed(const WgradKernelArgs& args_in, cudaStream_t stream) {
     p.map_c = out_tile_map(args.c, false, args.K, rows, 64);
     p.map_dw = out_tile_map(args.dw, args.out_bf16, args.K, rows, 64);
   }
-  const std::int64_t tiles = std::int64_t(args.walked) * (args.N / 128) * ((args.K + BK - 1) / BK);
+  const std::int64_t tiles = std::int64_t(args.groups) * (args.N / 128) * ((args.K + BK - 1) / BK);
   if constexpr (BK == 256) {
     if (cluster_pays(args) && tiles < (std::int64_t(1) << 31)) {
       const auto pair_kernel = grouped_wgrad_kernel<BK, AE5, BE5, true>;

@@ -10,7 +10,7 @@ namespace fp8ref::gpu::detail {
 
 int wgrad_pair_tile_group(const WgradKernelArgs& a, std::int64_t per_group, std::int64_t tile) {
   const std::int64_t set = tile / (2 * per_group), r = tile % (2 * per_group);
-  const std::int64_t in_set = std::min<std::int64_t>(2, a.walked - set * 2);
+  const std::int64_t in_set = std::min<std::int64_t>(2, a.groups - set * 2);
   return a.order[set * 2 + r % in_set];
 }
 

@@ -22,7 +22,7 @@ struct WgradSchedule {
 constexpr std::int64_t wgrad_tile_cost(std::int64_t nkb) { return 4 * nkb + 15; }
 
 // The group of pair tile `tile` in the walk (the kernel's wgrad_pair_tile): the groups of
-// a.order[0 .. a.walked) two at a time, the tiles of a pair alternating between its groups,
+// a.order two at a time, the tiles of a pair alternating between its groups,
 // `per_group` tiles a group.
 int wgrad_pair_tile_group(const WgradKernelArgs& a, std::int64_t per_group, std::int64_t tile);
 

@@ -21,7 +21,7 @@ namespace {
 // Groups of the given token counts, ordered as the launcher orders them (most tokens first).
 WgradKernelArgs args_for(const std::vector<std::int32_t>& tokens) {
   WgradKernelArgs a{};
-  a.groups = a.walked = int(tokens.size());
+  a.groups = int(tokens.size());
   std::int32_t at = 0;
   for (std::size_t g = 0; g < tokens.size(); ++g) {
     a.start[g] = at, a.end[g] = at + tokens[g], at += tokens[g];
