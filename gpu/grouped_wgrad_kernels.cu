@@ -736,6 +736,13 @@ template <int BK, bool AE5, bool BE5>
 void launch_wgrad_typed(const WgradKernelArgs& args, cudaStream_t stream) {
   WgradTmaParams p{};
   p.args = args;
+  // f32 dW into C itself: an empty group's dW is C already, so the walk leaves the empty groups
+  // out (they come last in args.order); p.args.groups counts the walk's groups, the tensor maps
+  // span every group's rows.
+  if (!args.out_bf16 && args.c == args.dw)
+    while (p.args.groups > 0 &&
+           args.end[args.order[p.args.groups - 1]] == args.start[args.order[p.args.groups - 1]])
+      --p.args.groups;
   if (args.M > 0) {  // with no tokens no block is loaded: the maps stay empty
     p.map_dy = fp8_tile_map(args.dy_t, args.M, args.N, 128);
     p.map_x = fp8_tile_map(args.x_t, args.M, args.K, BK);
@@ -748,7 +755,9 @@ void launch_wgrad_typed(const WgradKernelArgs& args, cudaStream_t stream) {
     p.map_c = out_tile_map(args.c, false, args.K, rows, 64);
     p.map_dw = out_tile_map(args.dw, args.out_bf16, args.K, rows, 64);
   }
-  const std::int64_t tiles = std::int64_t(args.groups) * (args.N / 128) * ((args.K + BK - 1) / BK);
+  const std::int64_t tiles =
+      std::int64_t(p.args.groups) * (args.N / 128) * ((args.K + BK - 1) / BK);
+  if (tiles == 0) return;  // every group empty, in place: nothing to write
   if constexpr (BK == 256) {
     if (cluster_pays(args) && tiles < (std::int64_t(1) << 31)) {
       const auto pair_kernel = grouped_wgrad_kernel<BK, AE5, BE5, true>;
@@ -757,7 +766,7 @@ void launch_wgrad_typed(const WgradKernelArgs& args, cudaStream_t stream) {
       if (const int clusters = co_resident_pairs(pair_kernel, Ring<BK>::kBytes); clusters > 0) {
         p.map_x = fp8_tile_map(args.x_t, args.M, args.K, 128);  // half an X tile a CTA
         const unsigned slots = unsigned(std::min<std::int64_t>(tiles / 2, clusters));
-        p.sched_on = build_wgrad_schedule(args, (args.N / 256) * ((args.K + BK - 1) / BK),
+        p.sched_on = build_wgrad_schedule(p.args, (args.N / 256) * ((args.K + BK - 1) / BK),
                                           tiles / 2, int(slots), p.sched);
         const PairLaunch launch(2 * slots, Ring<BK>::kBytes, stream);
         FP8REF_CUDA_CHECK(cudaLaunchKernelEx(&launch.cfg, pair_kernel, p));

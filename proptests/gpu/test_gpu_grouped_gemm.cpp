@@ -803,6 +803,49 @@ TEST(GpuGroupedGemm, WgradEmptyGroupsAmongManyTilesEqualTheModel) {
   }
 }
 
+// A wgrad launch on a stream of the caller's is ordered after that stream's earlier work and
+// before its later work, empty groups' copies of C included: a long memset, then C set to a
+// pattern, the wgrad (f32 dW out of place), then dW read back on the same stream and only that
+// stream synchronised; each empty group's dW must hold the pattern (a copy that ran before the
+// pattern, or a read before the copy, would not: 32 MiB a group), and the group with tokens the
+// model's bits; three launches in a row.
+TEST(GpuGroupedGemm, WgradEmptyGroupCopiesAreOrderedOnTheCallersStream) {
+  FP8REF_REQUIRE_DEVICE();
+  const std::int64_t N = 1024, K = 8192;
+  const GpuGemmCase c = make_case(GemmOp::wgrad, Scaling::blockwise, Format::e4m3, Format::e4m3,
+                                  OutDtype::f32, sizes({0, 32, 0, 0}, 0), N, K, 23);
+  const std::size_t n = std::size_t(c.G * N * K);
+  const DeviceMemory dy(c.a), x(c.b), sdy(c.sa), sx(c.sb), cm(n * 4), dw(n * 4),
+      slow(std::size_t(1) << 30);
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  // C: the drawn values for the group with tokens (the model's input), 0x3C3C3C3C elsewhere.
+  GpuGemmCase want_case = c;
+  std::fill(want_case.c.begin(), want_case.c.end(), std::bit_cast<float>(0x3C3C3C3Cu));
+  std::copy(c.c.begin() + N * K, c.c.begin() + 2 * N * K, want_case.c.begin() + N * K);
+  const auto want = fuzz::oracle_gemm_bits(want_case);
+  ASSERT_TRUE(fuzz::has_nonzero_output(want_case, want)) << fuzz::describe(want_case);
+  const gpu::DeviceWgradOperands w = wgrad_device_operands(
+      c, dy, x, sdy.as<const float>(), sx.as<const float>(), cm.as<const float>());
+  for (int rep = 0; rep < 3; ++rep) {
+    ASSERT_EQ(cudaMemsetAsync(dw.as<void>(), 0xA5 + rep, n * 4, s), cudaSuccess);
+    ASSERT_EQ(cudaMemsetAsync(cm.as<void>(), 0x11 * rep, n * 4, s), cudaSuccess);  // stale C
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    ASSERT_EQ(cudaMemsetAsync(slow.as<void>(), rep, std::size_t(1) << 30, s), cudaSuccess);
+    ASSERT_EQ(cudaMemsetAsync(cm.as<void>(), 0x3C, n * 4, s), cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(cm.as<float>() + N * K, c.c.data() + N * K, std::size_t(N * K) * 4,
+                              cudaMemcpyHostToDevice, s),
+              cudaSuccess);
+    gpu::grouped_gemm_wgrad(w, c.offs, {OutDtype::f32, dw.as<void>(), std::int64_t(n)}, s);
+    std::vector<std::uint32_t> got(n);
+    ASSERT_EQ(cudaMemcpyAsync(got.data(), dw.as<void>(), n * 4, cudaMemcpyDeviceToHost, s),
+              cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    EXPECT_EQ(fuzz::first_gemm_mismatch(want_case, got, want), "") << "launch " << rep;
+  }
+  cudaStreamDestroy(s);
+}
+
 // The prologue's table (detail::launch_group_table) == the host launcher's byte for byte
 // (detail::host_group_table_offs / _masked, both zero past the groups): offsets with empty groups,
 // groups of 1, 127, 128, 129 and 300 rows, G = 1 and G = 256, masked counts; on a bad entry the

@@ -4,7 +4,8 @@
 // rowwise, tensorwise) and dgrad (blockwise), TFLOP/s each (docs/benchmarks.md). `--csv FILE`
 // writes the timings for bench/gpu_gemm_torch.py, which times the torch peers in the same session
 // and prints the ratios; `--check` compares every output (wgrad included) with the GPU oracle
-// bitwise after the timing; `--wgrad-only` times forward blockwise (the reference of wgrad's ratio)
+// bitwise after the timing; wgrad with f32 C and dW, f32 dW into C itself (in place) and bf16 dW;
+// `--wgrad-only` times forward blockwise (the reference of wgrad's ratio)
 // and wgrad alone, wgrad also on `shift16` and `shift32`, balanced loads whose groups start 16 / 32
 // tokens past a multiple of 128 (docs/benchmarks.md); `--no-wgrad` leaves the wgrad rows out (an
 // A/B of the forward / dgrad kernels in less device time, `--check` too); `--device-groups` runs
@@ -14,7 +15,8 @@
 // times what the launchers' copies cost (docs/gpu_gemm.md §1), each beside the row without the
 // copy: dgrad on W stored nk (the W transpose) against kn, wgrad on row-major dY / X (the fused
 // transpose) against token-contiguous, and wgrad on `shift8` (groups starting 8 tokens past a
-// multiple of 128: the aligned copy) against `shift16` (read in place). A program that prints
+// multiple of 128: the aligned copy) against `shift16` (read in place); `--iters N` times N
+// launches a row (10; more to read the clocks and power of long runs). A program that prints
 // ratios, not a test.
 #include <cuda_runtime_api.h>
 
@@ -58,20 +60,21 @@ struct DeviceArray {
 };
 
 // Mean milliseconds of `fn` over 10 launches after 2 warm-ups.
+int g_iters = 10;  // timed launches a row (`--iters`)
+
 double time_ms(const std::function<void()>& fn) {
   for (int i = 0; i < 2; ++i) fn();
   cudaEvent_t a, b;
   FP8REF_CUDA_CHECK(cudaEventCreate(&a));
   FP8REF_CUDA_CHECK(cudaEventCreate(&b));
   FP8REF_CUDA_CHECK(cudaEventRecord(a));
-  constexpr int kIters = 10;
-  for (int i = 0; i < kIters; ++i) fn();
+  for (int i = 0; i < g_iters; ++i) fn();
   FP8REF_CUDA_CHECK(cudaEventRecord(b));
   FP8REF_CUDA_CHECK(cudaEventSynchronize(b));
   float ms = 0;
   FP8REF_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
   cudaEventDestroy(a), cudaEventDestroy(b);
-  return ms / kIters;
+  return ms / g_iters;
 }
 
 // Cumulative expert ends of a load: balanced, Zipf (size ~ 1/rank), two empty experts, or shift8
@@ -273,7 +276,8 @@ std::vector<std::int64_t> rounded16(std::vector<std::int64_t> offs) {
 // milliseconds, and with `check` the mismatch count against the GPU oracle's wgrad (-1 when not
 // checked).
 std::pair<double, std::int64_t> run_wgrad(const std::vector<std::int64_t>& offs, bool check,
-                                          bool row_major = false, bool bf16_dw = false) {
+                                          bool row_major = false, bool bf16_dw = false,
+                                          bool in_place = false) {
   std::int64_t rows = 0, prev = 0;
   for (auto o : offs) rows += (o - prev + 127) / 128, prev = o;
   // dY (M, N) and X (M, K) for the oracle; token-contiguous, the kernel reads their transposes
@@ -302,9 +306,15 @@ std::pair<double, std::int64_t> run_wgrad(const std::vector<std::int64_t>& offs,
       rows * kK,
       c.as<float>(),
       row_major ? gpu::WgradOperandLayout::row_major : gpu::WgradOperandLayout::token_contiguous};
-  const gpu::DeviceGemmOutput out{bf16_dw ? OutDtype::bf16 : OutDtype::f32, dw.p, kE * kN * kK};
+  const gpu::DeviceGemmOutput out{bf16_dw ? OutDtype::bf16 : OutDtype::f32, in_place ? c.p : dw.p,
+                                  kE * kN * kK};
   const double ms = time_ms([&] { gpu::grouped_gemm_wgrad(op, offs, out, nullptr); });
   if (!check) return {ms, -1};
+  if (in_place) {  // the timed launches accumulated into C: once more from C as drawn
+    FP8REF_CUDA_CHECK(cudaMemcpy(c.p, c_h.data(), c_h.size() * 4, cudaMemcpyHostToDevice));
+    gpu::grouped_gemm_wgrad(op, offs, out, nullptr);
+    FP8REF_CUDA_CHECK(cudaDeviceSynchronize());
+  }
   const WgradOperands host{
       kM, kN, kK, kE, Format::e4m3, Format::e4m3, dy, x, Scaling::blockwise, sdy_h, sx_h, c_h};
   const ModelChoice model = gpu::grouped_gemm_declared_model(Scaling::blockwise);
@@ -316,7 +326,7 @@ std::pair<double, std::int64_t> run_wgrad(const std::vector<std::int64_t>& offs,
     for (std::size_t i = 0; i < got.size(); ++i) diffs += got[i] != want[i];
   } else {
     std::vector<float> got(c_h.size()), want(c_h.size());
-    FP8REF_CUDA_CHECK(cudaMemcpy(got.data(), dw.p, got.size() * 4, cudaMemcpyDeviceToHost));
+    FP8REF_CUDA_CHECK(cudaMemcpy(got.data(), out.y, got.size() * 4, cudaMemcpyDeviceToHost));
     gpu::oracle_grouped_gemm_wgrad(host, offs, model, {OutDtype::f32, want, {}, {}});
     for (std::size_t i = 0; i < got.size(); ++i) diffs += std::memcmp(&got[i], &want[i], 4) != 0;
   }
@@ -338,7 +348,7 @@ void bench_forward_dgrad(bool check, bool wgrad_only, FILE* csv) {
       const auto offs = expert_offs(dist);
       const auto [ms, diffs] = run(c, h, offs, check);
       const double tf = flop / (ms * 1e-3) / 1e12;
-      std::printf("%-8s %-16s %-10s %9.3f %9.1f %s\n", c.op, c.label(), dist, ms, tf,
+      std::printf("%-8s %-17s %-10s %9.3f %9.1f %s\n", c.op, c.label(), dist, ms, tf,
                   diffs < 0 ? "" : std::to_string(diffs).c_str());
       if (csv) {
         std::string o;
@@ -353,23 +363,31 @@ void bench_forward_dgrad(bool check, bool wgrad_only, FILE* csv) {
 }
 
 // The wgrad rows: blockwise, each load (groups rounded to 16 rows), f32 C and dW (gradient
-// accumulation in f32, the rows the target ratio is read on), then f32 C and bf16 dW
-// (`blockwise_bf16dw`); with `shift16` the f32 rows of the loads shift16 and shift32 too (group
-// starts 16 and 32 tokens past a multiple of 128).
+// accumulation in f32, the rows the target ratio is read on), then f32 dW into C itself
+// (`blockwise_inplace`: accumulation in place, DeepGEMM's k-grouped wgrad form), then f32 C and
+// bf16 dW (`blockwise_bf16dw`); with `shift16` the f32 rows of the loads shift16 and shift32 too
+// (group starts 16 and 32 tokens past a multiple of 128).
 void bench_wgrad(bool check, bool shift16, FILE* csv) {
   const double flop = 2.0 * double(kM) * double(kN) * double(kK);
-  std::vector<std::pair<const char*, bool>> rows;  // load, bf16 dW
-  for (const char* dist : {"balanced", "zipf", "two_empty"}) rows.emplace_back(dist, false);
-  if (shift16) rows.emplace_back("shift16", false), rows.emplace_back("shift32", false);
-  for (const char* dist : {"balanced", "zipf", "two_empty"}) rows.emplace_back(dist, true);
-  for (const auto& [dist, bf16] : rows) {
-    const char* label = bf16 ? "blockwise_bf16dw" : "blockwise";
+  enum Kind { f32, in_place, bf16 };
+  std::vector<std::pair<const char*, Kind>> rows;
+  for (const char* dist : {"balanced", "zipf", "two_empty"}) rows.emplace_back(dist, f32);
+  if (shift16) rows.emplace_back("shift16", f32), rows.emplace_back("shift32", f32);
+  for (const char* dist : {"balanced", "zipf", "two_empty"}) rows.emplace_back(dist, in_place);
+  for (const char* dist : {"balanced", "zipf", "two_empty"}) rows.emplace_back(dist, bf16);
+  for (const auto& [dist, kind] : rows) {
+    const char* label = kind == bf16       ? "blockwise_bf16dw"
+                        : kind == in_place ? "blockwise_inplace"
+                                           : "blockwise";
     const std::vector<std::int64_t> offs = rounded16(expert_offs(dist));
-    const auto [ms, diffs] = run_wgrad(offs, check, false, bf16);
+    const auto [ms, diffs] = run_wgrad(offs, check, false, kind == bf16, kind == in_place);
     const double tf = flop / (ms * 1e-3) / 1e12;
-    const std::string note =
-        diffs < 0 ? "" : std::to_string(diffs) + (bf16 ? " (f32 C, bf16 dW)" : " (f32 C and dW)");
-    std::printf("%-8s %-16s %-10s %9.3f %9.1f %s\n", "wgrad", label, dist, ms, tf, note.c_str());
+    const std::string note = diffs < 0
+                                 ? ""
+                                 : std::to_string(diffs) + (kind == bf16       ? " (f32 C, bf16 dW)"
+                                                            : kind == in_place ? " (f32 dW into C)"
+                                                                               : " (f32 C and dW)");
+    std::printf("%-8s %-17s %-10s %9.3f %9.1f %s\n", "wgrad", label, dist, ms, tf, note.c_str());
     if (csv) {
       std::string o;
       for (auto x : offs) {
@@ -434,11 +452,14 @@ int main(int argc, char** argv) {
       g_device_groups = true;
     } else if (std::strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
       csv_path = argv[++i];
+    } else if (std::strcmp(argv[i], "--iters") == 0 && i + 1 < argc &&
+               std::sscanf(argv[i + 1], "%d", &g_iters) == 1 && g_iters >= 1 && g_iters <= 100000) {
+      ++i;
     } else {
       std::fprintf(
           stderr,
           "usage: fp8ref_gpu_gemm_bench [--check] [--wgrad-only | --no-wgrad] [--device-groups] "
-          "[--layouts] [--csv FILE]\n");
+          "[--layouts] [--csv FILE] [--iters N]\n");
       return 2;
     }
   }
@@ -453,7 +474,7 @@ int main(int argc, char** argv) {
   std::printf("%s; M=%lld E=%lld N=%lld K=%lld, e4m3, bf16 output\n",
               gpu::device_description().c_str(), (long long)kM, (long long)kE, (long long)kN,
               (long long)kK);
-  std::printf("%-8s %-16s %-10s %9s %9s %s\n", "op", "scaling", "load", "ms", "TFLOP/s",
+  std::printf("%-8s %-17s %-10s %9s %9s %s\n", "op", "scaling", "load", "ms", "TFLOP/s",
               check ? "mismatches vs GPU oracle" : "");
   FILE* csv = csv_path.empty() ? nullptr : std::fopen(csv_path.c_str(), "w");
   if (csv) std::fprintf(csv, "op,scaling,load,offs,ms,tflops\n");
