@@ -48,11 +48,14 @@ grep -E "tests passed|tests failed|\*\*\*|Not Run" "$OUT/ctest_gpu.log" | tail -
 
 step compute-sanitizer
 T=$B/proptests/gpu
-sanitize() {  # tool binary filter
-  local log="$OUT/$1_$(basename "$2").log"
+n_sanitize=0
+sanitize() {  # tool binary filter (a log per run: the same binary runs under several filters)
+  n_sanitize=$((n_sanitize + 1))
+  local log="$OUT/$1_$(basename "$2")_$n_sanitize.log"
   RC_PARAMS="max_success=10" timeout 180 compute-sanitizer --tool "$1" --error-exitcode 9 "$2" \
     --gtest_filter="$3" > "$log" 2>&1
-  say "$1 $(basename "$2") [$3]: exit $? $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
+  local rc=$?  # (before any expansion below resets $?)
+  say "$1 $(basename "$2") [$3]: exit $rc $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
 }
 sanitize memcheck $T/fp8ref_gpu_quantize_test '*Grouped*:*GridSize*:*BadInput*'
 sanitize memcheck $T/fp8ref_gpu_quantize_dual_test '*'

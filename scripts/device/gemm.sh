@@ -34,8 +34,10 @@ grep -E "tests passed|tests failed|\*\*\*|Not Run|Passed|Failed" "$OUT/ctest_gpu
   tee -a "$summary"
 
 step compute-sanitizer
-sanitize() {  # tool binary filter
-  local log="$OUT/$1_$2.log"
+n_sanitize=0
+sanitize() {  # tool binary filter (a log per run: the same binary runs under several filters)
+  n_sanitize=$((n_sanitize + 1))
+  local log="$OUT/$1_$2_$n_sanitize.log"
   RC_PARAMS="max_success=6" timeout 150 compute-sanitizer --tool "$1" --error-exitcode 9 \
     "$B/proptests/gpu/$2" --gtest_filter="$3" > "$log" 2>&1
   say "$1 $2 [$3]: exit $? $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
