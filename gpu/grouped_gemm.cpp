@@ -176,6 +176,23 @@ void check_wgrad(const DeviceWgradOperands& op, std::span<const std::int64_t> of
   if (dw.dtype != OutDtype::f32 && dw.dtype != OutDtype::bf16) bad("output must be f32 or bf16");
   check_size(dw.size, op.G * op.N * op.K, "dW");
   check_aligned(dw.y, "dW"), check_aligned(op.c, "C");
+  // dW is written while C, the operands and their scales are read: f32 dW may be C itself
+  // (accumulation in place, each tile reading its block of C before writing it), else dW must not
+  // overlap any of them (the tiles would read what others wrote).
+  const auto at = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
+  const std::uintptr_t dw0 = at(dw.y),
+                       dw1 = dw0 + std::uintptr_t(dw.size) * (dw.dtype == OutDtype::f32 ? 4u : 2u);
+  const auto overlaps = [&](const void* p, std::int64_t bytes) {
+    return p != nullptr && bytes > 0 && at(p) < dw1 && dw0 < at(p) + std::uintptr_t(bytes);
+  };
+  const std::int64_t c_floats = op.G * op.N * op.K;
+  if (!(dw.dtype == OutDtype::f32 && dw.y == op.c) && overlaps(op.c, c_floats * 4))
+    bad("dW overlaps C: f32 dW may be C itself (accumulation in place), else they must not "
+        "overlap");
+  if (op.M > 0 && (overlaps(op.dy, op.N * op.M) || overlaps(op.x, op.K * op.M)))
+    bad("dW overlaps dY or X");
+  if (overlaps(op.scale_dy, op.scale_dy_size * 4) || overlaps(op.scale_x, op.scale_x_size * 4))
+    bad("dW overlaps a scale tensor");
   if (op.M > 0 && row_major)
     check_aligned(op.x, "X (row-major)"), check_aligned(op.dy, "dY (row-major)");
   if (op.M > 0 && !row_major) check_aligned(op.x, "X^T"), check_aligned(op.dy, "dY^T");
@@ -415,7 +432,6 @@ std::size_t grouped_gemm_workspace_bytes(const DeviceGemmOperands& op) {
     return grouped_gemm_workspace_bytes();
   return kWorkspaceScalesAt + mn_major_scale_bytes(op.M, op.K);
 }
-
 
 std::string grouped_gemm_status_message(std::int32_t status) {
   const std::string g = std::to_string(status >> 4), at = "fp8ref gpu grouped GEMM: ";

@@ -522,6 +522,15 @@ TEST(GpuGroupedGemm, WgradBadInputIsRefusedBeforeAnyLaunch) {
   op.M = std::int64_t(1) << 31, refused(op, offs, dw, "row-major M of 2^31 tokens");
   op.M = 250, op.layout = gpu::WgradOperandLayout::token_contiguous;
   refused(op, {128, 250}, dw, "token-contiguous M = 250 (row-major takes it)");
+  // dW over C is f32 accumulation in place only; dW over an operand or a scale tensor never.
+  void* const pc = const_cast<float*>(pf);
+  refused(ok, offs, {OutDtype::bf16, pc, 2 * 128 * 256}, "bf16 dW over C");
+  refused(ok, offs, {OutDtype::f32, static_cast<float*>(pc) + 4, 2 * 128 * 256},
+          "f32 dW over C, 16 bytes off its start");
+  refused(ok, offs, {OutDtype::f32, const_cast<std::uint8_t*>(p8), 2 * 128 * 256}, "dW over dY^T");
+  op = ok,
+  op.c = static_cast<const float*>(py) + 2 * 128 * 256;  // C apart from dW: only the scales
+  refused(op, offs, {OutDtype::f32, pc, 2 * 128 * 256}, "dW over the scale tensors");
 }
 
 // ---- Device-side groups (docs/gpu_gemm.md §1, §4, §5) ----
