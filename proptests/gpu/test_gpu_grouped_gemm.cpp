@@ -528,7 +528,7 @@ TEST(GpuGroupedGemm, WgradBadInputIsRefusedBeforeAnyLaunch) {
   refused(ok, offs, {OutDtype::f32, static_cast<float*>(pc) + 4, 2 * 128 * 256},
           "f32 dW over C, 16 bytes off its start");
   refused(ok, offs, {OutDtype::f32, const_cast<std::uint8_t*>(p8), 2 * 128 * 256}, "dW over dY^T");
-  op = ok,
+  op = ok;
   op.c = static_cast<const float*>(py) + 2 * 128 * 256;  // C apart from dW: only the scales
   refused(op, offs, {OutDtype::f32, pc, 2 * 128 * 256}, "dW over the scale tensors");
 }

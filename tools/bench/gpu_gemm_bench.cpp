@@ -59,9 +59,9 @@ struct DeviceArray {
   }
 };
 
-// Mean milliseconds of `fn` over 10 launches after 2 warm-ups.
 int g_iters = 10;  // timed launches a row (`--iters`)
 
+// Mean milliseconds of `fn` over g_iters launches after 2 warm-ups.
 double time_ms(const std::function<void()>& fn) {
   for (int i = 0; i < 2; ++i) fn();
   cudaEvent_t a, b;
