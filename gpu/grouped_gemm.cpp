@@ -52,6 +52,14 @@ void check_aligned(const void* p, const char* name) {
     bad(std::string(name) + " must be a 16-byte aligned device pointer");
 }
 
+// Whether [p, p + pb) and [q, q + qb) share a byte (an empty or null range shares none): an output
+// must not overlap what the launch reads, since tiles would read what others wrote.
+bool overlap(const void* p, std::int64_t pb, const void* q, std::int64_t qb) {
+  const auto at = [](const void* x) { return reinterpret_cast<std::uintptr_t>(x); };
+  return p != nullptr && q != nullptr && pb > 0 && qb > 0 && at(p) < at(q) + std::uintptr_t(qb) &&
+         at(q) < at(p) + std::uintptr_t(pb);
+}
+
 void check_size(std::int64_t got, std::int64_t want, const char* name) {
   if (got != want)
     bad(std::string(name) + " has " + std::to_string(got) + " elements, expected " +
@@ -136,6 +144,12 @@ void set_operands(GemmKernelArgs& p, std::int64_t G, Format fa, Format fb, const
   }
   if (sa_size > 0 && sa == nullptr) bad("scale_a is null");
   if (sb_size > 0 && sb == nullptr) bad("scale_b is null");
+  // The output is written while A, B and the scales are read: it must overlap none of them.
+  const std::int64_t y_bytes = p.M * p.N * (p.out_bf16 ? 2 : 4);
+  if (overlap(p.y, y_bytes, a, p.M * p.K) || overlap(p.y, y_bytes, b, G * p.N * p.K))
+    bad(dgrad ? "the output overlaps dY or W" : "the output overlaps A or B");
+  if (overlap(p.y, y_bytes, sa, sa_size * 4) || overlap(p.y, y_bytes, sb, sb_size * 4))
+    bad("the output overlaps a scale tensor");
   p.a = a, p.b = b, p.scale_a = sa, p.scale_b = sb;
 }
 
@@ -178,12 +192,10 @@ void check_wgrad(const DeviceWgradOperands& op, std::span<const std::int64_t> of
   check_aligned(dw.y, "dW"), check_aligned(op.c, "C");
   // dW is written while C, the operands and their scales are read: f32 dW may be C itself
   // (accumulation in place, each tile reading its block of C before writing it), else dW must not
-  // overlap any of them (the tiles would read what others wrote).
-  const auto at = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
-  const std::uintptr_t dw0 = at(dw.y),
-                       dw1 = dw0 + std::uintptr_t(dw.size) * (dw.dtype == OutDtype::f32 ? 4u : 2u);
+  // overlap any of them.
+  const std::int64_t dw_bytes = dw.size * (dw.dtype == OutDtype::f32 ? 4 : 2);
   const auto overlaps = [&](const void* p, std::int64_t bytes) {
-    return p != nullptr && bytes > 0 && at(p) < dw1 && dw0 < at(p) + std::uintptr_t(bytes);
+    return overlap(dw.y, dw_bytes, p, bytes);
   };
   const std::int64_t c_floats = op.G * op.N * op.K;
   if (!(dw.dtype == OutDtype::f32 && dw.y == op.c) && overlaps(op.c, c_floats * 4))

@@ -449,6 +449,11 @@ TEST(GpuGroupedGemm, BadInputIsRefusedBeforeAnyLaunch) {
   refused(ok, {256}, y, "offsets of the wrong length");
   refused(ok, offs, {OutDtype::f16, py, 256 * 256}, "f16 output");
   refused(ok, offs, {OutDtype::bf16, py, 100}, "output of the wrong size");
+  // The output over what the launch reads: A (and B, at the same address here), the scales.
+  refused(ok, offs, {OutDtype::bf16, const_cast<std::uint8_t*>(p8) + 64 * 1024, 256 * 256},
+          "output over A");
+  refused(ok, offs, {OutDtype::f32, const_cast<float*>(pf) - 1024, 256 * 256},
+          "output over the scales");
   // A's scales MN-major (docs/gpu_gemm.md §1): blockwise only, of K/128 · align(M, 4) entries,
   // 16-byte aligned; no other layout.
   op = ok, op.scale_a_layout = ScaleLayoutF32::col_major,
@@ -471,6 +476,10 @@ TEST(GpuGroupedGemm, BadInputIsRefusedBeforeAnyLaunch) {
   EXPECT_THROW(
       gpu::grouped_gemm_forward_masked(ok, 100, std::vector<std::int64_t>{10, 20}, y, nullptr),
       std::invalid_argument);  // M != G · m_max
+  d.w = p8;                    // dA over W (and dY)
+  EXPECT_THROW(gpu::grouped_gemm_dgrad(
+                   d, offs, {OutDtype::bf16, const_cast<std::uint8_t*>(p8), 256 * 512}, nullptr),
+               std::invalid_argument);
 }
 
 // K-grouped wgrad: an empty group's dW is C, every bit (-0 included), under f32 output.
