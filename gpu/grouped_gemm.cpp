@@ -389,8 +389,10 @@ void launch_dgrad(GemmKernelArgs p, const DeviceDgradOperands& op, bool rows, cu
 // workspace and the status word, and p pointed at that table; row_tiles bounds its row tiles.
 // Returns where the workspace has room for the MN-major copy of p's A scales (a forward's
 // row-major blockwise ones: grouped_gemm_workspace_bytes(op)), else nullptr.
+// sa_bytes, sb_bytes: the scale tensors' bytes (p holds their pointers).
 float* set_device_groups(GemmKernelArgs& p, std::int64_t G, const DeviceGroups& d, bool masked,
-                         std::int64_t limit, std::int64_t row_tiles, cudaStream_t stream) {
+                         std::int64_t limit, std::int64_t row_tiles, std::int64_t sa_bytes,
+                         std::int64_t sb_bytes, cudaStream_t stream) {
   if (d.entries == nullptr) bad("the device group entries are null");
   if (d.status == nullptr || reinterpret_cast<std::uintptr_t>(d.status) % 4 != 0)
     bad("status must be a 4-byte aligned device pointer");
@@ -398,6 +400,24 @@ float* set_device_groups(GemmKernelArgs& p, std::int64_t G, const DeviceGroups& 
   if (d.workspace_size != 0 && d.workspace_size < sizeof(detail::GemmGroupTable))
     bad("workspace_size " + std::to_string(d.workspace_size) +
         " is less than grouped_gemm_workspace_bytes()");
+  // The prologue writes the workspace and the status word while the entries are read, and the
+  // GEMM reads the table while it writes the output: none of them may overlap another or what the
+  // GEMM reads.
+  const std::int64_t ws_bytes =
+      std::max<std::int64_t>(std::int64_t(d.workspace_size), sizeof(detail::GemmGroupTable));
+  const std::int64_t y_bytes = p.M * p.N * (p.out_bf16 ? 2 : 4);
+  const struct {
+    const void* at;
+    std::int64_t bytes;
+  } read[] = {{d.entries, G * 4},   {p.y, y_bytes},        {p.a, p.M * p.K},
+              {p.b, G * p.N * p.K}, {p.scale_a, sa_bytes}, {p.scale_b, sb_bytes}};
+  for (const auto& r : read) {
+    if (overlap(d.workspace, ws_bytes, r.at, r.bytes))
+      bad("the workspace overlaps the group entries, the output or an operand");
+    if (overlap(d.status, 4, r.at, r.bytes))
+      bad("status overlaps the group entries, the output or an operand");
+  }
+  if (overlap(d.workspace, ws_bytes, d.status, 4)) bad("status overlaps the workspace");
   auto* table = static_cast<detail::GemmGroupTable*>(d.workspace);
   detail::launch_group_table(d.entries, int(G), masked, limit, table, d.status, stream);
   p.groups.count = int(G), p.device_groups = table, p.row_tiles_bound = row_tiles;
@@ -504,7 +524,8 @@ void grouped_gemm_forward(const DeviceGemmOperands& op, const DeviceGroups& offs
   set_operands(p, op.G, op.fa, op.fb, op.a, op.b, op.scaling, op.scale_a, op.scale_a_size,
                op.scale_b, op.scale_b_size, false, op.scale_a_layout);
   const std::int64_t bound = op.M > 0 ? (op.M + 127 * op.G) / 128 : 0;
-  float* scale_ws = set_device_groups(p, op.G, offs, false, op.M, bound, stream);
+  float* scale_ws = set_device_groups(p, op.G, offs, false, op.M, bound, op.scale_a_size * 4,
+                                      op.scale_b_size * 4, stream);
   launch(p, false, stream, scale_ws);
 }
 
@@ -515,8 +536,8 @@ void grouped_gemm_forward_masked(const DeviceGemmOperands& op, std::int64_t m_ma
   set_operands(p, op.G, op.fa, op.fb, op.a, op.b, op.scaling, op.scale_a, op.scale_a_size,
                op.scale_b, op.scale_b_size, false, op.scale_a_layout);
   if (m_max < 0 || op.G * m_max != op.M) bad("masked layout needs M = G * m_max");
-  float* scale_ws =
-      set_device_groups(p, op.G, masked_m, true, m_max, op.G * ((m_max + 127) / 128), stream);
+  float* scale_ws = set_device_groups(p, op.G, masked_m, true, m_max, op.G * ((m_max + 127) / 128),
+                                      op.scale_a_size * 4, op.scale_b_size * 4, stream);
   launch(p, false, stream, scale_ws);
 }
 
@@ -524,7 +545,8 @@ void grouped_gemm_dgrad(const DeviceDgradOperands& op, const DeviceGroups& offs,
                         const DeviceGemmOutput& da, cudaStream_t stream) {
   GemmKernelArgs p = dgrad_view(op, da);
   const std::int64_t bound = op.M > 0 ? (op.M + 127 * op.G) / 128 : 0;
-  set_device_groups(p, op.G, offs, false, op.M, bound, stream);
+  set_device_groups(p, op.G, offs, false, op.M, bound, op.scale_dy_size * 4, op.scale_w_size * 4,
+                    stream);
   launch_dgrad(p, op, bound > 0, stream);  // (M = 0: no rows, nothing reads W)
 }
 

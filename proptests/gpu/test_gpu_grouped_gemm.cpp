@@ -454,6 +454,19 @@ TEST(GpuGroupedGemm, BadInputIsRefusedBeforeAnyLaunch) {
           "output over A");
   refused(ok, offs, {OutDtype::f32, const_cast<float*>(pf) - 1024, 256 * 256},
           "output over the scales");
+  // Device-side groups (docs/gpu_gemm.md §1): the workspace and the status word written by the
+  // prologue overlap nothing else the launch touches.
+  const auto* pe = reinterpret_cast<const std::int32_t*>(std::uintptr_t(1) << 23);
+  auto* ps = reinterpret_cast<std::int32_t*>((std::uintptr_t(1) << 23) + 4096);
+  void* pw = reinterpret_cast<void*>(std::uintptr_t(1) << 24);
+  const auto groups_refused = [&](gpu::DeviceGroups g, const char* what) {
+    EXPECT_THROW(gpu::grouped_gemm_forward(ok, g, y, nullptr), std::invalid_argument) << what;
+  };
+  groups_refused({pe, ps, py}, "workspace over the output");
+  groups_refused({pe, ps, const_cast<std::uint8_t*>(p8)}, "workspace over A");
+  groups_refused({pe, static_cast<std::int32_t*>(pw) + 16, pw}, "status inside the workspace");
+  groups_refused({pe, const_cast<std::int32_t*>(pe), pw}, "status over the entries");
+  groups_refused({reinterpret_cast<const std::int32_t*>(pw), ps, pw}, "entries in the workspace");
   // A's scales MN-major (docs/gpu_gemm.md §1): blockwise only, of K/128 · align(M, 4) entries,
   // 16-byte aligned; no other layout.
   op = ok, op.scale_a_layout = ScaleLayoutF32::col_major,
