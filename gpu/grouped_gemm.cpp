@@ -60,6 +60,9 @@ bool overlap(const void* p, std::int64_t pb, const void* q, std::int64_t qb) {
          at(q) < at(p) + std::uintptr_t(pb);
 }
 
+// The bytes of a launch's output: the kernel view's M × N elements of its dtype.
+std::int64_t output_bytes(const GemmKernelArgs& p) { return p.M * p.N * (p.out_bf16 ? 2 : 4); }
+
 void check_size(std::int64_t got, std::int64_t want, const char* name) {
   if (got != want)
     bad(std::string(name) + " has " + std::to_string(got) + " elements, expected " +
@@ -145,7 +148,7 @@ void set_operands(GemmKernelArgs& p, std::int64_t G, Format fa, Format fb, const
   if (sa_size > 0 && sa == nullptr) bad("scale_a is null");
   if (sb_size > 0 && sb == nullptr) bad("scale_b is null");
   // The output is written while A, B and the scales are read: it must overlap none of them.
-  const std::int64_t y_bytes = p.M * p.N * (p.out_bf16 ? 2 : 4);
+  const std::int64_t y_bytes = output_bytes(p);
   if (overlap(p.y, y_bytes, a, p.M * p.K) || overlap(p.y, y_bytes, b, G * p.N * p.K))
     bad(dgrad ? "the output overlaps dY or W" : "the output overlaps A or B");
   if (overlap(p.y, y_bytes, sa, sa_size * 4) || overlap(p.y, y_bytes, sb, sb_size * 4))
@@ -405,12 +408,11 @@ float* set_device_groups(GemmKernelArgs& p, std::int64_t G, const DeviceGroups& 
   // GEMM reads.
   const std::int64_t ws_bytes =
       std::max<std::int64_t>(std::int64_t(d.workspace_size), sizeof(detail::GemmGroupTable));
-  const std::int64_t y_bytes = p.M * p.N * (p.out_bf16 ? 2 : 4);
   const struct {
     const void* at;
     std::int64_t bytes;
-  } read[] = {{d.entries, G * 4},   {p.y, y_bytes},        {p.a, p.M * p.K},
-              {p.b, G * p.N * p.K}, {p.scale_a, sa_bytes}, {p.scale_b, sb_bytes}};
+  } read[] = {{d.entries, G * 4},   {p.y, output_bytes(p)}, {p.a, p.M * p.K},
+              {p.b, G * p.N * p.K}, {p.scale_a, sa_bytes},  {p.scale_b, sb_bytes}};
   for (const auto& r : read) {
     if (overlap(d.workspace, ws_bytes, r.at, r.bytes))
       bad("the workspace overlaps the group entries, the output or an operand");
