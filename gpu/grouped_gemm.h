@@ -201,6 +201,9 @@ struct HostWgradOperands {
   Scaling scaling;
   std::span<const float> scale_dy, scale_x, c;
   WgradOperandLayout layout = WgradOperandLayout::token_contiguous;
+  // f32 dW accumulated into C itself: the launch's dW is the device copy of C (the launcher's
+  // in-place form, docs/gpu_gemm.md §1), copied back into `dw` (f32, C's size) afterwards.
+  bool dw_into_c = false;
 };
 void grouped_gemm_wgrad_host(const HostWgradOperands& op, std::span<const std::int64_t> offs,
                              const GemmOutput& dw);

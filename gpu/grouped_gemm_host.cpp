@@ -231,7 +231,18 @@ void grouped_gemm_wgrad_host(const HostWgradOperands& op, std::span<const std::i
                               std::int64_t(op.scale_x.size()),
                               c.as<const float>(),
                               op.layout};
-  with_output(dw, [&](const DeviceGemmOutput& y) { grouped_gemm_wgrad(d, offs, y, nullptr); });
+  if (!op.dw_into_c) {
+    with_output(dw, [&](const DeviceGemmOutput& y) { grouped_gemm_wgrad(d, offs, y, nullptr); });
+    return;
+  }
+  if (dw.dtype != OutDtype::f32 || dw.f32.size() != op.c.size())
+    throw std::invalid_argument("fp8ref gpu wgrad: dW into C needs an f32 dW of C's size");
+  grouped_gemm_wgrad(d, offs, DeviceGemmOutput{OutDtype::f32, c.as<void>(), out_elems(dw)},
+                     nullptr);
+  FP8REF_CUDA_CHECK(cudaDeviceSynchronize());
+  if (!dw.f32.empty())
+    FP8REF_CUDA_CHECK(
+        cudaMemcpy(dw.f32.data(), c.as<void>(), dw.f32.size_bytes(), cudaMemcpyDeviceToHost));
 }
 
 }  // namespace fp8ref::gpu

@@ -170,6 +170,22 @@ __device__ __forceinline__ void bulk_copy(std::uint32_t dst, const void* src, st
       : "memory");
 }
 
+// The tile handoff of the 256-wide kernels, named barrier 4 (1: the consumers' zero_tail, 2 and 3:
+// the warpgroups' epilogue), met once a tile by the consumers after their block loop (the last
+// block's scale reads behind them) and by the producer warp after it issued the tile's C loads,
+// before the next tile's first block, whose copies reuse the last block's stage (4 stages: the last
+// block, then the three C chunks). The stage's `empty` barrier orders the same accesses, and the
+// producer waits for that same moment there anyway (the consumers reach the barrier about a block
+// after the producer); but compute-sanitizer racecheck did not take the mbarrier's order across
+// the tile's end (two hazards a launch per CTA running a second tile: the next tile's bulk copy
+// of the scales against the last block's ld.shared of them, docs/gpu_gemm.md §6) and takes this
+// barrier's. bar.sync on both sides, not bar.arrive for the consumers: an arrival for the next
+// tile (a group without tokens has no block to wait for) could otherwise complete the barrier's
+// phase before the producer's wait for this one.
+__device__ __forceinline__ void tile_handoff() {
+  asm volatile("bar.sync 4, %0;\n" ::"n"(kConsumerThreads + 32) : "memory");
+}
+
 // The producer warp (C is not prefetched into L2: the prefetch cost 1.6-2.8% on the skewed loads,
 // docs/gpu_gemm.md §7): per token block, lane 0 loads both tiles by TMA (tokens past M, and columns
 // past K of a 192-wide tile, read zeros; tokens of the next group are zeroed by the consumers);
@@ -256,6 +272,7 @@ __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
       }
       if (a.blockwise && !bulk) mbar_arrive(s.full(st));
     }
+    tile_handoff();  // C's loads issued: wait for the consumers to be past the tile's blocks
   }
 }
 
@@ -644,6 +661,7 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
       if (++st == Ring<BK>::kStages) st = 0, phase ^= 1;
     }
     if constexpr (BK == 256) {  // through the ring
+      tile_handoff();
       scale_tensorwise(a, t, acc);
       if (a.out_bf16)
         t.nkb > 0 ? ring_epilogue<true, true, kMc>(p, s, t, acc, wg_u, st, phase)

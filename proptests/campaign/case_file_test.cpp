@@ -196,6 +196,37 @@ TEST(GpuGemmCaseFile, OffsKeyReadsBackAndOldFilesAreHostGroups) {
                std::invalid_argument);
 }
 
+// gpu.grouped_gemm's f32 wgrad dW into C (docs/fuzz.md, docs/gpu_gemm.md §5): such a case writes
+// fp8ref.wgrad_dw = into_c and reads back as itself; a case with dW of its own writes no such
+// key, and a file without it (every file written before into_c) reads as one; any other value is
+// refused, and so is dW into C for a bf16 wgrad case or a forward case.
+TEST(GpuGemmCaseFile, WgradDwKeyReadsBackAndOldFilesAreSeparate) {
+  gen::GroupSizes gs;
+  gs.dist = gen::SizeDist::interleaved_empty, gs.sizes = {0, 130, 0, 48}, gs.tail = 16;
+  const auto make = [&](GemmOp op, OutDtype out, WgradDw dw) {
+    return make_gpu_gemm_case(op, gs, 128, 256, Format::e4m3, Format::e4m3, Scaling::blockwise,
+                              out, gen::ValueClass::normal, gen::ValueClass::normal, 7,
+                              ScaleLayoutF32::row_major,
+                              op == GemmOp::wgrad ? WgradOffs::any_token : WgradOffs::multiple_of_16,
+                              BLayout::kn, GroupsOn::host, WgradOperandForm::token_contiguous, dw);
+  };
+  const GpuGemmCase in_c = make(GemmOp::wgrad, OutDtype::f32, WgradDw::into_c);
+  TensorFile tf = save_gpu_gemm(in_c);
+  ASSERT_EQ(tf.metadata.at("fp8ref.wgrad_dw"), "into_c");
+  EXPECT_EQ(gpu_gemm_diff(in_c, load_gpu_gemm(through_safetensors(tf))), "");
+  const GpuGemmCase own = make(GemmOp::wgrad, OutDtype::f32, WgradDw::separate);
+  EXPECT_EQ(save_gpu_gemm(own).metadata.count("fp8ref.wgrad_dw"), 0u);
+  EXPECT_NE(gpu_gemm_diff(in_c, own), "");
+  ASSERT_EQ(tf.metadata.erase("fp8ref.wgrad_dw"), 1u);
+  const GpuGemmCase old = load_gpu_gemm(through_safetensors(tf));
+  EXPECT_EQ(old.wgrad_dw, WgradDw::separate);
+  EXPECT_EQ(gpu_gemm_diff(own, old), "");
+  tf.metadata["fp8ref.wgrad_dw"] = "separate";
+  EXPECT_THROW(load_gpu_gemm(tf), std::invalid_argument);
+  EXPECT_THROW(make(GemmOp::wgrad, OutDtype::bf16, WgradDw::into_c), std::invalid_argument);
+  EXPECT_THROW(make(GemmOp::forward, OutDtype::f32, WgradDw::into_c), std::invalid_argument);
+}
+
 // Every align_edges draw at the GEMM suites' token cap (160) is made of edges k·align - 1,
 // k·align, k·align + 1 (k = 1, 2), and at align 128 both 127..129 and 255..257 occur.
 TEST(GroupSizes, AlignEdgesKeepTheirEdgeSizes) {

@@ -147,11 +147,14 @@ const char* to_string(WgradOperandForm w) {
   return w == WgradOperandForm::row_major ? "row_major" : "token_contiguous";
 }
 
+const char* to_string(WgradDw w) { return w == WgradDw::into_c ? "into_c" : "separate"; }
+
 GpuGemmCase make_gpu_gemm_case(GemmOp op, const gen::GroupSizes& gs, std::int64_t N, std::int64_t K,
                                Format fa, Format fb, Scaling scaling, OutDtype out,
                                gen::ValueClass va, gen::ValueClass vb, std::uint64_t seed,
                                ScaleLayoutF32 sa_layout, WgradOffs wgrad_offs, BLayout dgrad_w,
-                               GroupsOn groups_on, WgradOperandForm wgrad_operands) {
+                               GroupsOn groups_on, WgradOperandForm wgrad_operands,
+                               WgradDw wgrad_dw) {
   const bool forward = op == GemmOp::forward || op == GemmOp::masked;
   if (sa_layout != ScaleLayoutF32::row_major &&
       !(sa_layout == ScaleLayoutF32::tma_mn_major && forward && scaling == Scaling::blockwise))
@@ -171,10 +174,13 @@ GpuGemmCase make_gpu_gemm_case(GemmOp op, const gen::GroupSizes& gs, std::int64_
   if (wgrad_operands != WgradOperandForm::token_contiguous && op != GemmOp::wgrad)
     throw std::invalid_argument(
         "gpu.grouped_gemm case: row-major wgrad operands need a wgrad case");
+  if (wgrad_dw != WgradDw::separate && (op != GemmOp::wgrad || out != OutDtype::f32))
+    throw std::invalid_argument("gpu.grouped_gemm case: dW into C needs an f32 wgrad case");
   GpuGemmCase c;
   c.op = op, c.gs = gs, c.N = N, c.K = K, c.fa = fa, c.fb = fb, c.scaling = scaling, c.out = out;
   c.va = va, c.vb = vb, c.seed = seed, c.sa_layout = sa_layout, c.wgrad_offs = wgrad_offs;
   c.dgrad_w = dgrad_w, c.groups_on = groups_on, c.wgrad_operands = wgrad_operands;
+  c.wgrad_dw = wgrad_dw;
   c.desc = op == GemmOp::masked ? cases::Desc::masked : cases::Desc::offs;
   set_rows(c);
   std::mt19937_64 rng(seed + 1);
@@ -236,8 +242,12 @@ GpuGemmCase draw_gpu_gemm_case(std::int64_t max_total) {
   const auto wgrad_operands = op == GemmOp::wgrad && *rc::gen::arbitrary<bool>()
                                   ? WgradOperandForm::row_major
                                   : WgradOperandForm::token_contiguous;
+  // f32 wgrad: dW into a buffer of its own or into C itself (in place), half and half.
+  const auto wgrad_dw = op == GemmOp::wgrad && out == OutDtype::f32 && *rc::gen::arbitrary<bool>()
+                            ? WgradDw::into_c
+                            : WgradDw::separate;
   GpuGemmCase c = make_gpu_gemm_case(op, gs, N, K, fa, fb, scaling, out, va, vb, seed, sa_layout,
-                                     wgrad_offs, dgrad_w, groups_on, wgrad_operands);
+                                     wgrad_offs, dgrad_w, groups_on, wgrad_operands, wgrad_dw);
   std::int64_t rows = 0;
   for (std::int32_t g : c.group_of) rows += g >= 0;
   RC_PRE(rows == 0 || operands_nonzero(c));  // a vacuous case proves nothing
@@ -291,13 +301,16 @@ std::vector<std::uint32_t> oracle_gemm_bits(const GpuGemmCase& c, const ModelCho
 #ifdef FP8REF_CAMPAIGN_HAVE_GPU
 namespace {
 // wgrad through the kernel: dY (M, N) and X (M, K) as drawn (row_major, the launcher transposes
-// them), or their transposes dYᵀ (N, M) and Xᵀ (K, M) (token_contiguous), docs/gpu_gemm.md §1.
+// them), or their transposes dYᵀ (N, M) and Xᵀ (K, M) (token_contiguous), docs/gpu_gemm.md §1;
+// dW into its own buffer or into (the device copy of) C itself (into_c: the poisoned output is
+// then never the launch's).
 void kernel_wgrad(const GpuGemmCase& c, const GemmOutput& y) {
   const bool row_major = c.wgrad_operands == WgradOperandForm::row_major;
   const auto dy = row_major ? c.a : transpose(c.a, c.M, c.N);
   const auto x = row_major ? c.b : transpose(c.b, c.M, c.K);
   gpu::HostWgradOperands w{c.M, c.N, c.K, c.G, c.fa, c.fb, dy, x, c.scaling, c.sa, c.sb, c.c};
   if (row_major) w.layout = gpu::WgradOperandLayout::row_major;
+  w.dw_into_c = c.wgrad_dw == WgradDw::into_c;
   gpu::grouped_gemm_wgrad_host(w, c.offs, y);
 }
 }  // namespace
@@ -365,6 +378,8 @@ std::string describe(const GpuGemmCase& c) {
     d.insert(d.size() - 1, " groups=" + std::string(to_string(c.groups_on)));
   if (c.wgrad_operands != WgradOperandForm::token_contiguous)
     d.insert(d.size() - 1, " operands=" + std::string(to_string(c.wgrad_operands)));
+  if (c.wgrad_dw != WgradDw::separate)
+    d.insert(d.size() - 1, " dW=" + std::string(to_string(c.wgrad_dw)));
   return d;
 }
 
@@ -415,6 +430,7 @@ std::vector<std::string> gpu_gemm_tags(const GpuGemmCase& c) {
   if (c.groups_on != GroupsOn::host) t.push_back("offs:" + std::string(to_string(c.groups_on)));
   if (c.wgrad_operands != WgradOperandForm::token_contiguous)
     t.push_back("wgrad_operands:" + std::string(to_string(c.wgrad_operands)));
+  if (c.wgrad_dw != WgradDw::separate) t.push_back("wgrad_dw:" + std::string(to_string(c.wgrad_dw)));
   if (c.op == GemmOp::wgrad) {  // offsets off multiples of 16; a non-empty group starting off one
     bool off16 = false, start_off16 = false;
     for (std::size_t g = 0; g < c.offs.size(); ++g) {

@@ -49,6 +49,11 @@ const char* to_string(GroupsOn g);
 // A row-major case keeps the drawn tail as it is: M need not be a multiple of 16.
 enum class WgradOperandForm : std::uint8_t { token_contiguous, row_major };
 const char* to_string(WgradOperandForm w);
+// Where an f32 wgrad case's dW goes: a buffer of its own (separate, poisoned before the launch,
+// the form of every wgrad case before into_c), or C itself (into_c: accumulation in place, the
+// launcher's dW == C form, docs/gpu_gemm.md §1; the empty groups' tiles then left out of the walk).
+enum class WgradDw : std::uint8_t { separate, into_c };
+const char* to_string(WgradDw w);
 
 struct GpuGemmCase : cases::GemmCase {
   std::uint64_t seed = 0;
@@ -58,6 +63,7 @@ struct GpuGemmCase : cases::GemmCase {
   ScaleLayoutF32 sa_layout = ScaleLayoutF32::row_major;
   WgradOffs wgrad_offs = WgradOffs::multiple_of_16;                      // wgrad only
   WgradOperandForm wgrad_operands = WgradOperandForm::token_contiguous;  // wgrad only
+  WgradDw wgrad_dw = WgradDw::separate;                                  // f32 wgrad only
   // dgrad only: W as the launcher is handed it (in DgradOperands' terms, N the reduction): kn
   // (G, K, N), what the kernel reads, or nk (G, N, K), the forward's layout, which the launcher
   // transposes first (docs/gpu_gemm.md §1); `b` holds it in that layout.
@@ -75,14 +81,16 @@ inline constexpr std::uint16_t kOutPoisonBf16 = 0x7FA5u;
 // A case from its parameters (deterministic in `seed`); N and K multiples of 128. sa_layout other
 // than row_major only for blockwise forward / masked, wgrad_offs other than multiple_of_16 and
 // wgrad_operands other than token_contiguous only for wgrad, dgrad_w other than kn only for dgrad,
-// groups_on device not for wgrad (std::invalid_argument otherwise).
+// groups_on device not for wgrad, wgrad_dw into_c only for f32 wgrad (std::invalid_argument
+// otherwise).
 GpuGemmCase make_gpu_gemm_case(
     GemmOp op, const gen::GroupSizes& gs, std::int64_t N, std::int64_t K, Format fa, Format fb,
     Scaling scaling, OutDtype out, gen::ValueClass va, gen::ValueClass vb, std::uint64_t seed,
     ScaleLayoutF32 sa_layout = ScaleLayoutF32::row_major,
     WgradOffs wgrad_offs = WgradOffs::multiple_of_16, BLayout dgrad_w = BLayout::kn,
     GroupsOn groups_on = GroupsOn::host,
-    WgradOperandForm wgrad_operands = WgradOperandForm::token_contiguous);
+    WgradOperandForm wgrad_operands = WgradOperandForm::token_contiguous,
+    WgradDw wgrad_dw = WgradDw::separate);
 
 // A's scales in the MN-major layout (K/128, align(M, 4)), the padding entries NaN (read into no
 // stored output).
@@ -90,8 +98,9 @@ std::vector<float> mn_major_scales_a(const GpuGemmCase& c);
 
 // A case drawn inside a RapidCheck property: every op, scaling, format pair, output and the
 // generators' group distributions (at most max_total rows); wgrad offsets at any token in half of
-// the wgrad cases and, independently, row-major wgrad operands in half, W stored nk in half of the
-// dgrad cases, the groups on the device in half of the forward, masked and dgrad cases.
+// the wgrad cases and, independently, row-major wgrad operands in half and dW into C in half of the
+// f32 ones, W stored nk in half of the dgrad cases, the groups on the device in half of the
+// forward, masked and dgrad cases.
 GpuGemmCase draw_gpu_gemm_case(std::int64_t max_total = 600);
 
 // The model the kernel declares for a scaling (gpu::grouped_gemm_declared_model, restated here so
@@ -120,9 +129,9 @@ std::vector<std::string> gpu_gemm_tags(const GpuGemmCase& c);
 
 // The case file of gpu.grouped_gemm (tools/campaign/suites_gpu_gemm.cpp, docs/fuzz.md "Case
 // files"): the parameters under fp8ref.* keys, the operands regenerated from the seed; a key of a
-// non-default form (scales_a, wgrad_offs, dgrad_w, offs, wgrad_operands) is written only when the
-// case has that form, and a file without it loads as the default (every file written before the
-// key). load throws std::invalid_argument on a malformed file; diff names the first differing
+// non-default form (scales_a, wgrad_offs, dgrad_w, offs, wgrad_operands, wgrad_dw) is written
+// only when the case has that form, and a file without it loads as the default (every file written
+// before the key). load throws std::invalid_argument on a malformed file; diff names the first differing
 // field.
 TensorFile save_gpu_gemm(const GpuGemmCase& c);
 GpuGemmCase load_gpu_gemm(const TensorFile& tf);

@@ -2,9 +2,10 @@
 // (gpu/grouped_gemm.h) == the CPU oracle under the kernel's declared model, bitwise, over forward,
 // masked forward, dgrad and K-grouped wgrad, every scaling, e4m3 / e5m2 pairs, bf16 / f32 output
 // and the generators' group distributions (wgrad offsets at any token in half of the wgrad
-// cases, row-major wgrad operands in half, W stored nk in half of the dgrad cases, the groups
-// (offs / masked_m) on the device in half of the forward, masked and dgrad cases), with poisoned
-// padding rows, scales, empty experts and output; a second launch gives the same bits. The
+// cases, row-major wgrad operands in half, f32 dW into C itself in half of the f32 wgrad cases,
+// W stored nk in half of the dgrad cases, the groups (offs / masked_m) on the device in half of
+// the forward, masked and dgrad cases), with poisoned padding rows, scales, empty experts and
+// output; a second launch gives the same bits. The
 // generator rejects all-zero operands; an all-zero output is a failure (a vacuous case).
 #include <bit>
 #include <cstdint>
@@ -54,6 +55,7 @@ TensorFile save_gpu_gemm(const GpuGemmCase& c) {
   if (c.groups_on != GroupsOn::host) m["offs"] = std::string(to_string(c.groups_on));
   if (c.wgrad_operands != WgradOperandForm::token_contiguous)
     m["wgrad_operands"] = std::string(to_string(c.wgrad_operands));
+  if (c.wgrad_dw != WgradDw::separate) m["wgrad_dw"] = std::string(to_string(c.wgrad_dw));
   return tf;
 }
 
@@ -115,9 +117,18 @@ GpuGemmCase load_gpu_gemm(const TensorFile& tf) {
                                   "' is not row_major");
     wgrad_operands = WgradOperandForm::row_major;
   }
+  // fp8ref.wgrad_dw: absent in files of cases whose dW has a buffer of its own (and in those
+  // written before into_c).
+  WgradDw wgrad_dw = WgradDw::separate;
+  if (const std::string* w = cases::find_meta(tf, "wgrad_dw")) {
+    if (*w != to_string(WgradDw::into_c))
+      throw std::invalid_argument("case file: gpu.grouped_gemm wgrad_dw '" + *w +
+                                  "' is not into_c");
+    wgrad_dw = WgradDw::into_c;
+  }
   return make_gpu_gemm_case(GemmOp(op), gs, N, K, Format(fa), Format(fb), *scaling, *out, *va, *vb,
                             std::stoull(get_meta(tf, "seed")), sa_layout, wgrad_offs, dgrad_w,
-                            groups_on, wgrad_operands);
+                            groups_on, wgrad_operands, wgrad_dw);
 }
 
 std::string gpu_gemm_diff(const GpuGemmCase& x, const GpuGemmCase& y) {
@@ -133,7 +144,8 @@ std::string gpu_gemm_diff(const GpuGemmCase& x, const GpuGemmCase& y) {
                            {"wgrad offsets", x.wgrad_offs == y.wgrad_offs},
                            {"dgrad W layout", x.dgrad_w == y.dgrad_w},
                            {"groups on", x.groups_on == y.groups_on},
-                           {"wgrad operand layout", x.wgrad_operands == y.wgrad_operands}});
+                           {"wgrad operand layout", x.wgrad_operands == y.wgrad_operands},
+                           {"wgrad dW", x.wgrad_dw == y.wgrad_dw}});
 }
 
 void add_gpu_gemm_suites(std::vector<Suite>& out) {
@@ -145,8 +157,8 @@ void add_gpu_gemm_suites(std::vector<Suite>& out) {
        {"op:forward", "op:masked", "op:dgrad", "op:wgrad", "scaling:blockwise", "scaling:rowwise",
         "scaling:tensorwise", "out:bf16", "out:f32", "dist:zipf", "dist:interleaved_empty",
         "scales_a:tma_mn_major", "wgrad_offs:any_token", "wgrad_offs:start_off_16", "dgrad_w:nk",
-        "offs:device", "wgrad_operands:row_major", "wgrad_tile:128", "wgrad_tile:192",
-        "wgrad_tile:256"},
+        "offs:device", "wgrad_operands:row_major", "wgrad_dw:into_c", "wgrad_tile:128",
+        "wgrad_tile:192", "wgrad_tile:256"},
        {}},
       {[] { return draw_gpu_gemm_case(); }, check_gpu_gemm, gpu_gemm_tags, save_gpu_gemm,
        load_gpu_gemm, gpu_gemm_diff},
