@@ -568,6 +568,7 @@ void grouped_gemm_wgrad(const DeviceWgradOperands& op, std::span<const std::int6
   p.dw = dw.y, p.M = op.M, p.N = op.N, p.K = op.K, p.groups = int(op.G);
   p.blockwise = blockwise, p.out_bf16 = dw.dtype == OutDtype::bf16;
   p.dy_e5m2 = is_e5m2(op.fdy, "dY"), p.x_e5m2 = is_e5m2(op.fx, "X");
+  p.scale_rows = std::int32_t(rows);
   std::int64_t prev = 0;
   for (std::size_t g = 0; g < offs.size(); ++g) {
     p.start[g] = std::int32_t(prev), p.end[g] = std::int32_t(offs[g]), p.blk0[g] = blk0[g];

@@ -96,6 +96,7 @@ struct WgradKernelArgs {
   std::int64_t M, N, K;
   int groups;
   bool blockwise, out_bf16, dy_e5m2, x_e5m2;
+  std::int32_t scale_rows;  // blockwise: rows of scale_dy (rows, N) and scale_x (rows, K)
   std::int32_t start[kGemmMaxGroups];
   std::int32_t end[kGemmMaxGroups];
   std::int32_t blk0[kGemmMaxGroups];

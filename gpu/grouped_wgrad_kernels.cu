@@ -10,7 +10,7 @@
 // at BK = 256 in two 128-column halves of one partial, each promoted before the other runs (as
 // the forward's 256-wide tiles: a 256-column partial would not fit beside the accumulators);
 // promoted as hopper_promoted_blockwise (acc = fmaf(RN(sdy·sx), T, acc), a scale per row and
-// column of the tile, copied into the stage by cp.async.bulk and read by ld.shared) or
+// column of the tile, loaded into the stage by TMA and read by ld.shared) or
 // hopper_promoted_tensorwise; then dW = RN_out(RN(C + acc)), C read and dW written as streaming
 // data (evict first), at BK = 256 through the ring (C loaded by TMA into three stages behind the
 // tile's last block, dW stored by TMA: ring_epilogue); an empty group gives C (docs/gpu_gemm.md
@@ -20,7 +20,7 @@
 // launcher computes (gpu/grouped_wgrad_schedule.h). The epilogue's f32 shared-memory accesses
 // take odd rows' column groups in another order so that a half-warp's rows fall on distinct banks
 // (ring_epilogue). The block loop is cut to few instructions per block (the kernel is bound by the
-// instructions it issues, docs/gpu_gemm.md §7): scales by bulk copy and ld.shared, the stage,
+// instructions it issues, docs/gpu_gemm.md §7): scales by TMA and ld.shared, the stage,
 // phase, wgmma descriptors and scale addresses formed once per CTA, the epilogue's choices once
 // per tile.
 #include <cuda_bf16.h>
@@ -42,6 +42,7 @@ using namespace sm90;
 struct WgradTmaParams {
   CUtensorMap map_dy, map_x;  // dYᵀ (N, M), Xᵀ (K, M): rows of tokens
   CUtensorMap map_c, map_dw;  // C and dW as (G·N, K), boxes of 32 columns × 64 rows (BK = 256)
+  CUtensorMap map_sdy, map_sx;  // blockwise scales (rows, N), (rows, K): boxes of 128 and BK × 1
   WgradKernelArgs args;
   int sched_on;         // the pair kernels walk `sched` (build_wgrad_schedule), else the snake
   WgradSchedule sched;  // in the launch parameters: 32,764 bytes at most (CUDA 12.1+)
@@ -149,60 +150,36 @@ __device__ __forceinline__ bool next_tile(const WgradTmaParams& p, std::int64_t 
   }
   return true;
 }
-// Whether the producer copies the scales by cp.async.bulk, which needs 16-byte aligned global
-// sources (and sizes): N and K are multiples of 64, and a tile starts at a multiple of 128 rows
-// and BK columns, so every block's scales start aligned when both scale tensors do (cudaMalloc
-// returns 256-byte aligned memory; a pointer into the middle of a buffer may not be). Otherwise
-// the producer's lanes copy them 4 bytes each by cp.async (produce).
-__device__ __forceinline__ bool bulk_scales(const WgradKernelArgs& a) {
+// Whether the producer loads the scales by TMA (map_sdy, map_sx), which needs 16-byte aligned
+// tensors (the rows' strides, N·4 and K·4 bytes, are multiples of 16): cudaMalloc returns 256-byte
+// aligned memory; a pointer into the middle of a buffer may not be. Otherwise the producer's lanes
+// copy them 4 bytes each by cp.async (produce). The launcher encodes the maps under the same test.
+__host__ __device__ inline bool tma_scales(const WgradKernelArgs& a) {
   const auto at =
       reinterpret_cast<std::uintptr_t>(a.scale_dy) | reinterpret_cast<std::uintptr_t>(a.scale_x);
   return a.blockwise && at % 16 == 0;
-}
-// bytes (a multiple of 16) global -> shared, completing them on the mbarrier `bar` (PTX ISA
-// "cp.async.bulk": the bytes count against the barrier's expect_tx, no arrival of their own).
-__device__ __forceinline__ void bulk_copy(std::uint32_t dst, const void* src, std::uint32_t bytes,
-                                          std::uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
-          "r"(dst),
-      "l"(src), "r"(bytes), "r"(bar)
-      : "memory");
-}
-
-// The tile handoff of the 256-wide kernels, named barrier 4 (1: the consumers' zero_tail, 2 and 3:
-// the warpgroups' epilogue), met once a tile by the consumers after their block loop (the last
-// block's scale reads behind them) and by the producer warp after it issued the tile's C loads,
-// before the next tile's first block, whose copies reuse the last block's stage (4 stages: the last
-// block, then the three C chunks). The stage's `empty` barrier orders the same accesses, and the
-// producer waits for that same moment there anyway (the consumers reach the barrier about a block
-// after the producer); but compute-sanitizer racecheck did not take the mbarrier's order across
-// the tile's end (two hazards a launch per CTA running a second tile: the next tile's bulk copy
-// of the scales against the last block's ld.shared of them, docs/gpu_gemm.md §6) and takes this
-// barrier's. bar.sync on both sides, not bar.arrive for the consumers: an arrival for the next
-// tile (a group without tokens has no block to wait for) could otherwise complete the barrier's
-// phase before the producer's wait for this one.
-__device__ __forceinline__ void tile_handoff() {
-  asm volatile("bar.sync 4, %0;\n" ::"n"(kConsumerThreads + 32) : "memory");
 }
 
 // The producer warp (C is not prefetched into L2: the prefetch cost 1.6-2.8% on the skewed loads,
 // docs/gpu_gemm.md §7): per token block, lane 0 loads both tiles by TMA (tokens past M, and columns
 // past K of a 192-wide tile, read zeros; tokens of the next group are zeroed by the consumers);
-// blockwise, lane 0 also copies the block's 128 dY scales and its columns' X scales, each
-// contiguous in global memory, with two bulk copies on the stage's `full` barrier (one arrival:
-// lane 0's expect_tx of the tile and scale bytes). The X scale slots of columns past K are not
-// written: they keep an earlier block's values (or whatever the shared memory held), which only
-// reach accumulator columns past K, never stored (store_wgrad), so they need no zeroing.
-// Unaligned scale tensors (bulk_scales): the 32 lanes copy the scales 4 bytes each by cp.async
+// blockwise, lane 0 also loads the block's 128 dY scales and its BK columns' X scales (zero past
+// K), each a row of its scale tensor, by two TMA boxes on the stage's `full` barrier (one arrival:
+// lane 0's expect_tx of the tiles and scale boxes). By TMA rather than by the plain bulk copy
+// (cp.async.bulk): compute-sanitizer racecheck attributes a bulk copy's shared-memory
+// writes to the issuing lane and does not take the `full` / `empty` barriers' order between it
+// and the consumers' reads of the slot once a CTA runs a second tile (two hazards a launch,
+// docs/gpu_gemm.md §6); a TMA box's writes are the copy engine's.
+// Unaligned scale tensors (tma_scales): the 32 lanes copy the scales 4 bytes each by cp.async
 // (zero past K) and each arrives on `full` when its copies land (33 arrivals, s.init).
 // The walk: next_tile.
 template <int BK, bool kMc>
 __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t total) {
   const WgradKernelArgs& a = p.args;
   const int lane = int(threadIdx.x % 32);
+  const bool scales_tma = tma_scales(a);
   if (lane == 0) tma_prefetch_map(&p.map_dy), tma_prefetch_map(&p.map_x);
-  const bool bulk = bulk_scales(a);
+  if (lane == 0 && scales_tma) tma_prefetch_map(&p.map_sdy), tma_prefetch_map(&p.map_sx);
   const int rank = kMc ? int(cta_rank()) : 0;
   std::uint32_t it = 0;  // the ring position
   for (std::int64_t w = 0;; ++w) {
@@ -210,18 +187,14 @@ __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
     if (!next_tile<kMc>(p, w, total, tile)) break;
     const WgradTile t =
         kMc ? wgrad_pair_tile<BK>(a, std::uint32_t(tile), rank) : wgrad_tile<BK>(a, tile);
-    // The tile's first block's scales (stepped per block: one row of scales per 128 tokens), the
-    // bytes of its columns' X scales (up to K) and the bytes a stage's `full` phase waits for.
-    const float* sdy = a.scale_dy + a.blk0[t.g] * a.N + t.n0;
-    const float* sx = a.scale_x + a.blk0[t.g] * a.K + t.k0;
-    const std::uint32_t xbytes = 4 * std::uint32_t(min(std::int64_t(BK), a.K - t.k0));
-    const std::uint32_t tx = Ring<BK>::kStageBytes + (bulk ? 512 + xbytes : 0);
+    // The bytes a stage's `full` phase waits for: the tiles' and the two scale boxes' (whole boxes,
+    // columns past K read as zeros).
+    constexpr std::uint32_t tx_scaled = Ring<BK>::kStageBytes + 4 * (128 + BK);
+    const std::uint32_t tx = scales_tma ? tx_scaled : std::uint32_t(Ring<BK>::kStageBytes);
     for (int kb = 0; kb < t.nkb; ++kb, ++it) {
       const int st = s.stage(it);
       const std::int32_t tok = t.tok0 + kb * 128;
       s.wait_empty(it);
-      const float *const sdy_kb = sdy, *const sx_kb = sx;  // block kb's
-      sdy += a.N, sx += a.K;
       if (lane == 0) {
         mbar_arrive_expect_tx(s.full(st), tx);
         tma_load_2d(s.a_tile(st), &p.map_dy, tok, t.n0, s.full(st));
@@ -230,12 +203,13 @@ __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
                                 s.full(st), 0x3);
         else
           tma_load_2d(s.b_tile(st), &p.map_x, tok, t.k0, s.full(st));
-        if (bulk) {
-          bulk_copy(smem_u32(s.scales(st)), sdy_kb, 512, s.full(st));
-          bulk_copy(smem_u32(s.scales(st) + 128), sx_kb, xbytes, s.full(st));
+        if (scales_tma) {  // the block's row of scales: blk0 + kb
+          const std::int32_t row = a.blk0[t.g] + kb;
+          tma_load_2d(smem_u32(s.scales(st)), &p.map_sdy, t.n0, row, s.full(st));
+          tma_load_2d(smem_u32(s.scales(st) + 128), &p.map_sx, t.k0, row, s.full(st));
         }
       }
-      if (!a.blockwise || bulk) continue;
+      if (!a.blockwise || scales_tma) continue;
       // Unaligned scale tensors: 4-byte copies by every lane.
       const std::int64_t row = a.blk0[t.g] + kb;
 #pragma unroll
@@ -270,9 +244,8 @@ __device__ void produce(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
                              std::int32_t(t.k0) + c * kEpiChunkCols + 32 * b, row0 + 64 * w,
                              s.full(st), evict_first);
       }
-      if (a.blockwise && !bulk) mbar_arrive(s.full(st));
+      if (a.blockwise && !scales_tma) mbar_arrive(s.full(st));
     }
-    tile_handoff();  // C's loads issued: wait for the consumers to be past the tile's blocks
   }
 }
 
@@ -661,7 +634,6 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
       if (++st == Ring<BK>::kStages) st = 0, phase ^= 1;
     }
     if constexpr (BK == 256) {  // through the ring
-      tile_handoff();
       scale_tensorwise(a, t, acc);
       if (a.out_bf16)
         t.nkb > 0 ? ring_epilogue<true, true, kMc>(p, s, t, acc, wg_u, st, phase)
@@ -685,7 +657,7 @@ __global__ void __launch_bounds__(kPipelineThreads, 1)
       std::int64_t(p.args.groups) * (p.args.N / (kMc ? 256 : 128)) * ((p.args.K + BK - 1) / BK);
   // 33 arrivals per `full` phase when the lanes copy the scales themselves, else lane 0's one; a
   // pair's `empty` counts both CTAs' consumer warps (each stage's X tile is written into both).
-  if (threadIdx.x == 0) s.init(p.args.blockwise && !bulk_scales(p.args), kMc ? 2 : 1);
+  if (threadIdx.x == 0) s.init(p.args.blockwise && !tma_scales(p.args), kMc ? 2 : 1);
   if constexpr (kMc)
     cluster_sync_all();  // both CTAs' barriers initialised before either's first multicast
   else
@@ -764,6 +736,10 @@ void launch_wgrad_typed(const WgradKernelArgs& args, cudaStream_t stream) {
   if (args.M > 0) {  // with no tokens no block is loaded: the maps stay empty
     p.map_dy = fp8_tile_map(args.dy_t, args.M, args.N, 128);
     p.map_x = fp8_tile_map(args.x_t, args.M, args.K, BK);
+    if (tma_scales(args) && args.scale_rows > 0) {
+      p.map_sdy = f32_row_map(args.scale_dy, args.N, args.scale_rows, 128);
+      p.map_sx = f32_row_map(args.scale_x, args.K, args.scale_rows, BK);
+    }
   }
   // 256-wide tiles store through the ring (ring_epilogue): the launcher checked C and dW 16-byte
   // aligned (the rows' strides, K·4 and K·2 bytes, are multiples of 16 with K % 128 == 0), and the

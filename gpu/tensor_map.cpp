@@ -60,4 +60,9 @@ CUtensorMap out_tile_map(const void* base, bool bf16, std::int64_t cols, std::in
                             box_rows, CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
+CUtensorMap f32_row_map(const void* base, std::int64_t cols, std::int64_t rows, int box_cols) {
+  return tile_map_2d(base, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, "f32 scales", cols, rows, box_cols,
+                     1, CU_TENSOR_MAP_SWIZZLE_NONE);
+}
+
 }  // namespace fp8ref::gpu::detail

@@ -25,4 +25,10 @@ CUtensorMap fp8_tile_map(const void* base, std::int64_t cols, std::int64_t rows,
 CUtensorMap out_tile_map(const void* base, bool bf16, std::int64_t cols, std::int64_t rows,
                          int box_rows);
 
+// `rows` rows of `cols` f32 elements, `cols` apart, at `base` (16-byte aligned, cols % 4 == 0,
+// both checked by the caller), in boxes of box_cols (<= 256) × 1 row without swizzle (a row of
+// block scales into a 128-byte aligned slot). Loads read zeros out of bounds. Throws CudaError
+// when the driver refuses the map.
+CUtensorMap f32_row_map(const void* base, std::int64_t cols, std::int64_t rows, int box_cols);
+
 }  // namespace fp8ref::gpu::detail

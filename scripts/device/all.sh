@@ -67,7 +67,7 @@ sanitize racecheck $T/fp8ref_gpu_quantize_test '*GridSize*:*Grouped*'
 sanitize racecheck $T/fp8ref_gpu_quantize_dual_test '*GridSize*'
 sanitize memcheck $T/fp8ref_gpu_grouped_gemm_test '*Drawn*:*Repeated*:*Merged*:*BadInput*:*Wgrad*:*Wide*:*PastOneWarp*'
 sanitize racecheck $T/fp8ref_gpu_grouped_gemm_test '*Repeated*:*WgradEmpty*:*Wide*'
-sanitize racecheck $T/fp8ref_gpu_grouped_gemm_test '*WgradGroupStartsOff*:*WgradPairs*'
+sanitize racecheck $T/fp8ref_gpu_grouped_gemm_test '*WgradGroupStartsOff*:*WgradPairs*:*WgradIntoC*:*WgradUnaligned*'
 
 step "fuzz: every GPU suite, $FUZZ_SECONDS s"
 timeout $((FUZZ_SECONDS + 60)) $B/tools/fp8-check fuzz --suite gpu.quantize --suite gpu.pad \

@@ -46,6 +46,7 @@ sanitize() {  # tool binary filter (a log per run: the same binary runs under se
 sanitize memcheck fp8ref_gpu_grouped_gemm_test '*Drawn*:*Repeated*:*Merged*:*BadInput*:*Wgrad*:*Wide*'
 sanitize racecheck fp8ref_gpu_grouped_gemm_test '*Repeated*'
 sanitize racecheck fp8ref_gpu_grouped_gemm_test '*WgradEmpty*:*Wide*'
+sanitize racecheck fp8ref_gpu_grouped_gemm_test '*WgradGroupStartsOff*:*WgradPairs*:*WgradIntoC*:*WgradUnaligned*'
 
 if [[ $ctest_rc -ne 0 ]]; then
   say "ctest failed: no fuzz campaign, no benchmark"
