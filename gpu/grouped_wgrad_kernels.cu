@@ -116,11 +116,8 @@ __device__ __forceinline__ WgradTile wgrad_pair_tile(const WgradKernelArgs& p, s
   const std::uint32_t kt = std::uint32_t((p.K + BK - 1) / BK), nt = std::uint32_t(p.N / 256),
                       per_group = nt * kt;
   WgradTile t;
-  constexpr std::uint32_t kWalk = 2;  // as wgrad_tile
-  const std::uint32_t set = tile / (kWalk * per_group), r = tile % (kWalk * per_group);
-  const std::uint32_t in_set = min(kWalk, std::uint32_t(p.groups) - set * kWalk);
-  t.g = p.order[set * kWalk + r % in_set];
-  const std::uint32_t i = r / in_set;
+  std::uint32_t i;  // the tile's index among its group's: k tiles outer, n pairs inner
+  t.g = wgrad_pair_tile_group(p, per_group, tile, i);
   t.k0 = std::int32_t(i / nt) * BK, t.n0 = std::int32_t((i % nt) * 2 + rank) * 128;
   t.tok0 = p.start[t.g], t.tok_end = p.end[t.g];
   t.nkb = (t.tok_end - t.tok0 + 127) / 128;

@@ -8,12 +8,6 @@
 
 namespace fp8ref::gpu::detail {
 
-int wgrad_pair_tile_group(const WgradKernelArgs& a, std::int64_t per_group, std::int64_t tile) {
-  const std::int64_t set = tile / (2 * per_group), r = tile % (2 * per_group);
-  const std::int64_t in_set = std::min<std::int64_t>(2, a.groups - set * 2);
-  return a.order[set * 2 + r % in_set];
-}
-
 bool build_wgrad_schedule(const WgradKernelArgs& a, std::int64_t per_group, std::int64_t tiles,
                           int slots, WgradSchedule& out) {
   if (tiles <= 0 || tiles > kWgradSchedUnits || slots <= 0 || slots > kWgradSchedSlots)
@@ -28,7 +22,8 @@ bool build_wgrad_schedule(const WgradKernelArgs& a, std::int64_t per_group, std:
   std::vector<std::uint16_t> slot_of(static_cast<std::size_t>(tiles));
   std::vector<int> count(static_cast<std::size_t>(slots) + 1, 0);
   for (std::int64_t t = 0; t < tiles; ++t) {
-    const int g = wgrad_pair_tile_group(a, per_group, t);
+    std::uint32_t i;
+    const int g = wgrad_pair_tile_group(a, std::uint32_t(per_group), std::uint32_t(t), i);
     const std::int64_t nkb = (std::int64_t(a.end[g]) - a.start[g] + 127) / 128;
     const int slot = heap[0];
     slot_of[std::size_t(t)] = std::uint16_t(slot);

@@ -6,6 +6,12 @@
 
 #include "gpu/grouped_gemm_kernels.h"
 
+#if defined(__CUDACC__)
+#define FP8REF_WS_HD __host__ __device__ __forceinline__
+#else
+#define FP8REF_WS_HD inline
+#endif
+
 namespace fp8ref::gpu::detail {
 
 // The pair tiles of each cluster (slot), in the order it runs them: slot s's tiles are
@@ -21,10 +27,20 @@ struct WgradSchedule {
 // with the next tile's first load (3.75 blocks, measured on the H200).
 constexpr std::int64_t wgrad_tile_cost(std::int64_t nkb) { return 4 * nkb + 15; }
 
-// The group of pair tile `tile` in the walk (the kernel's wgrad_pair_tile): the groups of
-// a.order two at a time, the tiles of a pair alternating between its groups,
-// `per_group` tiles a group.
-int wgrad_pair_tile_group(const WgradKernelArgs& a, std::int64_t per_group, std::int64_t tile);
+// The group of pair tile `tile` in the walk, the one mapping of the kernel's walk
+// (wgrad_pair_tile) and of the host's schedule: the groups of a.order two at a time, the tiles of a
+// pair alternating between its groups (a last group alone takes them all), `per_group` tiles a
+// group; `i` is set to the tile's index among its group's. 32-bit: the launcher takes the pairs
+// only below 2^31 tiles.
+FP8REF_WS_HD int wgrad_pair_tile_group(const WgradKernelArgs& a, std::uint32_t per_group,
+                                       std::uint32_t tile, std::uint32_t& i) {
+  constexpr std::uint32_t kWalk = 2;
+  const std::uint32_t set = tile / (kWalk * per_group), r = tile % (kWalk * per_group);
+  const std::uint32_t left = std::uint32_t(a.groups) - set * kWalk;
+  const std::uint32_t in_set = left < kWalk ? left : kWalk;
+  i = r / in_set;
+  return a.order[set * kWalk + r % in_set];
+}
 
 // Greedy list scheduling of the walk's `tiles` pair tiles on `slots` clusters: each tile, in walk
 // order, to the cluster whose tiles end first under wgrad_tile_cost (ties to the lower cluster).

@@ -34,7 +34,8 @@ WgradKernelArgs args_for(const std::vector<std::int32_t>& tokens) {
 }
 
 std::int64_t cost(const WgradKernelArgs& a, std::int64_t per_group, std::int64_t tile) {
-  const int g = wgrad_pair_tile_group(a, per_group, tile);
+  std::uint32_t i;
+  const int g = wgrad_pair_tile_group(a, std::uint32_t(per_group), std::uint32_t(tile), i);
   return wgrad_tile_cost((std::int64_t(a.end[g]) - a.start[g] + 127) / 128);
 }
 
