@@ -1,9 +1,8 @@
 // The wgrad pairs' tile schedule (gpu/grouped_wgrad_schedule.h; docs/gpu_gemm.md §2).
 #include "gpu/grouped_wgrad_schedule.h"
 
-#include <algorithm>
 #include <cstddef>
-#include <utility>
+#include <cstdint>
 #include <vector>
 
 namespace fp8ref::gpu::detail {
@@ -12,32 +11,31 @@ bool build_wgrad_schedule(const WgradKernelArgs& a, std::int64_t per_group, std:
                           int slots, WgradSchedule& out) {
   if (tiles <= 0 || tiles > kWgradSchedUnits || slots <= 0 || slots > kWgradSchedSlots)
     return false;
-  std::vector<std::int64_t> end(static_cast<std::size_t>(slots), 0);
-  std::vector<int> heap(static_cast<std::size_t>(slots));  // slots by (end, slot), least first
-  for (int i = 0; i < slots; ++i) heap[std::size_t(i)] = i;
-  const auto before = [&](int x, int y) {
-    const std::int64_t ex = end[std::size_t(x)], ey = end[std::size_t(y)];
-    return ex != ey ? ex < ey : x < y;
-  };
+  // A min-heap of the slots keyed by (end, slot) in one integer: end << 16 | slot (slots < 2^16,
+  // ends below 2^47: at most 12,288 tiles of at most 4·2^24 + 15 quarter blocks each).
+  std::vector<std::uint64_t> heap(static_cast<std::size_t>(slots));
+  for (int i = 0; i < slots; ++i) heap[std::size_t(i)] = std::uint64_t(i);
   std::vector<std::uint16_t> slot_of(static_cast<std::size_t>(tiles));
   std::vector<int> count(static_cast<std::size_t>(slots) + 1, 0);
+  const std::size_t n = heap.size();
   for (std::int64_t t = 0; t < tiles; ++t) {
     std::uint32_t i;
     const int g = wgrad_pair_tile_group(a, std::uint32_t(per_group), std::uint32_t(t), i);
     const std::int64_t nkb = (std::int64_t(a.end[g]) - a.start[g] + 127) / 128;
-    const int slot = heap[0];
+    const int slot = int(heap[0] & 0xFFFFu);
     slot_of[std::size_t(t)] = std::uint16_t(slot);
     ++count[std::size_t(slot) + 1];
-    end[std::size_t(slot)] += wgrad_tile_cost(nkb);
-    for (std::size_t i = 0;;) {  // sift the slot down
-      const std::size_t l = 2 * i + 1, rr = l + 1;
-      std::size_t m = i;
-      if (l < heap.size() && before(heap[l], heap[m])) m = l;
-      if (rr < heap.size() && before(heap[rr], heap[m])) m = rr;
-      if (m == i) break;
-      std::swap(heap[i], heap[m]);
-      i = m;
+    const std::uint64_t key = heap[0] + (std::uint64_t(wgrad_tile_cost(nkb)) << 16);
+    std::size_t at = 0;  // sift the slot's new key down from the root
+    for (;;) {
+      const std::size_t l = 2 * at + 1;
+      if (l >= n) break;
+      const std::size_t m = l + 1 < n && heap[l + 1] < heap[l] ? l + 1 : l;
+      if (heap[m] >= key) break;
+      heap[at] = heap[m];
+      at = m;
     }
+    heap[at] = key;
   }
   for (int i = 0; i < slots; ++i) count[std::size_t(i) + 1] += count[std::size_t(i)];
   for (int i = 0; i <= slots; ++i) out.first[i] = std::uint16_t(count[std::size_t(i)]);
