@@ -166,7 +166,7 @@ __host__ __device__ inline bool tma_scales(const WgradKernelArgs& a) {
 // (cp.async.bulk): compute-sanitizer racecheck attributes a bulk copy's shared-memory
 // writes to the issuing lane and does not take the `full` / `empty` barriers' order between it
 // and the consumers' reads of the slot once a CTA runs a second tile (two hazards a launch,
-// docs/gpu_gemm.md §6); a TMA box's writes are the copy engine's.
+// docs/gpu_gemm.md §2); a TMA box's writes are the copy engine's.
 // Unaligned scale tensors (tma_scales): the 32 lanes copy the scales 4 bytes each by cp.async
 // (zero past K) and each arrives on `full` when its copies land (33 arrivals, s.init).
 // The walk: next_tile.
