@@ -754,15 +754,11 @@ TEST(GpuGroupedGemm, WgradUnalignedScalesEqualTheModel) {
       }
 }
 
-// The f32 case's dW written into C itself (accumulation in place): the bits of C afterwards.
-std::vector<std::uint32_t> wgrad_in_place_bits(const GpuGemmCase& c) {
-  const std::size_t n = std::size_t(c.G * c.N * c.K);
-  const DeviceMemory dy(c.a), x(c.b), sdy(c.sa), sx(c.sb), cm(c.c);
-  const gpu::DeviceWgradOperands w = wgrad_device_operands(
-      c, dy, x, sdy.as<const float>(), sx.as<const float>(), cm.as<const float>());
-  gpu::grouped_gemm_wgrad(w, c.offs, {OutDtype::f32, cm.as<void>(), std::int64_t(n)}, nullptr);
-  if (cudaDeviceSynchronize() != cudaSuccess) throw std::runtime_error("wgrad in place failed");
-  return cm.get<std::uint32_t>(n);
+// The f32 case's dW written into C itself (accumulation in place): the bits of C afterwards, dY and
+// X handed row-major (the case's A and B as drawn).
+std::vector<std::uint32_t> wgrad_in_place_bits(GpuGemmCase c) {
+  c.wgrad_operands = fuzz::WgradOperandForm::row_major, c.wgrad_dw = fuzz::WgradDw::into_c;
+  return fuzz::kernel_gemm_bits(c);
 }
 
 // f32 dW may be C itself (gradient accumulation in place, docs/gpu_gemm.md §1): each tile reads its

@@ -370,23 +370,22 @@ void bench_forward_dgrad(bool check, bool wgrad_only, FILE* csv) {
 void bench_wgrad(bool check, bool shift16, FILE* csv) {
   const double flop = 2.0 * double(kM) * double(kN) * double(kK);
   enum Kind { f32, in_place, bf16 };
+  constexpr struct {
+    const char *label, *note;
+  } kKinds[] = {{"blockwise", " (f32 C and dW)"},
+                {"blockwise_inplace", " (f32 dW into C)"},
+                {"blockwise_bf16dw", " (f32 C, bf16 dW)"}};
   std::vector<std::pair<const char*, Kind>> rows;
   for (const char* dist : {"balanced", "zipf", "two_empty"}) rows.emplace_back(dist, f32);
   if (shift16) rows.emplace_back("shift16", f32), rows.emplace_back("shift32", f32);
   for (const char* dist : {"balanced", "zipf", "two_empty"}) rows.emplace_back(dist, in_place);
   for (const char* dist : {"balanced", "zipf", "two_empty"}) rows.emplace_back(dist, bf16);
   for (const auto& [dist, kind] : rows) {
-    const char* label = kind == bf16       ? "blockwise_bf16dw"
-                        : kind == in_place ? "blockwise_inplace"
-                                           : "blockwise";
+    const char* label = kKinds[kind].label;
     const std::vector<std::int64_t> offs = rounded16(expert_offs(dist));
     const auto [ms, diffs] = run_wgrad(offs, check, false, kind == bf16, kind == in_place);
     const double tf = flop / (ms * 1e-3) / 1e12;
-    const std::string note = diffs < 0
-                                 ? ""
-                                 : std::to_string(diffs) + (kind == bf16       ? " (f32 C, bf16 dW)"
-                                                            : kind == in_place ? " (f32 dW into C)"
-                                                                               : " (f32 C and dW)");
+    const std::string note = diffs < 0 ? "" : std::to_string(diffs) + kKinds[kind].note;
     std::printf("%-8s %-17s %-10s %9.3f %9.1f %s\n", "wgrad", label, dist, ms, tf, note.c_str());
     if (csv) {
       std::string o;

@@ -32,6 +32,20 @@ void check_gpu_gemm(const GpuGemmCase& c, Fingerprint& fp) {
     throw Violation("gpu.grouped_gemm second launch: " + m);
 }
 
+// A case-file key of a two-form field (fp8ref.<key>): absent, `absent` (the default form, which
+// every file written before the key has); the token of `present`, that form; anything else is
+// refused.
+template <class Form>
+Form optional_form(const TensorFile& tf, const char* key, Form absent, Form present) {
+  const std::string* v = cases::find_meta(tf, key);
+  if (v == nullptr) return absent;
+  const std::string want(to_string(present));
+  if (*v != want)
+    throw std::invalid_argument("case file: gpu.grouped_gemm " + std::string(key) + " '" + *v +
+                                "' is not " + want);
+  return present;
+}
+
 }  // namespace
 
 TensorFile save_gpu_gemm(const GpuGemmCase& c) {
@@ -75,57 +89,18 @@ GpuGemmCase load_gpu_gemm(const TensorFile& tf) {
   const gen::GroupSizes gs = load_group_sizes(tf);
   if (gs.sizes.empty() || gs.sizes.size() > 256)
     throw std::invalid_argument("case file: gpu.grouped_gemm needs 1..256 groups");
-  // fp8ref.scales_a: absent in files of row-major cases (and in those written before it existed).
-  ScaleLayoutF32 sa_layout = ScaleLayoutF32::row_major;
-  if (const std::string* l_meta = cases::find_meta(tf, "scales_a")) {
-    const std::string& l = *l_meta;
-    if (l != to_string(ScaleLayoutF32::tma_mn_major))
-      throw std::invalid_argument("case file: gpu.grouped_gemm scales_a '" + l +
-                                  "' is not tma_mn_major");
-    sa_layout = ScaleLayoutF32::tma_mn_major;
-  }
-  // fp8ref.wgrad_offs: absent in files of cases with offsets rounded to multiples of 16 (and in
-  // those written before any_token existed).
-  WgradOffs wgrad_offs = WgradOffs::multiple_of_16;
-  if (const std::string* w = cases::find_meta(tf, "wgrad_offs")) {
-    if (*w != to_string(WgradOffs::any_token))
-      throw std::invalid_argument("case file: gpu.grouped_gemm wgrad_offs '" + *w +
-                                  "' is not any_token");
-    wgrad_offs = WgradOffs::any_token;
-  }
-  // fp8ref.dgrad_w: absent in files of cases with W stored kn (and in those written before nk).
-  BLayout dgrad_w = BLayout::kn;
-  if (const std::string* w = cases::find_meta(tf, "dgrad_w")) {
-    if (*w != to_string(BLayout::nk))
-      throw std::invalid_argument("case file: gpu.grouped_gemm dgrad_w '" + *w + "' is not nk");
-    dgrad_w = BLayout::nk;
-  }
-  // fp8ref.offs: absent in files of cases with the groups as host arrays (and in those written
-  // before the device-side groups).
-  GroupsOn groups_on = GroupsOn::host;
-  if (const std::string* g = cases::find_meta(tf, "offs")) {
-    if (*g != to_string(GroupsOn::device))
-      throw std::invalid_argument("case file: gpu.grouped_gemm offs '" + *g + "' is not device");
-    groups_on = GroupsOn::device;
-  }
-  // fp8ref.wgrad_operands: absent in files of cases handing dYᵀ / Xᵀ token-contiguous (and in
-  // those written before row_major).
-  WgradOperandForm wgrad_operands = WgradOperandForm::token_contiguous;
-  if (const std::string* w = cases::find_meta(tf, "wgrad_operands")) {
-    if (*w != to_string(WgradOperandForm::row_major))
-      throw std::invalid_argument("case file: gpu.grouped_gemm wgrad_operands '" + *w +
-                                  "' is not row_major");
-    wgrad_operands = WgradOperandForm::row_major;
-  }
-  // fp8ref.wgrad_dw: absent in files of cases whose dW has a buffer of its own (and in those
-  // written before into_c).
-  WgradDw wgrad_dw = WgradDw::separate;
-  if (const std::string* w = cases::find_meta(tf, "wgrad_dw")) {
-    if (*w != to_string(WgradDw::into_c))
-      throw std::invalid_argument("case file: gpu.grouped_gemm wgrad_dw '" + *w +
-                                  "' is not into_c");
-    wgrad_dw = WgradDw::into_c;
-  }
+  // The keys of a non-default form: absent in files of default cases (and in those written before
+  // the form existed).
+  const auto sa_layout =
+      optional_form(tf, "scales_a", ScaleLayoutF32::row_major, ScaleLayoutF32::tma_mn_major);
+  const auto wgrad_offs =
+      optional_form(tf, "wgrad_offs", WgradOffs::multiple_of_16, WgradOffs::any_token);
+  const auto dgrad_w = optional_form(tf, "dgrad_w", BLayout::kn, BLayout::nk);
+  const auto groups_on = optional_form(tf, "offs", GroupsOn::host, GroupsOn::device);
+  const auto wgrad_operands = optional_form(tf, "wgrad_operands",
+                                            WgradOperandForm::token_contiguous,
+                                            WgradOperandForm::row_major);
+  const auto wgrad_dw = optional_form(tf, "wgrad_dw", WgradDw::separate, WgradDw::into_c);
   return make_gpu_gemm_case(GemmOp(op), gs, N, K, Format(fa), Format(fb), *scaling, *out, *va, *vb,
                             std::stoull(get_meta(tf, "seed")), sa_layout, wgrad_offs, dgrad_w,
                             groups_on, wgrad_operands, wgrad_dw);
