@@ -303,6 +303,56 @@ __device__ __forceinline__ void promote_columns(float r0, float r1, std::uint32_
   }
 }
 
+// The 8-column groups of a 256-wide tile's half whose scale products are formed while the half's
+// wgmma runs (early_products): the warp would wait there, and the promotion after the wait, the
+// block loop's critical path, then issues 16 FMUL and 4 LDS fewer (docs/gpu_gemm.md §7: +1.2 to
+// +2.6% on the benchmark's loads; 5, 6 or 7 groups gained less, ptxas then leaving some of the
+// products after the wait; the next groups' scales read there as well lost).
+constexpr int kEarlyGroups = 4;
+
+// The products RN(sdy·sx) of the half's first kEarlyGroups groups, pre[j] = {RN(r0·x0),
+// RN(r0·x1), RN(r1·x0), RN(r1·x1)} for group j (x: the lane's two column scales of the group, at
+// `cols` + 32j), as volatile asm so that they stay before the wait in the PTX (ptxas keeps them
+// there at this count: cuobjdump -sass). The same RN products promote_columns forms.
+__device__ __forceinline__ void early_products(float r0, float r1, std::uint32_t cols,
+                                               float (&pre)[kEarlyGroups][4]) {
+#pragma unroll
+  for (int j = 0; j < kEarlyGroups; ++j) {
+    float x0, x1;
+    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(x0), "=f"(x1) : "r"(cols + j * 32));
+    asm volatile("mul.rn.f32 %0, %1, %2;" : "=f"(pre[j][0]) : "f"(r0), "f"(x0));
+    asm volatile("mul.rn.f32 %0, %1, %2;" : "=f"(pre[j][1]) : "f"(r0), "f"(x1));
+    asm volatile("mul.rn.f32 %0, %1, %2;" : "=f"(pre[j][2]) : "f"(r1), "f"(x0));
+    asm volatile("mul.rn.f32 %0, %1, %2;" : "=f"(pre[j][3]) : "f"(r1), "f"(x1));
+  }
+}
+
+// promote_columns of a 256-wide tile's half (BN = 128) with its first kEarlyGroups groups'
+// products from early_products.
+template <int kOff>
+__device__ __forceinline__ void promote_half(float r0, float r1, std::uint32_t cols,
+                                             const float (&pre)[kEarlyGroups][4],
+                                             const float (&t)[64], float (&acc)[128]) {
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    float m[4];
+    if (j < kEarlyGroups) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) m[e] = pre[j < kEarlyGroups ? j : 0][e];
+    } else {
+      float x[2];
+      asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(x[0]), "=f"(x[1]) : "r"(cols + j * 32));
+      m[0] = __fmul_rn(r0, x[0]), m[1] = __fmul_rn(r0, x[1]);
+      m[2] = __fmul_rn(r1, x[0]), m[3] = __fmul_rn(r1, x[1]);
+    }
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      acc[kOff + j * 4 + e] = __fmaf_rn(m[e], t[j * 4 + e], acc[kOff + j * 4 + e]);
+      acc[kOff + j * 4 + 2 + e] = __fmaf_rn(m[2 + e], t[j * 4 + 2 + e], acc[kOff + j * 4 + 2 + e]);
+    }
+  }
+}
+
 // acc += RN(sdy[row]·sx[col]) · T elementwise, rows local_row and local_row + 8, from the stage's
 // scales at shared-window addresses: rows = &sdy[local_row], cols = &sx[(lane % 4)·2], the lane's
 // first column. Read by ld.shared on 32-bit addresses: through a generic pointer (the ring's base
@@ -529,7 +579,8 @@ __device__ __forceinline__ void ring_epilogue(const WgradTmaParams& p, const Rin
 // A 256-wide tile's T per token block (BK = 256): two 128-column halves into the one 64-register
 // partial d, each run (four chained wgmma k32 steps from +0) and promoted into its half of acc
 // before the other: half h reads the X tile's rows 128h.. (16 KiB further: 1024 in the
-// descriptor's address field). The row scales are read while half 0 runs.
+// descriptor's address field). The row scales are read while half 0 runs, and each half's first
+// products (early_products) while it runs.
 template <int H, bool AE5, bool BE5>
 __device__ __forceinline__ void product_half(bool blockwise, std::uint64_t desc_a,
                                              std::uint64_t desc_b, std::uint32_t rows,
@@ -545,10 +596,12 @@ __device__ __forceinline__ void product_half(bool blockwise, std::uint64_t desc_
     asm volatile("ld.shared.f32 %0, [%1];" : "=f"(r0) : "r"(rows));
     asm volatile("ld.shared.f32 %0, [%1];" : "=f"(r1) : "r"(rows + 32));  // local_row + 8
   }
+  float pre[kEarlyGroups][4];
+  if (blockwise) early_products(r0, r1, cols + H * 512, pre);
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
   fence_regs(d);
   if (blockwise) {
-    promote_columns<128, 64 * H>(r0, r1, cols + H * 512, d, acc);
+    promote_half<64 * H>(r0, r1, cols + H * 512, pre, d, acc);
   } else {
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[64 * H + i] = __fadd_rn(acc[64 * H + i], d[i]);
