@@ -10,7 +10,8 @@
 // at BK = 256 in two 128-column halves of one partial, each promoted before the other runs (as
 // the forward's 256-wide tiles: a 256-column partial would not fit beside the accumulators);
 // promoted as hopper_promoted_blockwise (acc = fmaf(RN(sdy·sx), T, acc), a scale per row and
-// column of the tile, loaded into the stage by TMA and read by ld.shared) or
+// column of the tile, loaded into the stage by TMA and read by ld.shared; at BK = 256 the products
+// of each half's first columns formed while its wgmma runs: early_products) or
 // hopper_promoted_tensorwise; then dW = RN_out(RN(C + acc)), C read and dW written as streaming
 // data (evict first), at BK = 256 through the ring (C loaded by TMA into three stages behind the
 // tile's last block, dW stored by TMA: ring_epilogue); an empty group gives C (docs/gpu_gemm.md
@@ -305,9 +306,9 @@ __device__ __forceinline__ void promote_columns(float r0, float r1, std::uint32_
 
 // The 8-column groups of a 256-wide tile's half whose scale products are formed while the half's
 // wgmma runs (early_products): the warp would wait there, and the promotion after the wait, the
-// block loop's critical path, then issues 16 FMUL and 4 LDS fewer (docs/gpu_gemm.md §7: +1.2 to
-// +2.6% on the benchmark's loads; 5, 6 or 7 groups gained less, ptxas then leaving some of the
-// products after the wait; the next groups' scales read there as well lost).
+// block loop's critical path, then issues 16 FMUL and 4 LDS fewer (docs/gpu_gemm.md §7: +1.6 to
+// +2.6% on every wgrad row of the benchmark; 5, 6 or 7 groups gained less, ptxas then leaving
+// some of the products after the wait; the next groups' scales read there as well lost).
 constexpr int kEarlyGroups = 4;
 
 // The products RN(sdy·sx) of the half's first kEarlyGroups groups, pre[j] = {RN(r0·x0),
