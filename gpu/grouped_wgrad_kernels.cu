@@ -811,6 +811,9 @@ void launch_wgrad_typed(const WgradKernelArgs& args, cudaStream_t stream) {
       if (const int clusters = co_resident_pairs(pair_kernel, Ring<BK>::kBytes); clusters > 0) {
         p.map_x = fp8_tile_map(args.x_t, args.M, args.K, 128);  // half an X tile a CTA
         const unsigned slots = unsigned(std::min<std::int64_t>(tiles / 2, clusters));
+        // The empty groups' tiles among the busy groups' (in place the walk has no empty group:
+        // nothing moves).
+        interleave_empty_groups(p.args);
         p.sched_on = build_wgrad_schedule(p.args, (args.N / 256) * ((args.K + BK - 1) / BK),
                                           tiles / 2, int(slots), p.sched);
         const PairLaunch launch(2 * slots, Ring<BK>::kBytes, stream);

@@ -42,6 +42,15 @@ FP8REF_WS_HD int wgrad_pair_tile_group(const WgradKernelArgs& a, std::uint32_t p
   return a.order[set * kWalk + r % in_set];
 }
 
+// The walk's group order of an out-of-place launch with a schedule (the pairs): a.order, by
+// descending token count, rearranged so that each of the first min(busy, empty) groups with tokens
+// is followed by an empty group (b1 e1 b2 e2 …, then the other groups with tokens, then the other
+// empty ones). The walk takes the groups two at a time, their tiles alternating, so an empty
+// group's tiles (dW = C copied through the ring, bandwidth and no tensor-core work) run among a
+// busy group's instead of all together at the launch's end (docs/gpu_gemm.md §2: +3.2% on the
+// benchmark's two-empty load). The groups with tokens keep their order, the empty ones theirs.
+void interleave_empty_groups(WgradKernelArgs& a);
+
 // Greedy list scheduling of the walk's `tiles` pair tiles on `slots` clusters: each tile, in walk
 // order, to the cluster whose tiles end first under wgrad_tile_cost (ties to the lower cluster).
 // False, `out` untouched, where there are no tiles or the table does not hold them (the kernel then

@@ -46,7 +46,8 @@ RC_GTEST_PROP(WgradSchedule, EveryTileOnceInWalkOrderToTheClusterEndingFirst, ()
       rc::gen::weightedOneOf<std::int32_t>({{1, rc::gen::just<std::int32_t>(0)},
                                             {4, rc::gen::inRange<std::int32_t>(1, 2000)},
                                             {1, rc::gen::inRange<std::int32_t>(2000, 40000)}}));
-  const WgradKernelArgs a = args_for(tokens);
+  WgradKernelArgs a = args_for(tokens);
+  if (*rc::gen::arbitrary<bool>()) interleave_empty_groups(a);  // the pairs' walk out of place
   const std::int64_t per_group = *rc::gen::inRange<std::int64_t>(1, 300);
   const std::int64_t tiles = std::int64_t(groups) * per_group;
   const int slots =
@@ -81,6 +82,43 @@ RC_GTEST_PROP(WgradSchedule, EveryTileOnceInWalkOrderToTheClusterEndingFirst, ()
   }
   const std::int64_t longest = *std::max_element(end.begin(), end.end());
   RC_ASSERT(longest * slots <= total + longest_tile * slots);
+}
+
+// interleave_empty_groups: a permutation of the walk's order in which the groups with tokens keep
+// their order and the empty ones theirs, each of the first min(busy, empty) busy groups followed by
+// an empty one, then the other busy groups, then the other empty ones.
+RC_GTEST_PROP(WgradSchedule, EmptyGroupsInterleavedAmongTheBusyOnes, ()) {
+  const auto groups = *rc::gen::inRange(1, kGemmMaxGroups + 1);
+  const auto tokens = *rc::gen::container<std::vector<std::int32_t>>(
+      std::size_t(groups),
+      rc::gen::weightedOneOf<std::int32_t>({{1, rc::gen::just<std::int32_t>(0)},
+                                            {2, rc::gen::inRange<std::int32_t>(1, 40000)}}));
+  const WgradKernelArgs a = args_for(tokens);
+  WgradKernelArgs b = a;
+  interleave_empty_groups(b);
+  const auto busy = [](const WgradKernelArgs& x, int g) { return x.end[g] > x.start[g]; };
+  std::vector<std::int32_t> busy_a, empty_a, busy_b, empty_b;
+  for (int i = 0; i < groups; ++i) {
+    (busy(a, a.order[i]) ? busy_a : empty_a).push_back(a.order[i]);
+    (busy(b, b.order[i]) ? busy_b : empty_b).push_back(b.order[i]);
+  }
+  RC_ASSERT(busy_b == busy_a);
+  RC_ASSERT(empty_b == empty_a);
+  const int pairs = int(std::min(busy_a.size(), empty_a.size()));
+  for (int i = 0; i < groups; ++i) {
+    const bool want_busy = i < 2 * pairs ? i % 2 == 0 : busy_a.size() > empty_a.size();
+    RC_ASSERT(busy(b, b.order[i]) == want_busy);
+  }
+  for (int g = 0; g < groups; ++g)  // the groups themselves untouched
+    RC_ASSERT(b.start[g] == a.start[g] && b.end[g] == a.end[g]);
+}
+
+// The benchmark's two-empty load (its groups rounded to 16 tokens): b e b e b b b b.
+TEST(WgradSchedule, TwoEmptyLoadPairsEachEmptyGroupWithABusyOne) {
+  WgradKernelArgs a = args_for({0, 5456, 5456, 0, 5472, 5456, 5456, 5472});
+  interleave_empty_groups(a);
+  const std::vector<std::int32_t> order(a.order, a.order + 8);
+  EXPECT_EQ(order, (std::vector<std::int32_t>{4, 0, 7, 3, 1, 2, 5, 6}));
 }
 
 TEST(WgradSchedule, NoScheduleWithoutTilesOrPastTheTable) {
