@@ -13,6 +13,7 @@
 #include <map>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "campaign/gemm_case.h"
@@ -127,6 +128,24 @@ TEST(CaseFiles, PrefixedKeyWinsOverTheBareOne) {
   EXPECT_THROW(load_wgrad(tf), std::invalid_argument);
 }
 
+// The protocol of gpu.grouped_gemm's optional case-file keys (docs/fuzz.md "Case files"): `set`,
+// a case in the key's non-default form, writes key = value and reads back as itself; `unset`, the
+// same case in the default form, writes no such key; `set`'s file without the key (as written
+// before the form existed) reads as `unset`, and with `bad` as the key's value is refused. `old`:
+// the case read from the file without the key, for the caller's checks of its default form.
+void expect_optional_key(const GpuGemmCase& set, const GpuGemmCase& unset, const std::string& key,
+                         const std::string& value, const std::string& bad, GpuGemmCase& old) {
+  TensorFile tf = save_gpu_gemm(set);
+  ASSERT_EQ(tf.metadata.at(key), value);
+  EXPECT_EQ(gpu_gemm_diff(set, load_gpu_gemm(through_safetensors(tf))), "");
+  EXPECT_EQ(save_gpu_gemm(unset).metadata.count(key), 0u);
+  ASSERT_EQ(tf.metadata.erase(key), 1u);
+  old = load_gpu_gemm(through_safetensors(tf));
+  EXPECT_EQ(gpu_gemm_diff(unset, old), "");
+  tf.metadata[key] = bad;
+  EXPECT_THROW(load_gpu_gemm(tf), std::invalid_argument);
+}
+
 // gpu.grouped_gemm's wgrad operand layout (docs/fuzz.md, docs/gpu_gemm.md §5): a row-major case
 // writes fp8ref.wgrad_operands = row_major and reads back as itself (M = 3 + 130 + 5, not a
 // multiple of 16); a token-contiguous case writes no such key, and a file without it (every file
@@ -143,18 +162,12 @@ TEST(GpuGemmCaseFile, WgradOperandsKeyReadsBackAndOldFilesAreTokenContiguous) {
   };
   const GpuGemmCase rm = make(WgradOperandForm::row_major);
   ASSERT_EQ(rm.M, 138);
-  TensorFile tf = save_gpu_gemm(rm);
-  ASSERT_EQ(tf.metadata.at("fp8ref.wgrad_operands"), "row_major");
-  EXPECT_EQ(gpu_gemm_diff(rm, load_gpu_gemm(through_safetensors(tf))), "");
-  const GpuGemmCase tc = make(WgradOperandForm::token_contiguous);
-  EXPECT_EQ(save_gpu_gemm(tc).metadata.count("fp8ref.wgrad_operands"), 0u);
-  ASSERT_EQ(tf.metadata.erase("fp8ref.wgrad_operands"), 1u);
-  const GpuGemmCase old = load_gpu_gemm(through_safetensors(tf));
+  GpuGemmCase old;
+  ASSERT_NO_FATAL_FAILURE(expect_optional_key(rm, make(WgradOperandForm::token_contiguous),
+                                              "fp8ref.wgrad_operands", "row_major", "column_major",
+                                              old));
   EXPECT_EQ(old.wgrad_operands, WgradOperandForm::token_contiguous);
   EXPECT_EQ(old.M, 144);
-  EXPECT_EQ(gpu_gemm_diff(tc, old), "");
-  tf.metadata["fp8ref.wgrad_operands"] = "column_major";
-  EXPECT_THROW(load_gpu_gemm(tf), std::invalid_argument);
 }
 
 // gpu.grouped_gemm's device-side groups (docs/fuzz.md, docs/gpu_gemm.md §5) next to the other
@@ -174,18 +187,11 @@ TEST(GpuGemmCaseFile, OffsKeyReadsBackAndOldFilesAreHostGroups) {
   for (const auto& [op, w] :
        {std::pair{GemmOp::masked, BLayout::kn}, {GemmOp::dgrad, BLayout::nk}}) {
     const GpuGemmCase dev = make(op, w, GroupsOn::device);
-    TensorFile tf = save_gpu_gemm(dev);
-    ASSERT_EQ(tf.metadata.at("fp8ref.offs"), "device");
-    EXPECT_EQ(tf.metadata.count("fp8ref.wgrad_operands"), 0u);
-    EXPECT_EQ(gpu_gemm_diff(dev, load_gpu_gemm(through_safetensors(tf))), "");
-    const GpuGemmCase host = make(op, w, GroupsOn::host);
-    EXPECT_EQ(save_gpu_gemm(host).metadata.count("fp8ref.offs"), 0u);
-    ASSERT_EQ(tf.metadata.erase("fp8ref.offs"), 1u);
-    const GpuGemmCase old = load_gpu_gemm(through_safetensors(tf));
+    EXPECT_EQ(save_gpu_gemm(dev).metadata.count("fp8ref.wgrad_operands"), 0u);
+    GpuGemmCase old;
+    ASSERT_NO_FATAL_FAILURE(expect_optional_key(dev, make(op, w, GroupsOn::host), "fp8ref.offs",
+                                                "device", "host", old));
     EXPECT_EQ(old.groups_on, GroupsOn::host);
-    EXPECT_EQ(gpu_gemm_diff(host, old), "");
-    tf.metadata["fp8ref.offs"] = "host";
-    EXPECT_THROW(load_gpu_gemm(tf), std::invalid_argument);
   }
   EXPECT_THROW(make(GemmOp::wgrad, BLayout::kn, GroupsOn::device), std::invalid_argument);
   EXPECT_THROW(make_gpu_gemm_case(GemmOp::forward, gs, 128, 256, Format::e4m3, Format::e5m2,
@@ -204,25 +210,19 @@ TEST(GpuGemmCaseFile, WgradDwKeyReadsBackAndOldFilesAreSeparate) {
   gen::GroupSizes gs;
   gs.dist = gen::SizeDist::interleaved_empty, gs.sizes = {0, 130, 0, 48}, gs.tail = 16;
   const auto make = [&](GemmOp op, OutDtype out, WgradDw dw) {
-    return make_gpu_gemm_case(op, gs, 128, 256, Format::e4m3, Format::e4m3, Scaling::blockwise,
-                              out, gen::ValueClass::normal, gen::ValueClass::normal, 7,
-                              ScaleLayoutF32::row_major,
-                              op == GemmOp::wgrad ? WgradOffs::any_token : WgradOffs::multiple_of_16,
-                              BLayout::kn, GroupsOn::host, WgradOperandForm::token_contiguous, dw);
+    return make_gpu_gemm_case(
+        op, gs, 128, 256, Format::e4m3, Format::e4m3, Scaling::blockwise, out,
+        gen::ValueClass::normal, gen::ValueClass::normal, 7, ScaleLayoutF32::row_major,
+        op == GemmOp::wgrad ? WgradOffs::any_token : WgradOffs::multiple_of_16, BLayout::kn,
+        GroupsOn::host, WgradOperandForm::token_contiguous, dw);
   };
   const GpuGemmCase in_c = make(GemmOp::wgrad, OutDtype::f32, WgradDw::into_c);
-  TensorFile tf = save_gpu_gemm(in_c);
-  ASSERT_EQ(tf.metadata.at("fp8ref.wgrad_dw"), "into_c");
-  EXPECT_EQ(gpu_gemm_diff(in_c, load_gpu_gemm(through_safetensors(tf))), "");
   const GpuGemmCase own = make(GemmOp::wgrad, OutDtype::f32, WgradDw::separate);
-  EXPECT_EQ(save_gpu_gemm(own).metadata.count("fp8ref.wgrad_dw"), 0u);
   EXPECT_NE(gpu_gemm_diff(in_c, own), "");
-  ASSERT_EQ(tf.metadata.erase("fp8ref.wgrad_dw"), 1u);
-  const GpuGemmCase old = load_gpu_gemm(through_safetensors(tf));
+  GpuGemmCase old;
+  ASSERT_NO_FATAL_FAILURE(
+      expect_optional_key(in_c, own, "fp8ref.wgrad_dw", "into_c", "separate", old));
   EXPECT_EQ(old.wgrad_dw, WgradDw::separate);
-  EXPECT_EQ(gpu_gemm_diff(own, old), "");
-  tf.metadata["fp8ref.wgrad_dw"] = "separate";
-  EXPECT_THROW(load_gpu_gemm(tf), std::invalid_argument);
   EXPECT_THROW(make(GemmOp::wgrad, OutDtype::bf16, WgradDw::into_c), std::invalid_argument);
   EXPECT_THROW(make(GemmOp::forward, OutDtype::f32, WgradDw::into_c), std::invalid_argument);
 }
