@@ -581,17 +581,22 @@ __device__ __forceinline__ void ring_epilogue(const WgradTmaParams& p, const Rin
 // partial d, each run (four chained wgmma k32 steps from +0) and promoted into its half of acc
 // before the other: half h reads the X tile's rows 128h.. (16 KiB further: 1024 in the
 // descriptor's address field). The row scales are read while half 0 runs, and each half's first
-// products (early_products) while it runs.
-template <int H, bool AE5, bool BE5>
+// products (early_products) while it runs. kShort: the block of a group's end (steps = its
+// 32-token steps holding a token of the group, 1 to 4), whose later steps are not issued: their
+// tokens are zeros (zero_tail), and a step without a non-zero product gives back the chain's
+// value unchanged (it truncates to 14 significant bits a value that a step formed, hence has
+// them; +0 for +0; a NaN or infinity as is: docs/gpu_gemm.md §3), so T keeps its bits.
+template <int H, bool AE5, bool BE5, bool kShort = false>
 __device__ __forceinline__ void product_half(bool blockwise, std::uint64_t desc_a,
                                              std::uint64_t desc_b, std::uint32_t rows,
                                              std::uint32_t cols, float& r0, float& r1,
-                                             float (&d)[64], float (&acc)[128]) {
+                                             float (&d)[64], float (&acc)[128], int steps = 4) {
   fence_regs(d);
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
   for (int j = 0; j < 4; ++j)
-    wgmma_k32<128, AE5, BE5>(d, desc_a + j * 2, desc_b + H * 1024 + j * 2, j);
+    if (!kShort || j == 0 || j < steps)  // ptxas injects an arrive here (C7519)
+      wgmma_k32<128, AE5, BE5>(d, desc_a + j * 2, desc_b + H * 1024 + j * 2, j);
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
   if (H == 0 && blockwise) {
     asm volatile("ld.shared.f32 %0, [%1];" : "=f"(r0) : "r"(rows));
@@ -659,8 +664,16 @@ __device__ void consume(const WgradTmaParams& p, const Ring<BK>& s, std::int64_t
       if constexpr (BK == 256) {
         const std::uint32_t rows = rows0 + st * kScaleStride, cols = cols0 + st * kScaleStride;
         float r0 = 0.0f, r1 = 0.0f;
-        product_half<0, AE5, BE5>(a.blockwise, desc_a, desc_b, rows, cols, r0, r1, d, acc);
-        product_half<1, AE5, BE5>(a.blockwise, desc_a, desc_b, rows, cols, r0, r1, d, acc);
+        if (valid < 128) {  // a group's last block: the steps past its end are not issued
+          const int steps = (valid + 31) / 32;
+          product_half<0, AE5, BE5, true>(a.blockwise, desc_a, desc_b, rows, cols, r0, r1, d, acc,
+                                          steps);
+          product_half<1, AE5, BE5, true>(a.blockwise, desc_a, desc_b, rows, cols, r0, r1, d, acc,
+                                          steps);
+        } else {
+          product_half<0, AE5, BE5>(a.blockwise, desc_a, desc_b, rows, cols, r0, r1, d, acc);
+          product_half<1, AE5, BE5>(a.blockwise, desc_a, desc_b, rows, cols, r0, r1, d, acc);
+        }
       } else {
         fence_regs(d);
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");

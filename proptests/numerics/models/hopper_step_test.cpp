@@ -92,6 +92,33 @@ FP8REF_RC_PROP(HopperWgmmaStep, NegatingInputsNegatesResult, 100, ()) {
   RC_ASSERT(bits(zn) == (z == 0.0f ? 0u : bits(-z)));
 }
 
+// Zero tokens past the end of a 128-token block change no chain: the chain over the block's
+// first `len` tokens (a short last step) equals the chain over all 128 with the rest zero in both
+// operands, whose steps past the end have no product term and give back the value the step before
+// formed (14 significant bits already; a NaN the canonical one). The GPU wgrad kernel relies on it
+// twice: the tokens past a group's end zeroed in shared memory, and in the group's last block the
+// 32-token steps wholly past the end not issued (docs/gpu_gemm.md §2, §3).
+FP8REF_RC_PROP(HopperWgmmaStep, ZeroTokensPastTheEndChangeNoChain, 100, ()) {
+  const Format fa = *test::gen_format(), fb = *test::gen_format();
+  const int len = *rc::gen::inRange(1, 129);
+  auto a = *test::gen_codes(fa, len);
+  auto b = *test::gen_codes(fb, len);
+  if (*rc::gen::inRange(0, 4) == 0) {  // now and then a NaN or an infinity among the products
+    const std::uint8_t special =
+        fa == Format::e4m3 ? 0x7F : *rc::gen::element<std::uint8_t>(0x7C, 0xFC, 0x7E);
+    a[std::size_t(*rc::gen::inRange(0, len))] = special;
+  }
+  const Bounded start{0.0f, 0.0};  // a block's chain starts from +0 (scale-d = 0)
+  const float shorter = hopper_wgmma_chain(a.data(), b.data(), len, fa, fb, start).z;
+  a.resize(128, 0x00), b.resize(128, 0x00);
+  const float padded = hopper_wgmma_chain(a.data(), b.data(), 128, fa, fb, start).z;
+  // The steps the kernel issues: whole steps up to the one holding the end.
+  const int issued = (len + 31) / 32 * 32;
+  const float steps = hopper_wgmma_chain(a.data(), b.data(), issued, fa, fb, start).z;
+  RC_ASSERT(bits(padded) == bits(shorter));
+  RC_ASSERT(bits(steps) == bits(shorter));
+}
+
 // Every step is within t·2^(E-13) + 2^-13·|z| of the exact sum of its products and C.
 FP8REF_RC_PROP(HopperWgmmaStep, WithinBoundOfExact, 100, ()) {
   const Format fa = *test::gen_format(), fb = *test::gen_format();
