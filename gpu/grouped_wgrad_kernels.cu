@@ -6,7 +6,8 @@
 // outer, in a snake over waves;
 // 128-token blocks from the group's start (a multiple of 16: the TMA box's start, see
 // WgradKernelArgs), the tokens of the last one past the group's end (any token) zeroed in shared
-// memory before the tensor cores read them; per block T = four chained wgmma k32 steps from +0,
+// memory before the tensor cores read them (at BK = 256 its k32 steps wholly past the end not
+// issued: product_half's kShort); per block T = four chained wgmma k32 steps from +0,
 // at BK = 256 in two 128-column halves of one partial, each promoted before the other runs (as
 // the forward's 256-wide tiles: a 256-column partial would not fit beside the accumulators);
 // promoted as hopper_promoted_blockwise (acc = fmaf(RN(sdy·sx), T, acc), a scale per row and
