@@ -4,7 +4,8 @@
 // rowwise, tensorwise) and dgrad (blockwise), TFLOP/s each (docs/benchmarks.md). `--csv FILE`
 // writes the timings for bench/gpu_gemm_torch.py, which times the torch peers in the same session
 // and prints the ratios; `--check` compares every output (wgrad included) with the GPU oracle
-// bitwise after the timing; wgrad with f32 C and dW, f32 dW into C itself (in place) and bf16 dW;
+// bitwise after the timing; wgrad with f32 C and dW, f32 dW into C itself (in place) and bf16 dW,
+// each wgrad row with its ratio to forward blockwise on the same load (the target: 0.75x);
 // `--wgrad-only` times forward blockwise (the reference of wgrad's ratio)
 // and wgrad alone, wgrad also on `shift16` and `shift32`, balanced loads whose groups start 16 / 32
 // tokens past a multiple of 128 (docs/benchmarks.md); `--no-wgrad` leaves the wgrad rows out (an
@@ -24,6 +25,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -334,8 +336,10 @@ std::pair<double, std::int64_t> run_wgrad(const std::vector<std::int64_t>& offs,
 }
 
 // The forward and dgrad rows of the table: each scaling and load, timed (and checked); with
-// `wgrad_only` forward blockwise alone.
-void bench_forward_dgrad(bool check, bool wgrad_only, FILE* csv) {
+// `wgrad_only` forward blockwise alone. Returns forward blockwise's TF/s by load (the reference of
+// wgrad's target ratio).
+std::map<std::string, double> bench_forward_dgrad(bool check, bool wgrad_only, FILE* csv) {
+  std::map<std::string, double> forward_blockwise;
   const double flop = 2.0 * double(kM) * double(kN) * double(kK);
   std::vector<Config> configs = {
       Config{"forward", Scaling::blockwise}, Config{"forward", Scaling::blockwise, true},
@@ -348,6 +352,8 @@ void bench_forward_dgrad(bool check, bool wgrad_only, FILE* csv) {
       const auto offs = expert_offs(dist);
       const auto [ms, diffs] = run(c, h, offs, check);
       const double tf = flop / (ms * 1e-3) / 1e12;
+      if (std::strcmp(c.op, "forward") == 0 && c.scaling == Scaling::blockwise && !c.mn_major)
+        forward_blockwise[dist] = tf;
       std::printf("%-8s %-17s %-10s %9.3f %9.1f %s\n", c.op, c.label(), dist, ms, tf,
                   diffs < 0 ? "" : std::to_string(diffs).c_str());
       if (csv) {
@@ -360,14 +366,18 @@ void bench_forward_dgrad(bool check, bool wgrad_only, FILE* csv) {
       }
     }
   }
+  return forward_blockwise;
 }
 
 // The wgrad rows: blockwise, each load (groups rounded to 16 rows), f32 C and dW (gradient
 // accumulation in f32, the rows the target ratio is read on), then f32 dW into C itself
 // (`blockwise_inplace`: accumulation in place, DeepGEMM's k-grouped wgrad form), then f32 C and
 // bf16 dW (`blockwise_bf16dw`); with `shift16` the f32 rows of the loads shift16 and shift32 too
-// (group starts 16 and 32 tokens past a multiple of 128).
-void bench_wgrad(bool check, bool shift16, FILE* csv) {
+// (group starts 16 and 32 tokens past a multiple of 128). Each row of a load that forward
+// blockwise ran in this run ends with the ratio of their TF/s (the target is read on it; three
+// decimals, since it is compared with 0.75).
+void bench_wgrad(bool check, bool shift16, FILE* csv,
+                 const std::map<std::string, double>& forward_blockwise) {
   const double flop = 2.0 * double(kM) * double(kN) * double(kK);
   enum Kind { f32, in_place, bf16 };
   constexpr struct {
@@ -385,7 +395,13 @@ void bench_wgrad(bool check, bool shift16, FILE* csv) {
     const std::vector<std::int64_t> offs = rounded16(expert_offs(dist));
     const auto [ms, diffs] = run_wgrad(offs, check, false, kind == bf16, kind == in_place);
     const double tf = flop / (ms * 1e-3) / 1e12;
-    const std::string note = diffs < 0 ? "" : std::to_string(diffs) + kKinds[kind].note;
+    std::string note = diffs < 0 ? "" : std::to_string(diffs) + kKinds[kind].note;
+    if (const auto f = forward_blockwise.find(dist); f != forward_blockwise.end()) {
+      char ratio[48];
+      std::snprintf(ratio, sizeof ratio, "%s%.3fx forward", note.empty() ? "" : ", ",
+                    tf / f->second);
+      note += ratio;
+    }
     std::printf("%-8s %-17s %-10s %9.3f %9.1f %s\n", "wgrad", label, dist, ms, tf, note.c_str());
     if (csv) {
       std::string o;
@@ -480,8 +496,8 @@ int main(int argc, char** argv) {
   if (layouts) {
     bench_layouts(check, csv);
   } else {
-    bench_forward_dgrad(check, wgrad_only, csv);
-    if (!no_wgrad) bench_wgrad(check, wgrad_only, csv);
+    const auto forward_blockwise = bench_forward_dgrad(check, wgrad_only, csv);
+    if (!no_wgrad) bench_wgrad(check, wgrad_only, csv, forward_blockwise);
   }
   if (csv) std::fclose(csv);
   return 0;
