@@ -287,6 +287,12 @@ __device__ __forceinline__ void zero_tail(const Ring<BK>& s, int st, int valid_t
   asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumerThreads) : "memory");
 }
 
+// The lane's two column scales of 8-column group j of the stage's scales (`cols`: the lane's
+// first column's shared-window address; a group's 8 scales are 32 bytes).
+__device__ __forceinline__ void column_scales(std::uint32_t cols, int j, float (&x)[2]) {
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(x[0]), "=f"(x[1]) : "r"(cols + j * 32));
+}
+
 // promote_blockwise's columns: acc[kOff + i] += RN(r·sx)·t[i] over the BN columns of t from the
 // lane's first column at `cols` (r0 for row local_row, r1 for local_row + 8).
 template <int BN, int kOff, int NA>
@@ -295,7 +301,7 @@ __device__ __forceinline__ void promote_columns(float r0, float r1, std::uint32_
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j) {
     float x[2];  // x[e]: column j·8 + (lane % 4)·2 + e
-    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(x[0]), "=f"(x[1]) : "r"(cols + j * 32));
+    column_scales(cols, j, x);
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
       acc[kOff + j * 4 + e] = __fmaf_rn(__fmul_rn(r0, x[e]), t[j * 4 + e], acc[kOff + j * 4 + e]);
@@ -307,7 +313,7 @@ __device__ __forceinline__ void promote_columns(float r0, float r1, std::uint32_
 
 // The 8-column groups of a 256-wide tile's half whose scale products are formed while the half's
 // wgmma runs (early_products): the warp would wait there, and the promotion after the wait, the
-// block loop's critical path, then issues 16 FMUL and 4 LDS fewer (docs/gpu_gemm.md §7: +1.6 to
+// block loop's critical path, then has 16 FMUL and 4 LDS fewer (docs/gpu_gemm.md §7: +1.6 to
 // +2.6% on every wgrad row of the benchmark; 5, 6 or 7 groups gained less, ptxas then leaving
 // some of the products after the wait; the next groups' scales read there as well lost).
 constexpr int kEarlyGroups = 4;
@@ -320,12 +326,12 @@ __device__ __forceinline__ void early_products(float r0, float r1, std::uint32_t
                                                float (&pre)[kEarlyGroups][4]) {
 #pragma unroll
   for (int j = 0; j < kEarlyGroups; ++j) {
-    float x0, x1;
-    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(x0), "=f"(x1) : "r"(cols + j * 32));
-    asm volatile("mul.rn.f32 %0, %1, %2;" : "=f"(pre[j][0]) : "f"(r0), "f"(x0));
-    asm volatile("mul.rn.f32 %0, %1, %2;" : "=f"(pre[j][1]) : "f"(r0), "f"(x1));
-    asm volatile("mul.rn.f32 %0, %1, %2;" : "=f"(pre[j][2]) : "f"(r1), "f"(x0));
-    asm volatile("mul.rn.f32 %0, %1, %2;" : "=f"(pre[j][3]) : "f"(r1), "f"(x1));
+    float x[2];
+    column_scales(cols, j, x);
+    asm volatile("mul.rn.f32 %0, %1, %2;" : "=f"(pre[j][0]) : "f"(r0), "f"(x[0]));
+    asm volatile("mul.rn.f32 %0, %1, %2;" : "=f"(pre[j][1]) : "f"(r0), "f"(x[1]));
+    asm volatile("mul.rn.f32 %0, %1, %2;" : "=f"(pre[j][2]) : "f"(r1), "f"(x[0]));
+    asm volatile("mul.rn.f32 %0, %1, %2;" : "=f"(pre[j][3]) : "f"(r1), "f"(x[1]));
   }
 }
 
@@ -343,7 +349,7 @@ __device__ __forceinline__ void promote_half(float r0, float r1, std::uint32_t c
       for (int e = 0; e < 4; ++e) m[e] = pre[j < kEarlyGroups ? j : 0][e];
     } else {
       float x[2];
-      asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(x[0]), "=f"(x[1]) : "r"(cols + j * 32));
+      column_scales(cols, j, x);
       m[0] = __fmul_rn(r0, x[0]), m[1] = __fmul_rn(r0, x[1]);
       m[2] = __fmul_rn(r1, x[0]), m[3] = __fmul_rn(r1, x[1]);
     }

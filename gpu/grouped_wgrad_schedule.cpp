@@ -8,15 +8,20 @@
 namespace fp8ref::gpu::detail {
 
 void interleave_empty_groups(WgradKernelArgs& a) {
-  std::vector<std::int32_t> busy, empty;
-  for (int i = 0; i < a.groups; ++i)
-    (a.end[a.order[i]] > a.start[a.order[i]] ? busy : empty).push_back(a.order[i]);
-  std::size_t b = 0, e = 0;
-  int at = 0;
-  for (; b < busy.size() && e < empty.size(); ++b, ++e)
-    a.order[at++] = busy[b], a.order[at++] = empty[e];
-  for (; b < busy.size(); ++b) a.order[at++] = busy[b];
-  for (; e < empty.size(); ++e) a.order[at++] = empty[e];
+  // On the stack: it runs at every pair launch.
+  std::int32_t busy[kGemmMaxGroups], empty[kGemmMaxGroups];
+  int nb = 0, ne = 0;
+  for (int i = 0; i < a.groups; ++i) {
+    const std::int32_t g = a.order[i];
+    if (a.end[g] > a.start[g])
+      busy[nb++] = g;
+    else
+      empty[ne++] = g;
+  }
+  int b = 0, e = 0, at = 0;
+  for (; b < nb && e < ne; ++b, ++e) a.order[at++] = busy[b], a.order[at++] = empty[e];
+  for (; b < nb; ++b) a.order[at++] = busy[b];
+  for (; e < ne; ++e) a.order[at++] = empty[e];
 }
 
 bool build_wgrad_schedule(const WgradKernelArgs& a, std::int64_t per_group, std::int64_t tiles,
