@@ -51,8 +51,11 @@ FP8REF_WS_HD int wgrad_pair_tile_group(const WgradKernelArgs& a, std::uint32_t p
 // benchmark's two-empty load). The groups with tokens keep their order, the empty ones theirs.
 void interleave_empty_groups(WgradKernelArgs& a);
 
-// Greedy list scheduling of the walk's `tiles` pair tiles on `slots` clusters: each tile, in walk
-// order, to the cluster whose tiles end first under wgrad_tile_cost (ties to the lower cluster).
+// Greedy list scheduling of the walk's `tiles` pair tiles on `slots` clusters, in two passes: the
+// tiles of groups with tokens, then the empty groups' copy tiles, each in walk order to the cluster
+// whose tiles end first under wgrad_tile_cost (ties to the lower cluster). The copies so go to the
+// clusters the busy tiles left a tile short (docs/gpu_gemm.md §2); each cluster still runs its
+// tiles in walk order.
 // False, `out` untouched, where there are no tiles or the table does not hold them (the kernel then
 // walks the snake).
 bool build_wgrad_schedule(const WgradKernelArgs& a, std::int64_t per_group, std::int64_t tiles,

@@ -72,7 +72,11 @@ RC_GTEST_PROP(WgradSchedule, EveryTileOnceInWalkOrderToTheClusterEndingFirst, ()
   // Replay: when tile t was given out, its cluster's tiles ended first (ties: the lower cluster).
   std::vector<std::int64_t> end(std::size_t(slots), 0);
   std::int64_t total = 0, longest_tile = 0;
-  for (std::int64_t t = 0; t < tiles; ++t) {
+  std::vector<std::int64_t> given;  // the busy groups' tiles, then the empty groups'
+  for (int pass = 0; pass < 2; ++pass)
+    for (std::int64_t t = 0; t < tiles; ++t)
+      if ((cost(a, per_group, t) == wgrad_tile_cost(0)) == (pass == 1)) given.push_back(t);
+  for (const std::int64_t t : given) {
     const int c = slot_of[std::size_t(t)];
     for (int o = 0; o < slots; ++o)
       RC_ASSERT(end[std::size_t(c)] < end[std::size_t(o)] ||
@@ -91,8 +95,8 @@ RC_GTEST_PROP(WgradSchedule, EmptyGroupsInterleavedAmongTheBusyOnes, ()) {
   const auto groups = *rc::gen::inRange(1, kGemmMaxGroups + 1);
   const auto tokens = *rc::gen::container<std::vector<std::int32_t>>(
       std::size_t(groups),
-      rc::gen::weightedOneOf<std::int32_t>({{1, rc::gen::just<std::int32_t>(0)},
-                                            {2, rc::gen::inRange<std::int32_t>(1, 40000)}}));
+      rc::gen::weightedOneOf<std::int32_t>(
+          {{1, rc::gen::just<std::int32_t>(0)}, {2, rc::gen::inRange<std::int32_t>(1, 40000)}}));
   const WgradKernelArgs a = args_for(tokens);
   WgradKernelArgs b = a;
   interleave_empty_groups(b);
@@ -119,6 +123,26 @@ TEST(WgradSchedule, TwoEmptyLoadPairsEachEmptyGroupWithABusyOne) {
   interleave_empty_groups(a);
   const std::vector<std::int32_t> order(a.order, a.order + 8);
   EXPECT_EQ(order, (std::vector<std::int32_t>{4, 0, 7, 3, 1, 2, 5, 6}));
+}
+
+// The benchmark's two-empty load (six groups of 5,456–5,472 tokens, 43 blocks, two empty; 8 × 28
+// pair tiles a group) on 66 clusters, in the pairs' walk order: 1,344 busy tiles put 21 on 24
+// clusters and 20 on the others, and the 448 copy tiles go to the latter, so the longest cluster
+// ends with its 21 busy tiles (the greedy plan in one pass ended 75 quarter blocks later).
+TEST(WgradSchedule, TwoEmptyLoadCopiesFillTheClustersABusyTileShort) {
+  WgradKernelArgs a = args_for({0, 5456, 5456, 0, 5472, 5456, 5456, 5472});
+  interleave_empty_groups(a);
+  const std::int64_t per_group = 8 * 28, tiles = 8 * per_group;
+  const int slots = 66;
+  static WgradSchedule s;
+  ASSERT_TRUE(build_wgrad_schedule(a, per_group, tiles, slots, s));
+  std::int64_t longest = 0;
+  for (int c = 0; c < slots; ++c) {
+    std::int64_t e = 0;
+    for (int j = s.first[c]; j < s.first[c + 1]; ++j) e += cost(a, per_group, s.unit[j]);
+    longest = std::max(longest, e);
+  }
+  EXPECT_EQ(longest, 21 * wgrad_tile_cost(43));
 }
 
 TEST(WgradSchedule, NoScheduleWithoutTilesOrPastTheTable) {
