@@ -3,7 +3,7 @@
 // operands FP8 wgmma takes) through the warp-specialised pipeline of gpu/tma_pipeline_sm90.cuh.
 // Persistent CTAs walk the 128 × BK tiles of every dW[g] (BK = 128, 192 or 256 columns of K,
 // docs/gpu_gemm.md §2), the groups with most tokens first in pairs whose tiles alternate, K-tile
-// outer, in a snake over waves;
+// outer, in a snake over waves (the 2-CTA pairs: one group at a time, in the launch's schedule);
 // 128-token blocks from the group's start (a multiple of 16: the TMA box's start, see
 // WgradKernelArgs), the tokens of the last one past the group's end (any token) zeroed in shared
 // memory before the tensor cores read them (at BK = 256 its k32 steps wholly past the end not
@@ -104,8 +104,9 @@ __device__ __forceinline__ std::int64_t walk(std::int64_t i) {
 // 2-CTA pairs (kMc, 256-wide tiles; docs/gpu_gemm.md §2): a cluster of two CTAs runs two
 // n-adjacent tiles of one group and K range, so the same token blocks and the same X tile; each
 // CTA loads its own dY tile and one half of the X tile, multicast into both CTAs' stage, so a
-// block costs each CTA 32 KiB from L2 instead of 48. The pairs walk as the tiles do (walk, a snake
-// over clusters); pair i's tile for the CTA of rank r has n0 = (2·(i's n pair) + r)·128. 32-bit
+// block costs each CTA 32 KiB from L2 instead of 48. The pairs walk the groups one at a time
+// (wgrad_pair_tile_group; K tiles outer, n pairs inner), in the launch's schedule or else a snake
+// over clusters; pair i's tile for the CTA of rank r has n0 = (2·(i's n pair) + r)·128. 32-bit
 // arithmetic (the launcher takes this path only below 2^31 tiles): fewer registers for the
 // producer's 40, which still spill 112 bytes in the pair kernels (docs/gpu_gemm.md §2).
 __device__ __forceinline__ std::uint32_t walk_pairs(std::uint32_t i) {

@@ -28,27 +28,26 @@ struct WgradSchedule {
 constexpr std::int64_t wgrad_tile_cost(std::int64_t nkb) { return 4 * nkb + 15; }
 
 // The group of pair tile `tile` in the walk, the one mapping of the kernel's walk
-// (wgrad_pair_tile) and of the host's schedule: the groups of a.order two at a time, the tiles of a
-// pair alternating between its groups (a last group alone takes them all), `per_group` tiles a
-// group; `i` is set to the tile's index among its group's. 32-bit: the launcher takes the pairs
-// only below 2^31 tiles.
+// (wgrad_pair_tile) and of the host's schedule: the groups of a.order one after another,
+// `per_group` tiles a group; `i` is set to the tile's index among its group's. One group at a time,
+// not the one-CTA walk's two whose tiles alternate: with the schedule evening out the clusters'
+// ends, the alternation no longer pays, and the clusters then read one group's operands at a time
+// (docs/gpu_gemm.md §2: +1.9% Zipf, +0.7% two-empty, +1.2% shift16 against two). 32-bit: the
+// launcher takes the pairs only below 2^31 tiles.
 FP8REF_WS_HD int wgrad_pair_tile_group(const WgradKernelArgs& a, std::uint32_t per_group,
                                        std::uint32_t tile, std::uint32_t& i) {
-  constexpr std::uint32_t kWalk = 2;
-  const std::uint32_t set = tile / (kWalk * per_group), r = tile % (kWalk * per_group);
-  const std::uint32_t left = std::uint32_t(a.groups) - set * kWalk;
-  const std::uint32_t in_set = left < kWalk ? left : kWalk;
-  i = r / in_set;
-  return a.order[set * kWalk + r % in_set];
+  i = tile % per_group;
+  return a.order[tile / per_group];
 }
 
 // The walk's group order of an out-of-place launch with a schedule (the pairs): a.order, by
 // descending token count, rearranged so that each of the first min(busy, empty) groups with tokens
 // is followed by an empty group (b1 e1 b2 e2 …, then the other groups with tokens, then the other
-// empty ones). The walk takes the groups two at a time, their tiles alternating, so an empty
-// group's tiles (dW = C copied through the ring, bandwidth and no tensor-core work) run among a
-// busy group's instead of all together at the launch's end (docs/gpu_gemm.md §2: +3.2% on the
-// benchmark's two-empty load). The groups with tokens keep their order, the empty ones theirs.
+// empty ones). So an empty group's tiles (dW = C copied through the ring, bandwidth and no
+// tensor-core work) come in the walk after a busy group's, and each cluster runs its copies among
+// its busy tiles instead of all clusters together at the launch's end (docs/gpu_gemm.md §2: +3.2%
+// on the benchmark's two-empty load, measured with the walk's two groups at a time). The groups
+// with tokens keep their order, the empty ones theirs.
 void interleave_empty_groups(WgradKernelArgs& a);
 
 // Greedy list scheduling of the walk's `tiles` pair tiles on `slots` clusters, in two passes: the
