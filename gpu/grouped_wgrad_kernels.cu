@@ -2,8 +2,8 @@
 // tokens of group g as the reduction, read by TMA from token-contiguous dYᵀ and Xᵀ (the K-major
 // operands FP8 wgmma takes) through the warp-specialised pipeline of gpu/tma_pipeline_sm90.cuh.
 // Persistent CTAs walk the 128 × BK tiles of every dW[g] (BK = 128, 192 or 256 columns of K,
-// docs/gpu_gemm.md §2), the groups with most tokens first in pairs whose tiles alternate, K-tile
-// outer, in a snake over waves (the 2-CTA pairs: one group at a time, in the launch's schedule);
+// docs/gpu_gemm.md §2), the groups with most tokens first, one group at a time, K-tile outer, in a
+// snake over waves (the 2-CTA pairs: in the launch's schedule);
 // 128-token blocks from the group's start (a multiple of 16: the TMA box's start, see
 // WgradKernelArgs), the tokens of the last one past the group's end (any token) zeroed in shared
 // memory before the tensor cores read them (at BK = 256 its k32 steps wholly past the end not
@@ -42,8 +42,8 @@ namespace {
 using namespace sm90;
 
 struct WgradTmaParams {
-  CUtensorMap map_dy, map_x;  // dYᵀ (N, M), Xᵀ (K, M): rows of tokens
-  CUtensorMap map_c, map_dw;  // C and dW as (G·N, K), boxes of 32 columns × 64 rows (BK = 256)
+  CUtensorMap map_dy, map_x;    // dYᵀ (N, M), Xᵀ (K, M): rows of tokens
+  CUtensorMap map_c, map_dw;    // C and dW as (G·N, K), boxes of 32 columns × 64 rows (BK = 256)
   CUtensorMap map_sdy, map_sx;  // blockwise scales (rows, N), (rows, K): boxes of 128 and BK × 1
   WgradKernelArgs args;
   int sched_on;         // the pair kernels walk `sched` (build_wgrad_schedule), else the snake
@@ -61,7 +61,11 @@ constexpr int kEpiChunks = 3, kEpiChunkCols = 96, kEpiBox = 32 * 64 * 4, kEpiWg 
 // scales: 128 of dY (the tile's rows) then BK of X (its columns). BK = 128, 192 or 256 (6, 5 and 4
 // stages; 203,840 bytes of shared memory at 256).
 template <int BK>
-using Ring = StageRing<128 * 128, BK * 128, BK == 128 ? 6 : BK == 192 ? 5 : 4, 128 + BK>;
+using Ring = StageRing<128 * 128, BK * 128,
+                       BK == 128   ? 6
+                       : BK == 192 ? 5
+                                   : 4,
+                       128 + BK>;
 
 struct WgradTile {
   int g;
@@ -70,17 +74,22 @@ struct WgradTile {
   int nkb;
 };
 
-// Tile `tile` of the walk: the groups in p.order (most tokens first) taken in pairs (the last
-// alone when their count is odd), the tiles of a pair alternating between its two groups, so that
-// a wave's CTAs read two groups' token ranges at once (docs/gpu_gemm.md §7: +3.7% Zipf, +7.9%
-// two empty, balanced within noise); within a group the K tiles outer and the n tiles inner, so
-// that the CTAs of a wave share each X tile (the larger operand) in L2 and read fewer distinct
-// bytes per token block (docs/benchmarks.md: +4% on skewed loads).
+// Tile `tile` of the walk: the groups in p.order (most tokens first) taken kWalk at a time, the
+// tiles of a set alternating between its groups. kWalk = 1 since the twentieth session, one group
+// at a time, so that the CTAs read one group's token ranges at once (docs/gpu_gemm.md §2: +1.7%
+// balanced, +1.6% shift32 against two groups, +1.1 / +1.4% on Zipf / two-empty loads with aligned
+// starts; the ninth session's two had gained +3.7% Zipf and +7.9% two-empty over one on the
+// kernel of that time). The general form stays: with the walk written as `order[tile /
+// per_group]` (and kernels split by walk, docs/benchmarks.md "twentieth session", call 5's `ks`)
+// the one-CTA kernel compiled to other code that ran 1.3% slower on balanced. Within a group the K
+// tiles outer and the n tiles inner, so that the CTAs of a wave share each X tile (the larger
+// operand) in L2 and read fewer distinct bytes per token block (docs/benchmarks.md: +4% on skewed
+// loads).
 template <int BK>
 __device__ __forceinline__ WgradTile wgrad_tile(const WgradKernelArgs& p, std::int64_t tile) {
   const std::int64_t kt = (p.K + BK - 1) / BK, per_group = (p.N / 128) * kt;
   WgradTile t;
-  constexpr int kWalk = 2;  // groups whose tiles alternate
+  constexpr int kWalk = 1;  // groups whose tiles alternate
   const std::int64_t set = tile / (kWalk * per_group), r = tile % (kWalk * per_group);
   const std::int64_t in_set = min(std::int64_t(kWalk), std::int64_t(p.groups) - set * kWalk);
   t.g = p.order[set * kWalk + r % in_set];
