@@ -117,7 +117,7 @@ __device__ __forceinline__ std::int64_t walk(std::int64_t i) {
 // (wgrad_pair_tile_group; K tiles outer, n pairs inner), in the launch's schedule or else a snake
 // over clusters; pair i's tile for the CTA of rank r has n0 = (2·(i's n pair) + r)·128. 32-bit
 // arithmetic (the launcher takes this path only below 2^31 tiles): fewer registers for the
-// producer's 40, which still spill 112 bytes in the pair kernels (docs/gpu_gemm.md §2).
+// producer's 40, which still spill 60 bytes in the pair kernels (ptxas; docs/gpu_gemm.md §2).
 __device__ __forceinline__ std::uint32_t walk_pairs(std::uint32_t i) {
   const std::uint32_t b = blockIdx.x / 2, grid = gridDim.x / 2;
   return i * grid + (i & 1 ? grid - 1 - b : b);

@@ -29,11 +29,11 @@ constexpr std::int64_t wgrad_tile_cost(std::int64_t nkb) { return 4 * nkb + 15; 
 
 // The group of pair tile `tile` in the walk, the one mapping of the kernel's walk
 // (wgrad_pair_tile) and of the host's schedule: the groups of a.order one after another,
-// `per_group` tiles a group; `i` is set to the tile's index among its group's. One group at a time,
-// not the one-CTA walk's two whose tiles alternate: with the schedule evening out the clusters'
-// ends, the alternation no longer pays, and the clusters then read one group's operands at a time
-// (docs/gpu_gemm.md §2: +1.9% Zipf, +0.7% two-empty, +1.2% shift16 against two). 32-bit: the
-// launcher takes the pairs only below 2^31 tiles.
+// `per_group` tiles a group; `i` is set to the tile's index among its group's. One group at a time
+// (since the twentieth session, as the one-CTA walk), not two whose tiles alternate: with the
+// schedule evening out the clusters' ends, the alternation no longer pays, and the clusters then
+// read one group's operands at a time (docs/gpu_gemm.md §2: +1.9% Zipf, +0.7% two-empty, +1.2%
+// shift16 against two). 32-bit: the launcher takes the pairs only below 2^31 tiles.
 FP8REF_WS_HD int wgrad_pair_tile_group(const WgradKernelArgs& a, std::uint32_t per_group,
                                        std::uint32_t tile, std::uint32_t& i) {
   i = tile % per_group;
