@@ -39,6 +39,18 @@ std::int64_t cost(const WgradKernelArgs& a, std::int64_t per_group, std::int64_t
   return wgrad_tile_cost((std::int64_t(a.end[g]) - a.start[g] + 127) / 128);
 }
 
+// The end of the schedule's busiest cluster under the cost model: its tiles' costs summed.
+std::int64_t longest_cluster(const WgradKernelArgs& a, std::int64_t per_group, int slots,
+                             const WgradSchedule& s) {
+  std::int64_t longest = 0;
+  for (int c = 0; c < slots; ++c) {
+    std::int64_t e = 0;
+    for (int j = s.first[c]; j < s.first[c + 1]; ++j) e += cost(a, per_group, s.unit[j]);
+    longest = std::max(longest, e);
+  }
+  return longest;
+}
+
 RC_GTEST_PROP(WgradSchedule, EveryTileOnceInWalkOrderToTheClusterEndingFirst, ()) {
   const auto groups = *rc::gen::inRange(1, kGemmMaxGroups + 1);
   const auto tokens = *rc::gen::container<std::vector<std::int32_t>>(
@@ -136,13 +148,7 @@ TEST(WgradSchedule, TwoEmptyLoadCopiesFillTheClustersABusyTileShort) {
   const int slots = 66;
   static WgradSchedule s;
   ASSERT_TRUE(build_wgrad_schedule(a, per_group, tiles, slots, s));
-  std::int64_t longest = 0;
-  for (int c = 0; c < slots; ++c) {
-    std::int64_t e = 0;
-    for (int j = s.first[c]; j < s.first[c + 1]; ++j) e += cost(a, per_group, s.unit[j]);
-    longest = std::max(longest, e);
-  }
-  EXPECT_EQ(longest, 21 * wgrad_tile_cost(43));
+  EXPECT_EQ(longest_cluster(a, per_group, slots, s), 21 * wgrad_tile_cost(43));
 }
 
 TEST(WgradSchedule, NoScheduleWithoutTilesOrPastTheTable) {
@@ -178,20 +184,14 @@ TEST(WgradSchedule, ZipfLoadEndsBeforeTheSnake) {
   const int slots = 66;
   static WgradSchedule s;
   ASSERT_TRUE(build_wgrad_schedule(a, per_group, tiles, slots, s));
-  std::int64_t greedy = 0, snake = 0;
-  for (int c = 0; c < slots; ++c) {
-    std::int64_t e = 0;
-    for (int j = s.first[c]; j < s.first[c + 1]; ++j) e += cost(a, per_group, s.unit[j]);
-    greedy = std::max(greedy, e);
-  }
+  const std::int64_t greedy = longest_cluster(a, per_group, slots, s);
   std::vector<std::int64_t> end(slots, 0);
   for (std::int64_t w = 0; w * slots < tiles; ++w)
     for (int b = 0; b < slots; ++b) {
       const std::int64_t t = w * slots + (w % 2 ? slots - 1 - b : b);
       if (t < tiles) end[std::size_t(b)] += cost(a, per_group, t);
     }
-  snake = *std::max_element(end.begin(), end.end());
-  EXPECT_LT(greedy, snake);
+  EXPECT_LT(greedy, *std::max_element(end.begin(), end.end()));
 }
 
 }  // namespace
